@@ -1,0 +1,1352 @@
+//===- ModelGraph.cpp - Read, validate and flatten a model file -----------===//
+//
+// The reader works in four steps:
+//   1. parse the JSON (errors give line and column), check format/version;
+//   2. settle the config: defaults, then the preset, then --set overrides;
+//   3. define inputs and global params, then flatten the top-level op list:
+//      each scope is topologically sorted (cycles and undefined names are
+//      reported with the op's JSON pointer), block calls are expanded
+//      `repeat` times with their params instantiated per layer;
+//   4. check the loss and normalize the optimizer.
+// Every shape is inferred as the op is flattened, so a shape error names the
+// op that caused it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/ModelGraph.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <sstream>
+
+using nlohmann::json;
+
+namespace remat::model {
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+bool isFloatDType(const std::string &d) {
+  return d == "f32" || d == "f16" || d == "bf16";
+}
+bool isIndexDType(const std::string &d) { return d == "i32" || d == "i64"; }
+
+int64_t dtypeBytes(const std::string &d) {
+  if (d == "f32" || d == "i32")
+    return 4;
+  if (d == "f16" || d == "bf16")
+    return 2;
+  if (d == "i64")
+    return 8;
+  return 0;
+}
+
+/// Products stay below 2^62 so that byte counts and sums of a few of them
+/// never overflow int64.
+static constexpr int64_t kMaxElements = int64_t(1) << 62;
+
+int64_t TensorType::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d <= 0)
+      throw std::overflow_error("dimension " + std::to_string(d) +
+                                " is not positive");
+    if (n > kMaxElements / d)
+      throw std::overflow_error("shape " + str() +
+                                " has more than 2^62 elements");
+    n *= d;
+  }
+  return n;
+}
+
+int64_t TensorType::bytes() const {
+  int64_t n = numElements();
+  int64_t b = dtypeBytes(dtype);
+  if (n > kMaxElements / std::max<int64_t>(b, 1))
+    throw std::overflow_error("shape " + str() + " has more than 2^62 bytes");
+  return n * b;
+}
+
+static std::string shapeStr(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string TensorType::str() const { return dtype + shapeStr(shape); }
+
+int ModelGraph::findValue(const std::string &name) const {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (values[i].name == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Recursive-descent evaluator for config expressions.
+class ExpressionParser {
+public:
+  ExpressionParser(const std::string &text,
+                   const std::map<std::string, double> &config)
+      : text(text), config(config) {}
+
+  double parse() {
+    double v = parseSum();
+    skipSpace();
+    if (pos != text.size())
+      fail("unexpected '" + text.substr(pos, 1) + "'");
+    return v;
+  }
+
+private:
+  const std::string &text;
+  const std::map<std::string, double> &config;
+  size_t pos = 0;
+
+  [[noreturn]] void fail(const std::string &why) {
+    throw std::invalid_argument("in expression \"" + text + "\": " + why);
+  }
+  void skipSpace() {
+    while (pos < text.size() && std::isspace((unsigned char)text[pos]))
+      ++pos;
+  }
+  bool eat(char c) {
+    skipSpace();
+    if (pos < text.size() && text[pos] == c) {
+      ++pos;
+      return true;
+    }
+    return false;
+  }
+  double parseSum() {
+    double v = parseProduct();
+    while (true) {
+      if (eat('+'))
+        v += parseProduct();
+      else if (eat('-'))
+        v -= parseProduct();
+      else
+        return v;
+    }
+  }
+  double parseProduct() {
+    double v = parseUnary();
+    while (true) {
+      if (eat('*')) {
+        v *= parseUnary();
+      } else if (eat('/')) {
+        double d = parseUnary();
+        if (d == 0)
+          fail("division by zero");
+        v /= d;
+      } else if (eat('%')) {
+        double d = parseUnary();
+        if (d == 0)
+          fail("division by zero");
+        v = std::fmod(v, d);
+      } else {
+        return v;
+      }
+    }
+  }
+  double parseUnary() {
+    if (eat('-'))
+      return -parseUnary();
+    if (eat('+'))
+      return parseUnary();
+    return parseAtom();
+  }
+  double parseAtom() {
+    skipSpace();
+    if (eat('(')) {
+      double v = parseSum();
+      if (!eat(')'))
+        fail("missing ')'");
+      return v;
+    }
+    if (pos < text.size() &&
+        (std::isdigit((unsigned char)text[pos]) || text[pos] == '.')) {
+      size_t used = 0;
+      double v = std::stod(text.substr(pos), &used);
+      pos += used;
+      return v;
+    }
+    if (pos < text.size() &&
+        (std::isalpha((unsigned char)text[pos]) || text[pos] == '_')) {
+      size_t start = pos;
+      while (pos < text.size() &&
+             (std::isalnum((unsigned char)text[pos]) || text[pos] == '_'))
+        ++pos;
+      std::string name = text.substr(start, pos - start);
+      if (name == "sqrt") {
+        if (!eat('('))
+          fail("expected '(' after sqrt");
+        double v = parseSum();
+        if (!eat(')'))
+          fail("missing ')'");
+        if (v < 0)
+          fail("sqrt of a negative number");
+        return std::sqrt(v);
+      }
+      auto it = config.find(name);
+      if (it == config.end())
+        fail("unknown config variable '" + name + "'");
+      return it->second;
+    }
+    if (pos >= text.size())
+      fail("unexpected end");
+    fail("unexpected '" + text.substr(pos, 1) + "'");
+  }
+};
+} // namespace
+
+double evaluateExpression(const std::string &text,
+                          const std::map<std::string, double> &config) {
+  return ExpressionParser(text, config).parse();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape rules of the forward ops (docs/ops.md)
+//===----------------------------------------------------------------------===//
+
+bool broadcastShapes(const std::vector<int64_t> &a,
+                     const std::vector<int64_t> &b,
+                     std::vector<int64_t> &result, std::string &error) {
+  size_t rank = std::max(a.size(), b.size());
+  result.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      error = "cannot broadcast " + shapeStr(a) + " with " + shapeStr(b) +
+              ": dim " + std::to_string(i) + " is " + std::to_string(da) +
+              " vs " + std::to_string(db);
+      return false;
+    }
+    result[i] = std::max(da, db);
+  }
+  return true;
+}
+
+namespace {
+[[noreturn]] void reject(const std::string &why) {
+  throw std::invalid_argument(why);
+}
+
+void requireFloat(const std::string &op, const TensorType &t,
+                  const char *what) {
+  if (!isFloatDType(t.dtype))
+    reject(op + " " + what + " must be a float tensor, got " + t.str());
+}
+void requireIndex(const std::string &op, const TensorType &t,
+                  const char *what) {
+  if (!isIndexDType(t.dtype))
+    reject(op + " " + what + " must be an i32 or i64 tensor, got " + t.str());
+}
+void requireSameDType(const std::string &op, const TensorType &a,
+                      const TensorType &b) {
+  if (a.dtype != b.dtype)
+    reject(op + " operand dtypes differ: " + a.dtype + " vs " + b.dtype);
+}
+std::vector<int64_t> shapeAttr(const json &attrs) {
+  return attrs.at("shape").get<std::vector<int64_t>>();
+}
+} // namespace
+
+TensorType inferResultType(const std::string &op,
+                           const std::vector<TensorType> &in,
+                           const json &attrs) {
+  if (op == "matmul") {
+    const TensorType &a = in[0], &b = in[1];
+    requireFloat(op, a, "lhs");
+    requireFloat(op, b, "rhs");
+    requireSameDType(op, a, b);
+    if (a.shape.size() < 2 || b.shape.size() < 2)
+      reject("matmul operands need rank >= 2, got " + a.str() + " and " +
+             b.str());
+    bool ta = attrs.value("transpose_a", false);
+    bool tb = attrs.value("transpose_b", false);
+    size_t ra = a.shape.size(), rb = b.shape.size();
+    int64_t m = a.shape[ra - (ta ? 1 : 2)], ka = a.shape[ra - (ta ? 2 : 1)];
+    int64_t kb = b.shape[rb - (tb ? 1 : 2)], n = b.shape[rb - (tb ? 2 : 1)];
+    if (ka != kb)
+      reject("matmul inner dims " + std::to_string(ka) + " vs " +
+             std::to_string(kb));
+    if (rb != 2 && !std::equal(a.shape.begin(), a.shape.end() - 2,
+                               b.shape.begin(), b.shape.end() - 2) )
+      reject("matmul batch dims differ: " + a.str() + " vs " + b.str());
+    if (rb != 2 && ra != rb)
+      reject("matmul batch dims differ: " + a.str() + " vs " + b.str());
+    TensorType r{a.dtype, a.shape};
+    r.shape[ra - 2] = m;
+    r.shape[ra - 1] = n;
+    return r;
+  }
+  if (op == "add" || op == "sub" || op == "mul" || op == "div") {
+    requireFloat(op, in[0], "lhs");
+    requireFloat(op, in[1], "rhs");
+    requireSameDType(op, in[0], in[1]);
+    TensorType r{in[0].dtype, {}};
+    std::string error;
+    if (!broadcastShapes(in[0].shape, in[1].shape, r.shape, error))
+      reject(op + ": " + error);
+    return r;
+  }
+  if (op == "relu" || op == "gelu" || op == "tanh" || op == "exp" ||
+      op == "dropout") {
+    requireFloat(op, in[0], "operand");
+    if (op == "dropout") {
+      double rate = attrs.at("rate").get<double>();
+      if (!(rate >= 0 && rate < 1))
+        reject("dropout rate " + std::to_string(rate) + " is not in [0, 1)");
+    }
+    return in[0];
+  }
+  if (op == "softmax") {
+    requireFloat(op, in[0], "operand");
+    if (in[0].shape.empty())
+      reject("softmax needs rank >= 1");
+    return in[0];
+  }
+  if (op == "layer_norm") {
+    requireFloat(op, in[0], "input");
+    requireFloat(op, in[1], "gamma");
+    requireFloat(op, in[2], "beta");
+    if (in[0].shape.empty())
+      reject("layer_norm needs rank >= 1");
+    int64_t d = in[0].shape.back();
+    for (int i : {1, 2})
+      if (in[i].shape != std::vector<int64_t>{d})
+        reject(std::string("layer_norm ") + (i == 1 ? "gamma" : "beta") +
+               " has shape " + shapeStr(in[i].shape) + ", expected [" +
+               std::to_string(d) + "]");
+    return in[0];
+  }
+  if (op == "embedding") {
+    requireFloat(op, in[0], "table");
+    requireIndex(op, in[1], "indices");
+    if (in[0].shape.size() != 2)
+      reject("embedding table must be [V, D], got " + in[0].str());
+    TensorType r{in[0].dtype, in[1].shape};
+    r.shape.push_back(in[0].shape[1]);
+    return r;
+  }
+  if (op == "reshape") {
+    TensorType r{in[0].dtype, shapeAttr(attrs)};
+    if (r.numElements() != in[0].numElements())
+      reject("reshape from " + shapeStr(in[0].shape) + " to " +
+             shapeStr(r.shape) + " changes the element count (" +
+             std::to_string(in[0].numElements()) + " vs " +
+             std::to_string(r.numElements()) + ")");
+    return r;
+  }
+  if (op == "transpose") {
+    auto perm = attrs.at("permutation").get<std::vector<int64_t>>();
+    size_t rank = in[0].shape.size();
+    if (perm.size() != rank)
+      reject("transpose permutation has " + std::to_string(perm.size()) +
+             " entries for a rank-" + std::to_string(rank) + " operand");
+    std::vector<bool> seen(rank, false);
+    TensorType r{in[0].dtype, {}};
+    for (int64_t p : perm) {
+      if (p < 0 || p >= (int64_t)rank || seen[p])
+        reject("transpose permutation " + shapeStr(perm) +
+               " is not a permutation of 0.." + std::to_string(rank - 1));
+      seen[p] = true;
+      r.shape.push_back(in[0].shape[p]);
+    }
+    return r;
+  }
+  if (op == "reduce_sum" || op == "reduce_mean") {
+    requireFloat(op, in[0], "operand");
+    auto axes = attrs.at("axes").get<std::vector<int64_t>>();
+    bool keep = attrs.value("keep_dims", false);
+    size_t rank = in[0].shape.size();
+    for (size_t i = 0; i < axes.size(); ++i) {
+      if (axes[i] < 0 || axes[i] >= (int64_t)rank)
+        reject(op + " axis " + std::to_string(axes[i]) +
+               " is out of range for rank " + std::to_string(rank));
+      if (i && axes[i] <= axes[i - 1])
+        reject(op + " axes " + shapeStr(axes) +
+               " must be sorted and unique");
+    }
+    TensorType r{in[0].dtype, {}};
+    for (size_t i = 0; i < rank; ++i) {
+      bool reduced = std::find(axes.begin(), axes.end(), (int64_t)i) !=
+                     axes.end();
+      if (!reduced)
+        r.shape.push_back(in[0].shape[i]);
+      else if (keep)
+        r.shape.push_back(1);
+    }
+    return r;
+  }
+  if (op == "broadcast_to" || op == "sum_to") {
+    TensorType r{in[0].dtype, shapeAttr(attrs)};
+    r.numElements();
+    const auto &wide = op == "broadcast_to" ? r.shape : in[0].shape;
+    const auto &narrow = op == "broadcast_to" ? in[0].shape : r.shape;
+    std::vector<int64_t> joined;
+    std::string error;
+    if (!broadcastShapes(narrow, wide, joined, error) || joined != wide)
+      reject(op + ": " + shapeStr(narrow) + " does not broadcast to " +
+             shapeStr(wide));
+    return r;
+  }
+  if (op == "cross_entropy") {
+    requireFloat(op, in[0], "logits");
+    requireIndex(op, in[1], "labels");
+    if (in[0].shape.empty())
+      reject("cross_entropy logits need rank >= 1");
+    std::vector<int64_t> outer(in[0].shape.begin(), in[0].shape.end() - 1);
+    if (outer != in[1].shape)
+      reject("cross_entropy labels have shape " + shapeStr(in[1].shape) +
+             ", expected " + shapeStr(outer));
+    return TensorType{in[0].dtype, {}};
+  }
+  if (op == "mse") {
+    requireFloat(op, in[0], "lhs");
+    requireFloat(op, in[1], "rhs");
+    requireSameDType(op, in[0], in[1]);
+    if (in[0].shape != in[1].shape)
+      reject("mse operand shapes differ: " + shapeStr(in[0].shape) + " vs " +
+             shapeStr(in[1].shape));
+    return TensorType{in[0].dtype, {}};
+  }
+  if (op == "attention") {
+    for (int i = 0; i < 3; ++i) {
+      requireFloat(op, in[i], i == 0 ? "q" : i == 1 ? "k" : "v");
+      if (in[i].shape.size() != 4)
+        reject("attention operands must be [B, H, S, Dh], got " +
+               in[i].str());
+      requireSameDType(op, in[0], in[i]);
+    }
+    if (in[1].shape != in[0].shape || in[2].shape != in[0].shape)
+      reject("attention q, k, v shapes differ: " + shapeStr(in[0].shape) +
+             ", " + shapeStr(in[1].shape) + ", " + shapeStr(in[2].shape));
+    return in[0];
+  }
+  if (op == "constant") {
+    TensorType r{"f32", shapeAttr(attrs)};
+    r.numElements();
+    return r;
+  }
+  reject("unknown op '" + op + "'");
+}
+
+//===----------------------------------------------------------------------===//
+// Op table: arity and attributes of each op a model may use
+//===----------------------------------------------------------------------===//
+
+namespace {
+enum class AttrType { Bool, Float, Int, IntArray };
+struct AttrSpec {
+  const char *name;
+  AttrType type;
+  bool required;
+  double defaultValue;
+};
+struct OpSpec {
+  const char *name;
+  int arity;
+  bool takesShape;
+  std::vector<AttrSpec> attrs;
+};
+
+const std::vector<OpSpec> &opSpecs() {
+  static const std::vector<OpSpec> specs = {
+      {"matmul", 2, false,
+       {{"transpose_a", AttrType::Bool, false, 0},
+        {"transpose_b", AttrType::Bool, false, 0}}},
+      {"add", 2, false, {}},
+      {"sub", 2, false, {}},
+      {"mul", 2, false, {}},
+      {"div", 2, false, {}},
+      {"relu", 1, false, {}},
+      {"gelu", 1, false, {}},
+      {"tanh", 1, false, {}},
+      {"exp", 1, false, {}},
+      {"softmax", 1, false, {}},
+      {"layer_norm", 3, false, {{"epsilon", AttrType::Float, false, 1e-5}}},
+      {"embedding", 2, false, {}},
+      {"reshape", 1, true, {}},
+      {"transpose", 1, false, {{"permutation", AttrType::IntArray, true, 0}}},
+      {"reduce_sum", 1, false,
+       {{"axes", AttrType::IntArray, true, 0},
+        {"keep_dims", AttrType::Bool, false, 0}}},
+      {"reduce_mean", 1, false,
+       {{"axes", AttrType::IntArray, true, 0},
+        {"keep_dims", AttrType::Bool, false, 0}}},
+      {"broadcast_to", 1, true, {}},
+      {"sum_to", 1, true, {}},
+      {"cross_entropy", 2, false, {}},
+      {"mse", 2, false, {}},
+      {"dropout", 1, false,
+       {{"rate", AttrType::Float, true, 0}, {"seed", AttrType::Int, false, 0}}},
+      {"attention", 3, false,
+       {{"causal", AttrType::Bool, false, 1},
+        {"scale", AttrType::Float, false, 0}}},
+      {"constant", 0, true, {{"value", AttrType::Float, true, 0}}},
+  };
+  return specs;
+}
+
+const OpSpec *findOpSpec(const std::string &name) {
+  for (const OpSpec &s : opSpecs())
+    if (name == s.name)
+      return &s;
+  return nullptr;
+}
+
+uint64_t fnv1a(const std::string &s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s)
+    h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string jsonKind(const json &j) {
+  switch (j.type()) {
+  case json::value_t::null: return "null";
+  case json::value_t::boolean: return "a boolean";
+  case json::value_t::string: return "a string";
+  case json::value_t::array: return "an array";
+  case json::value_t::object: return "an object";
+  default: return "a number";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The reader
+//===----------------------------------------------------------------------===//
+
+/// One named definition inside a scope, for duplicate and order checks.
+struct Definition {
+  std::string pointer;
+  int opIndex; ///< index in the scope's op list; -1 for inputs/params
+};
+
+class ModelReader {
+public:
+  ModelReader(const std::string &sourceName, const ModelOptions &options)
+      : sourceName(sourceName), options(options) {}
+
+  ModelGraph read(const std::string &text);
+
+private:
+  const std::string &sourceName;
+  const ModelOptions &options;
+  json root;
+  ModelGraph graph;
+  /// Block definitions by name, with their JSON pointers.
+  std::map<std::string, const json *> blocks;
+  /// Names visible everywhere: inputs and global params.
+  std::map<std::string, int> globals;
+  std::map<std::string, std::string> globalPointers;
+
+  [[noreturn]] void fail(const std::string &pointer, const std::string &why) {
+    throw ModelError(sourceName + ": " + pointer + (pointer.empty() ? "" : ": ") +
+                     why);
+  }
+
+  void checkKeys(const json &object, const std::string &pointer,
+                 std::initializer_list<const char *> allowed) {
+    if (!object.is_object())
+      fail(pointer, "expected an object, got " + jsonKind(object));
+    for (auto it = object.begin(); it != object.end(); ++it) {
+      bool ok = false;
+      for (const char *a : allowed)
+        ok |= it.key() == a;
+      if (!ok) {
+        std::string list;
+        for (const char *a : allowed)
+          list += std::string(list.empty() ? "" : ", ") + a;
+        fail(pointer, "unknown field '" + it.key() + "' (expected one of: " +
+                          list + ")");
+      }
+    }
+  }
+
+  const json &require(const json &object, const std::string &pointer,
+                      const char *key) {
+    auto it = object.find(key);
+    if (it == object.end())
+      fail(pointer, std::string("missing field '") + key + "'");
+    return *it;
+  }
+
+  std::string requireString(const json &object, const std::string &pointer,
+                            const char *key) {
+    const json &v = require(object, pointer, key);
+    if (!v.is_string() || v.get<std::string>().empty())
+      fail(pointer + "/" + key, "expected a non-empty string, got " +
+                                    jsonKind(v));
+    return v.get<std::string>();
+  }
+
+  double number(const json &v, const std::string &pointer) {
+    if (v.is_number())
+      return v.get<double>();
+    if (v.is_string()) {
+      try {
+        return evaluateExpression(v.get<std::string>(), graph.config);
+      } catch (const std::invalid_argument &e) {
+        fail(pointer, e.what());
+      }
+    }
+    fail(pointer, "expected a number or an expression string, got " +
+                      jsonKind(v));
+  }
+
+  int64_t integer(const json &v, const std::string &pointer) {
+    double d = number(v, pointer);
+    if (d != std::floor(d) || std::fabs(d) > 9.0e18)
+      fail(pointer, "expected an integer, got " + std::to_string(d));
+    return static_cast<int64_t>(d);
+  }
+
+  std::vector<int64_t> shape(const json &v, const std::string &pointer) {
+    if (!v.is_array())
+      fail(pointer, "a shape must be an array of dimensions, got " +
+                        jsonKind(v));
+    std::vector<int64_t> dims;
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string p = pointer + "/" + std::to_string(i);
+      double d = number(v[i], p);
+      if (d != std::floor(d))
+        fail(p, "dimension " + std::to_string(d) + " is not an integer");
+      if (d <= 0)
+        fail(p, "dimension " + std::to_string((long long)d) +
+                    " must be positive");
+      if (d > 4.0e18)
+        fail(p, "dimension overflows 64 bits");
+      dims.push_back(static_cast<int64_t>(d));
+    }
+    TensorType t{"f32", dims};
+    try {
+      t.bytes();
+    } catch (const std::overflow_error &e) {
+      fail(pointer, e.what());
+    }
+    return dims;
+  }
+
+  std::string dtype(const json &object, const std::string &pointer,
+                    const std::string &fallback) {
+    auto it = object.find("dtype");
+    if (it == object.end())
+      return fallback;
+    if (!it->is_string() || dtypeBytes(it->get<std::string>()) == 0)
+      fail(pointer + "/dtype", "unknown dtype " + it->dump() +
+                                   " (expected f32, f16, bf16, i32 or i64)");
+    return it->get<std::string>();
+  }
+
+  void readConfig();
+  void readInputs();
+  int defineParam(const json &param, const std::string &pointer,
+                  const std::string &prefix);
+  json normalizeInit(const json &init, const std::string &pointer);
+  json normalizeData(const json &data, const std::string &pointer,
+                     const TensorType &type);
+  void flattenScope(const json &ops, const std::string &pointer,
+                    std::map<std::string, int> scope,
+                    const std::string &prefix, int depth,
+                    std::map<std::string, int> &exported);
+  int emitOp(const json &op, const std::string &pointer,
+             const std::string &opName, const std::vector<int> &operands);
+  void expandBlock(const json &call, const std::string &pointer,
+                   const std::string &callName,
+                   const std::vector<int> &operands, int depth,
+                   std::vector<int> &outputs);
+  void readLoss();
+  void readOptimizer();
+};
+
+ModelGraph ModelReader::read(const std::string &text) {
+  // 1. Parse.
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error &e) {
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string what = e.what();
+    auto colon = what.find("; ");
+    if (colon != std::string::npos)
+      what = what.substr(colon + 2);
+    throw ModelError(sourceName + ":" + std::to_string(line) + ":" +
+                     std::to_string(column) + ": malformed JSON: " + what);
+  }
+  checkKeys(root, "", {"format", "version", "name", "description", "config",
+                       "presets", "seed", "tokens_per_sample", "inputs",
+                       "params", "blocks", "ops", "loss", "optimizer"});
+  if (root.value("format", json()) != "remat-model")
+    fail("/format", "expected \"remat-model\" (is this a model file?)");
+  const json &version = require(root, "", "version");
+  if (!version.is_number_integer() || version.get<int>() != kModelFormatVersion)
+    fail("/version", "unsupported model format version " + version.dump() +
+                         "; this remat reads version " +
+                         std::to_string(kModelFormatVersion));
+  graph.name = requireString(root, "", "name");
+  graph.sourceName = sourceName;
+  if (root.contains("seed"))
+    graph.seed = integer(root["seed"], "/seed");
+
+  // 2. Config.
+  readConfig();
+  if (graph.config.count("batch"))
+    graph.batch = static_cast<int64_t>(graph.config["batch"]);
+  if (root.contains("tokens_per_sample"))
+    graph.tokensPerSample = integer(root["tokens_per_sample"],
+                                    "/tokens_per_sample");
+
+  // 3. Inputs, params, blocks, ops.
+  readInputs();
+  if (root.contains("params")) {
+    const json &params = root["params"];
+    if (!params.is_array())
+      fail("/params", "expected an array, got " + jsonKind(params));
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::string p = "/params/" + std::to_string(i);
+      int id = defineParam(params[i], p, "");
+      const std::string &name = graph.values[id].name;
+      if (globals.count(name))
+        fail(p, "'" + name + "' is defined twice (first at " +
+                    globalPointers[name] + ")");
+      globals[name] = id;
+      globalPointers[name] = p;
+    }
+  }
+  if (root.contains("blocks")) {
+    const json &bs = root["blocks"];
+    if (!bs.is_object())
+      fail("/blocks", "expected an object of named blocks, got " +
+                          jsonKind(bs));
+    for (auto it = bs.begin(); it != bs.end(); ++it) {
+      std::string p = "/blocks/" + it.key();
+      checkKeys(*it, p, {"inputs", "outputs", "params", "ops", "description"});
+      blocks[it.key()] = &*it;
+    }
+  }
+  const json &ops = require(root, "", "ops");
+  std::map<std::string, int> exported;
+  flattenScope(ops, "/ops", globals, "", 0, exported);
+
+  // 4. Loss and optimizer.
+  readLoss();
+  readOptimizer();
+  return std::move(graph);
+}
+
+void ModelReader::readConfig() {
+  if (root.contains("config")) {
+    const json &config = root["config"];
+    if (!config.is_object())
+      fail("/config", "expected an object, got " + jsonKind(config));
+    for (auto it = config.begin(); it != config.end(); ++it) {
+      if (!it->is_number())
+        fail("/config/" + it.key(), "a config value must be a number, got " +
+                                        jsonKind(*it));
+      graph.config[it.key()] = it->get<double>();
+    }
+  }
+  auto known = [&]() {
+    std::string list;
+    for (auto &[k, v] : graph.config)
+      list += (list.empty() ? "" : ", ") + k;
+    return list.empty() ? std::string("none") : list;
+  };
+  if (!options.preset.empty()) {
+    const json *presets = root.contains("presets") ? &root["presets"] : nullptr;
+    if (!presets || !presets->is_object() ||
+        !presets->contains(options.preset)) {
+      std::string list;
+      if (presets && presets->is_object())
+        for (auto it = presets->begin(); it != presets->end(); ++it)
+          list += (list.empty() ? "" : ", ") + it.key();
+      fail("/presets", "unknown preset '" + options.preset +
+                           "' (available: " +
+                           (list.empty() ? "none" : list) + ")");
+    }
+    const json &preset = (*presets)[options.preset];
+    std::string p = "/presets/" + options.preset;
+    if (!preset.is_object())
+      fail(p, "expected an object, got " + jsonKind(preset));
+    for (auto it = preset.begin(); it != preset.end(); ++it) {
+      if (!graph.config.count(it.key()))
+        fail(p + "/" + it.key(), "unknown config variable '" + it.key() +
+                                     "' (known: " + known() + ")");
+      if (!it->is_number())
+        fail(p + "/" + it.key(), "a config value must be a number");
+      graph.config[it.key()] = it->get<double>();
+    }
+  }
+  for (const auto &[key, text] : options.overrides) {
+    if (!graph.config.count(key))
+      fail("", "--set " + key + "=" + text + ": unknown config variable '" +
+                   key + "' (known: " + known() + ")");
+    try {
+      size_t used = 0;
+      double v = std::stod(text, &used);
+      if (used != text.size())
+        throw std::invalid_argument("trailing text");
+      graph.config[key] = v;
+    } catch (const std::exception &) {
+      fail("", "--set " + key + "=" + text + ": the value is not a number");
+    }
+  }
+}
+
+void ModelReader::readInputs() {
+  if (!root.contains("inputs"))
+    return;
+  const json &inputs = root["inputs"];
+  if (!inputs.is_array())
+    fail("/inputs", "expected an array, got " + jsonKind(inputs));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string p = "/inputs/" + std::to_string(i);
+    const json &in = inputs[i];
+    checkKeys(in, p, {"name", "shape", "dtype", "data", "description"});
+    Value v;
+    v.kind = ValueKind::Input;
+    v.name = requireString(in, p, "name");
+    v.type.dtype = dtype(in, p, "f32");
+    v.type.shape = shape(require(in, p, "shape"), p + "/shape");
+    if (globals.count(v.name))
+      fail(p, "'" + v.name + "' is defined twice (first at " +
+                  globalPointers[v.name] + ")");
+    v.data = normalizeData(in.value("data", json()), p + "/data", v.type);
+    globals[v.name] = static_cast<int>(graph.values.size());
+    globalPointers[v.name] = p;
+    graph.values.push_back(std::move(v));
+  }
+  // labels_of refers to another input by name; resolve it now.
+  for (Value &v : graph.values) {
+    if (v.data.value("kind", "") != "labels_of")
+      continue;
+    std::string of = v.data["of"];
+    if (!globals.count(of) || graph.values[globals[of]].kind != ValueKind::Input)
+      fail(globalPointers[v.name] + "/data/of",
+           "'" + of + "' is not an input");
+    if (graph.values[globals[of]].type.shape != v.type.shape)
+      fail(globalPointers[v.name] + "/data/of",
+           "labels_of '" + of + "' needs the same shape as '" + v.name + "'");
+  }
+}
+
+json ModelReader::normalizeData(const json &data, const std::string &pointer,
+                                const TensorType &type) {
+  bool index = isIndexDType(type.dtype);
+  if (data.is_null()) {
+    if (index)
+      fail(pointer, "an integer input needs a 'data' object saying how to "
+                    "generate it (randint, sequence or labels_of)");
+    return json{{"kind", "randn"}, {"std", 1.0}};
+  }
+  checkKeys(data, pointer, {"kind", "std", "low", "high", "vocab", "of",
+                            "shift", "a", "c"});
+  std::string kind = data.value("kind", "");
+  json out{{"kind", kind}};
+  if (kind == "randn") {
+    if (index)
+      fail(pointer, "randn data needs a float input");
+    out["std"] = data.contains("std") ? number(data["std"], pointer + "/std")
+                                      : 1.0;
+  } else if (kind == "randint") {
+    if (!index)
+      fail(pointer, "randint data needs an i32/i64 input");
+    out["low"] = data.contains("low") ? integer(data["low"], pointer + "/low")
+                                      : 0;
+    out["high"] = integer(require(data, pointer, "high"), pointer + "/high");
+    if (out["high"].get<int64_t>() <= out["low"].get<int64_t>())
+      fail(pointer, "randint needs low < high");
+  } else if (kind == "sequence") {
+    if (!index)
+      fail(pointer, "sequence data needs an i32/i64 input");
+    out["vocab"] = integer(require(data, pointer, "vocab"), pointer + "/vocab");
+    out["a"] = data.contains("a") ? integer(data["a"], pointer + "/a") : 5;
+    out["c"] = data.contains("c") ? integer(data["c"], pointer + "/c") : 3;
+    if (out["vocab"].get<int64_t>() < 2)
+      fail(pointer + "/vocab", "vocab must be at least 2");
+  } else if (kind == "labels_of") {
+    if (!index)
+      fail(pointer, "labels_of data needs an i32/i64 input");
+    const json &of = require(data, pointer, "of");
+    if (!of.is_string())
+      fail(pointer + "/of", "expected the name of an input");
+    out["of"] = of;
+    out["shift"] = data.contains("shift")
+                       ? integer(data["shift"], pointer + "/shift")
+                       : 1;
+  } else {
+    fail(pointer + "/kind", "unknown data kind '" + kind +
+                                "' (expected randn, randint, sequence or "
+                                "labels_of)");
+  }
+  return out;
+}
+
+json ModelReader::normalizeInit(const json &init, const std::string &pointer) {
+  if (init.is_null())
+    return json{{"kind", "normal"}, {"mean", 0.0}, {"std", 0.02}};
+  checkKeys(init, pointer, {"kind", "mean", "std", "low", "high"});
+  std::string kind = init.value("kind", "");
+  auto num = [&](const char *key, double fallback) {
+    return init.contains(key) ? number(init[key], pointer + "/" + key)
+                              : fallback;
+  };
+  if (kind == "normal")
+    return json{{"kind", kind}, {"mean", num("mean", 0)}, {"std", num("std", 0.02)}};
+  if (kind == "uniform") {
+    double low = num("low", -1), high = num("high", 1);
+    if (!(low < high))
+      fail(pointer, "uniform init needs low < high");
+    return json{{"kind", kind}, {"low", low}, {"high", high}};
+  }
+  if (kind == "zeros" || kind == "ones")
+    return json{{"kind", kind}};
+  fail(pointer + "/kind", "unknown init kind '" + kind +
+                              "' (expected normal, uniform, zeros or ones)");
+}
+
+int ModelReader::defineParam(const json &param, const std::string &pointer,
+                             const std::string &prefix) {
+  checkKeys(param, pointer, {"name", "shape", "dtype", "init", "description"});
+  Value v;
+  v.kind = ValueKind::Param;
+  v.name = prefix + requireString(param, pointer, "name");
+  v.type.dtype = dtype(param, pointer, "f32");
+  if (!isFloatDType(v.type.dtype))
+    fail(pointer + "/dtype", "a parameter must be a float tensor");
+  v.type.shape = shape(require(param, pointer, "shape"), pointer + "/shape");
+  v.init = normalizeInit(param.value("init", json()), pointer + "/init");
+  graph.values.push_back(std::move(v));
+  return static_cast<int>(graph.values.size()) - 1;
+}
+
+void ModelReader::flattenScope(const json &ops, const std::string &pointer,
+                               std::map<std::string, int> scope,
+                               const std::string &prefix, int depth,
+                               std::map<std::string, int> &exported) {
+  if (!ops.is_array())
+    fail(pointer, "expected an array of ops, got " + jsonKind(ops));
+  if (depth > 16)
+    fail(pointer, "blocks nest deeper than 16 (a block that calls itself?)");
+
+  // Definitions made by this scope's ops, with duplicate checks.
+  std::map<std::string, Definition> defined;
+  std::vector<std::vector<std::string>> outputsOf(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    std::string p = pointer + "/" + std::to_string(i);
+    const json &op = ops[i];
+    if (!op.is_object())
+      fail(p, "expected an op object, got " + jsonKind(op));
+    std::string kind = requireString(op, p, "op");
+    if (kind == "block") {
+      checkKeys(op, p, {"name", "op", "block", "inputs", "outputs", "repeat",
+                        "description"});
+    } else {
+      checkKeys(op, p, {"name", "op", "inputs", "attrs", "shape",
+                        "description"});
+    }
+    std::string name = requireString(op, p, "name");
+    if (op.contains("outputs")) {
+      const json &outs = op["outputs"];
+      if (!outs.is_array() || outs.empty())
+        fail(p + "/outputs", "expected a non-empty array of names");
+      for (const json &o : outs) {
+        if (!o.is_string())
+          fail(p + "/outputs", "expected names");
+        outputsOf[i].push_back(o);
+      }
+    } else {
+      outputsOf[i].push_back(name);
+    }
+    for (const std::string &n : outputsOf[i]) {
+      auto it = defined.find(n);
+      if (it != defined.end())
+        fail(p + " '" + name + "'", "'" + n + "' is defined twice (first at " +
+                                       it->second.pointer + ")");
+      if (scope.count(n))
+        fail(p + " '" + name + "'",
+             "'" + n + "' is defined twice (it is already an input or param)");
+      defined[n] = Definition{p, static_cast<int>(i)};
+    }
+  }
+
+  // Dependencies between this scope's ops, then a stable topological order.
+  std::vector<std::vector<std::string>> inputNames(ops.size());
+  std::vector<std::vector<int>> users(ops.size());
+  std::vector<int> pending(ops.size(), 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    std::string p = pointer + "/" + std::to_string(i);
+    std::string where = p + " '" + ops[i]["name"].get<std::string>() + "'";
+    const json &ins = ops[i].value("inputs", json::array());
+    if (!ins.is_array())
+      fail(where, "'inputs' must be an array of names");
+    for (const json &in : ins) {
+      if (!in.is_string())
+        fail(where, "'inputs' must be an array of names, got " + in.dump());
+      std::string n = in;
+      inputNames[i].push_back(n);
+      auto it = defined.find(n);
+      if (it != defined.end()) {
+        if (it->second.opIndex == (int)i)
+          fail(where, "'" + n + "' uses itself (a cycle)");
+        users[it->second.opIndex].push_back(static_cast<int>(i));
+        ++pending[i];
+      } else if (!scope.count(n)) {
+        fail(where, "'" + n + "' is not defined");
+      }
+    }
+  }
+  std::vector<int> order, ready;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (!pending[i])
+      ready.push_back(static_cast<int>(i));
+  while (!ready.empty()) {
+    std::sort(ready.begin(), ready.end(), std::greater<int>());
+    int i = ready.back();
+    ready.pop_back();
+    order.push_back(i);
+    for (int u : users[i])
+      if (--pending[u] == 0)
+        ready.push_back(u);
+  }
+  if (order.size() != ops.size()) {
+    // Walk unfinished ops along their unfinished inputs until one repeats.
+    int start = 0;
+    while (!pending[start])
+      ++start;
+    std::vector<int> path;
+    std::vector<int> seenAt(ops.size(), -1);
+    int cur = start;
+    while (seenAt[cur] < 0) {
+      seenAt[cur] = static_cast<int>(path.size());
+      path.push_back(cur);
+      for (const std::string &n : inputNames[cur]) {
+        auto it = defined.find(n);
+        if (it != defined.end() && pending[it->second.opIndex]) {
+          cur = it->second.opIndex;
+          break;
+        }
+      }
+    }
+    std::string cycle;
+    for (size_t k = seenAt[cur]; k < path.size(); ++k)
+      cycle += ops[path[k]]["name"].get<std::string>() + " -> ";
+    cycle += ops[cur]["name"].get<std::string>();
+    fail(pointer + "/" + std::to_string(cur) + " '" +
+             ops[cur]["name"].get<std::string>() + "'",
+         "cycle: " + cycle);
+  }
+
+  // Emit in order.
+  for (int i : order) {
+    std::string p = pointer + "/" + std::to_string(i);
+    const json &op = ops[i];
+    std::vector<int> operands;
+    for (const std::string &n : inputNames[i])
+      operands.push_back(scope.at(n));
+    std::string name = op["name"];
+    if (op["op"] == "block") {
+      std::vector<int> outputs;
+      expandBlock(op, p, prefix + name, operands, depth, outputs);
+      if (outputs.size() != outputsOf[i].size())
+        fail(p + " '" + name + "'",
+             "block has " + std::to_string(outputs.size()) +
+                 " outputs but the call names " +
+                 std::to_string(outputsOf[i].size()));
+      for (size_t k = 0; k < outputs.size(); ++k)
+        scope[outputsOf[i][k]] = outputs[k];
+    } else {
+      scope[name] = emitOp(op, p, prefix + name, operands);
+    }
+  }
+  exported = std::move(scope);
+}
+
+int ModelReader::emitOp(const json &op, const std::string &pointer,
+                        const std::string &opName,
+                        const std::vector<int> &operands) {
+  std::string kind = op["op"];
+  std::string where = pointer + " '" + op["name"].get<std::string>() + "'";
+  const OpSpec *spec = findOpSpec(kind);
+  if (!spec) {
+    std::string list;
+    for (const OpSpec &s : opSpecs())
+      list += std::string(list.empty() ? "" : ", ") + s.name;
+    fail(where, "unknown op '" + kind + "' (expected one of: " + list +
+                    ", block)");
+  }
+  if ((int)operands.size() != spec->arity)
+    fail(where, kind + " takes " + std::to_string(spec->arity) +
+                    " operand" + (spec->arity == 1 ? "" : "s") + ", got " +
+                    std::to_string(operands.size()));
+
+  // Attributes: only known ones, each typed and evaluated, defaults filled.
+  json attrs = json::object();
+  const json &given = op.value("attrs", json::object());
+  if (!given.is_object())
+    fail(where, "'attrs' must be an object");
+  for (auto it = given.begin(); it != given.end(); ++it) {
+    bool known = false;
+    for (const AttrSpec &a : spec->attrs)
+      known |= it.key() == a.name;
+    if (!known) {
+      std::string list;
+      for (const AttrSpec &a : spec->attrs)
+        list += std::string(list.empty() ? "" : ", ") + a.name;
+      fail(where, kind + " has no attribute '" + it.key() + "'" +
+                      (list.empty() ? "" : " (it takes: " + list + ")"));
+    }
+  }
+  for (const AttrSpec &a : spec->attrs) {
+    std::string ap = pointer + "/attrs/" + a.name;
+    auto it = given.find(a.name);
+    if (it == given.end()) {
+      if (a.required)
+        fail(where, kind + " needs attribute '" + a.name + "'");
+      continue;
+    }
+    switch (a.type) {
+    case AttrType::Bool:
+      if (!it->is_boolean())
+        fail(ap, "expected true or false, got " + jsonKind(*it));
+      attrs[a.name] = it->get<bool>();
+      break;
+    case AttrType::Float:
+      attrs[a.name] = number(*it, ap);
+      break;
+    case AttrType::Int:
+      attrs[a.name] = integer(*it, ap);
+      break;
+    case AttrType::IntArray: {
+      if (!it->is_array())
+        fail(ap, "expected an array of integers");
+      std::vector<int64_t> values;
+      for (size_t k = 0; k < it->size(); ++k)
+        values.push_back(integer((*it)[k], ap + "/" + std::to_string(k)));
+      attrs[a.name] = values;
+      break;
+    }
+    }
+  }
+  if (spec->takesShape)
+    attrs["shape"] = shape(require(op, where, "shape"), pointer + "/shape");
+  else if (op.contains("shape"))
+    fail(where, kind + " takes no 'shape' (its result shape is inferred)");
+
+  std::vector<TensorType> types;
+  for (int id : operands)
+    types.push_back(graph.values[id].type);
+  // Negative reduction axes count from the end, as in NumPy.
+  if (attrs.contains("axes") && !types.empty())
+    for (auto &axis : attrs["axes"])
+      if (axis.get<int64_t>() < 0)
+        axis = axis.get<int64_t>() + (int64_t)types[0].shape.size();
+
+  TensorType result;
+  try {
+    result = inferResultType(kind, types, attrs);
+    result.bytes();
+  } catch (const std::exception &e) {
+    fail(where, e.what());
+  }
+  // Defaults that depend on shapes or names.
+  for (const AttrSpec &a : spec->attrs) {
+    if (attrs.contains(a.name))
+      continue;
+    if (kind == "attention" && std::string(a.name) == "scale")
+      attrs["scale"] = 1.0 / std::sqrt((double)types[0].shape.back());
+    else if (kind == "dropout" && std::string(a.name) == "seed")
+      attrs["seed"] = static_cast<int64_t>(
+          fnv1a(opName, fnv1a(std::to_string(graph.seed))) >> 1);
+    else if (a.type == AttrType::Bool)
+      attrs[a.name] = a.defaultValue != 0;
+    else
+      attrs[a.name] = a.defaultValue;
+  }
+
+  Value v;
+  v.name = opName;
+  v.kind = ValueKind::Op;
+  v.type = result;
+  graph.values.push_back(v);
+  Op flat;
+  flat.name = opName;
+  flat.kind = kind;
+  flat.pointer = pointer;
+  flat.operands = operands;
+  flat.result = static_cast<int>(graph.values.size()) - 1;
+  flat.attrs = std::move(attrs);
+  graph.ops.push_back(std::move(flat));
+  return graph.ops.back().result;
+}
+
+void ModelReader::expandBlock(const json &call, const std::string &pointer,
+                              const std::string &callName,
+                              const std::vector<int> &operands, int depth,
+                              std::vector<int> &outputs) {
+  std::string where = pointer + " '" + call["name"].get<std::string>() + "'";
+  std::string blockName = requireString(call, pointer, "block");
+  auto it = blocks.find(blockName);
+  if (it == blocks.end())
+    fail(where, "unknown block '" + blockName + "'");
+  const json &block = *it->second;
+  std::string bp = "/blocks/" + blockName;
+  int64_t repeat = call.contains("repeat")
+                       ? integer(call["repeat"], pointer + "/repeat")
+                       : 1;
+  if (repeat < 1 || repeat > 100000)
+    fail(pointer + "/repeat", "repeat must be in 1..100000, got " +
+                                  std::to_string(repeat));
+
+  std::vector<std::string> formals, results;
+  for (const char *key : {"inputs", "outputs"}) {
+    const json &list = require(block, bp, key);
+    if (!list.is_array())
+      fail(bp + "/" + key, "expected an array of names");
+    for (const json &n : list) {
+      if (!n.is_string())
+        fail(bp + "/" + key, "expected names, got " + n.dump());
+      (std::string(key) == "inputs" ? formals : results).push_back(n);
+    }
+  }
+  if (formals.size() != operands.size())
+    fail(where, "block '" + blockName + "' takes " +
+                    std::to_string(formals.size()) + " inputs, got " +
+                    std::to_string(operands.size()));
+  if (repeat > 1 && results.size() != formals.size())
+    fail(where, "a repeated block must have as many outputs as inputs (its "
+                "outputs feed the next repetition); '" +
+                    blockName + "' has " + std::to_string(formals.size()) +
+                    " and " + std::to_string(results.size()));
+
+  std::vector<int> current = operands;
+  for (int64_t layer = 0; layer < repeat; ++layer) {
+    std::string prefix = callName + "." + std::to_string(layer) + ".";
+    std::map<std::string, int> scope = globals;
+    std::map<std::string, std::string> localPointers;
+    for (size_t k = 0; k < formals.size(); ++k) {
+      if (scope.count(formals[k]) && !globals.count(formals[k]))
+        fail(bp + "/inputs", "'" + formals[k] + "' is defined twice");
+      scope[formals[k]] = current[k];
+      localPointers[formals[k]] = bp + "/inputs";
+    }
+    if (block.contains("params")) {
+      const json &params = block["params"];
+      if (!params.is_array())
+        fail(bp + "/params", "expected an array");
+      for (size_t k = 0; k < params.size(); ++k) {
+        std::string pp = bp + "/params/" + std::to_string(k);
+        int id = defineParam(params[k], pp, prefix);
+        std::string local = params[k]["name"];
+        if (localPointers.count(local))
+          fail(pp, "'" + local + "' is defined twice (first at " +
+                       localPointers[local] + ")");
+        localPointers[local] = pp;
+        scope[local] = id;
+      }
+    }
+    std::map<std::string, int> exported;
+    flattenScope(require(block, bp, "ops"), bp + "/ops", scope, prefix,
+                 depth + 1, exported);
+    current.clear();
+    for (const std::string &r : results) {
+      auto found = exported.find(r);
+      if (found == exported.end())
+        fail(bp + "/outputs", "output '" + r + "' is not defined in block '" +
+                                  blockName + "'");
+      current.push_back(found->second);
+    }
+  }
+  outputs = current;
+}
+
+void ModelReader::readLoss() {
+  std::string name = requireString(root, "", "loss");
+  // The loss may name any value; ops inside blocks are reachable by their
+  // flattened name (e.g. "h.11.out").
+  int id = -1;
+  for (size_t i = 0; i < graph.values.size(); ++i)
+    if (graph.values[i].name == name)
+      id = static_cast<int>(i);
+  if (id < 0)
+    fail("/loss", "'" + name + "' is not defined");
+  const Value &v = graph.values[id];
+  if (!v.type.shape.empty() || !isFloatDType(v.type.dtype))
+    fail("/loss", "'" + name + "' is " + v.type.str() +
+                      "; the loss must be a float scalar (shape [])");
+  if (v.kind != ValueKind::Op)
+    fail("/loss", "'" + name + "' is an input or parameter, not computed");
+  graph.loss = id;
+}
+
+void ModelReader::readOptimizer() {
+  const json &opt = root.value("optimizer", json{{"kind", "sgd"}});
+  checkKeys(opt, "/optimizer", {"kind", "lr", "momentum", "weight_decay",
+                                "beta1", "beta2", "eps"});
+  std::string kind = opt.value("kind", "");
+  auto num = [&](const char *key, double fallback) {
+    return opt.contains(key) ? number(opt[key], std::string("/optimizer/") + key)
+                             : fallback;
+  };
+  if (kind == "sgd") {
+    for (const char *k : {"beta1", "beta2", "eps"})
+      if (opt.contains(k))
+        fail(std::string("/optimizer/") + k, "sgd has no '" +
+                                                 std::string(k) + "'");
+    graph.optimizer = json{{"kind", kind},
+                           {"lr", num("lr", 0.01)},
+                           {"momentum", num("momentum", 0.0)},
+                           {"weight_decay", num("weight_decay", 0.0)}};
+  } else if (kind == "adamw") {
+    if (opt.contains("momentum"))
+      fail("/optimizer/momentum", "adamw has no 'momentum' (use beta1)");
+    graph.optimizer = json{{"kind", kind},
+                           {"lr", num("lr", 1e-3)},
+                           {"beta1", num("beta1", 0.9)},
+                           {"beta2", num("beta2", 0.999)},
+                           {"eps", num("eps", 1e-8)},
+                           {"weight_decay", num("weight_decay", 0.01)}};
+  } else {
+    fail("/optimizer/kind", "unknown optimizer '" + kind +
+                                "' (expected sgd or adamw)");
+  }
+  if (graph.optimizer["lr"].get<double>() < 0)
+    fail("/optimizer/lr", "the learning rate must not be negative");
+}
+} // namespace
+
+const std::vector<std::string> &modelOpNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const OpSpec &s : opSpecs())
+      n.push_back(s.name);
+    return n;
+  }();
+  return names;
+}
+
+ModelGraph loadModel(const std::string &text, const std::string &sourceName,
+                     const ModelOptions &options) {
+  return ModelReader(sourceName, options).read(text);
+}
+
+} // namespace remat::model

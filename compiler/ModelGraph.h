@@ -1,0 +1,123 @@
+//===- ModelGraph.h - The model format's parsed, flattened form -*- C++ -*-===//
+//
+// The JSON model format (docs/model-format.md) read, validated and flattened
+// into one list of ops over named values, with every shape inferred. This
+// part is MLIR-free so its checks can be unit-tested on plain data; the
+// importer (Importer.h) turns a ModelGraph into the `graph` dialect.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_COMPILER_MODELGRAPH_H
+#define REMAT_COMPILER_MODELGRAPH_H
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace remat::model {
+
+/// The model-format version this reader understands.
+constexpr int kModelFormatVersion = 1;
+
+/// A user-facing error in a model file. The message starts with the place:
+/// `FILE: /blocks/attn/ops/3 'qk': matmul inner dims 64 vs 128`.
+class ModelError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Element types of the format ("f32", "f16", "bf16", "i32", "i64").
+bool isFloatDType(const std::string &dtype);
+bool isIndexDType(const std::string &dtype);
+/// Bytes per element; 0 for an unknown dtype.
+int64_t dtypeBytes(const std::string &dtype);
+
+struct TensorType {
+  std::string dtype = "f32";
+  std::vector<int64_t> shape;
+
+  /// Element count; throws std::overflow_error past 2^62.
+  int64_t numElements() const;
+  int64_t bytes() const;
+  std::string str() const; ///< e.g. "f32[8, 1024]"
+};
+
+enum class ValueKind { Input, Param, Op };
+
+/// A named tensor of the flattened model.
+struct Value {
+  std::string name;
+  ValueKind kind = ValueKind::Op;
+  TensorType type;
+  nlohmann::json init;   ///< params: the initializer object
+  nlohmann::json data;   ///< inputs: the synthetic-data object
+};
+
+/// One op of the flattened model. Attribute values are normalized: every
+/// expression is evaluated, every attribute the op takes is present.
+struct Op {
+  std::string name;      ///< unique, e.g. "h.3.attn"
+  std::string kind;      ///< op name from docs/ops.md, e.g. "matmul"
+  std::string pointer;   ///< JSON pointer of its definition, e.g. /ops/4
+  std::vector<int> operands; ///< value ids
+  int result = -1;           ///< value id
+  nlohmann::json attrs = nlohmann::json::object();
+
+  /// "POINTER 'NAME'" for messages and MLIR locations.
+  std::string where() const { return pointer + " '" + name + "'"; }
+};
+
+/// The whole model after flattening: values in definition order, ops in a
+/// topological order, the scalar loss and the optimizer settings.
+struct ModelGraph {
+  std::string name;
+  std::string sourceName; ///< file name used in messages
+  int64_t seed = 0;
+  std::map<std::string, double> config; ///< after presets and --set
+  std::vector<Value> values;
+  std::vector<Op> ops;
+  int loss = -1;
+  nlohmann::json optimizer; ///< normalized: kind plus every hyperparameter
+  int64_t batch = 0;            ///< the `batch` config variable, if any
+  int64_t tokensPerSample = 1;  ///< `seq` for sequence models, else 1
+
+  int findValue(const std::string &name) const;
+};
+
+/// How a caller wants the model configured.
+struct ModelOptions {
+  std::string preset;                          ///< empty: none
+  std::vector<std::pair<std::string, std::string>> overrides; ///< --set k=v
+};
+
+/// Reads, validates and flattens a model. `sourceName` prefixes messages.
+/// Throws ModelError with a located message on any problem.
+ModelGraph loadModel(const std::string &text, const std::string &sourceName,
+                     const ModelOptions &options = {});
+
+/// Evaluates an integer/float expression over config variables
+/// (+ - * / %, parentheses, unary minus, sqrt()). Throws ModelError-free
+/// std::invalid_argument with a plain message; callers add the place.
+double evaluateExpression(const std::string &text,
+                          const std::map<std::string, double> &config);
+
+/// The NumPy broadcast of two shapes, or an error message in `error`.
+bool broadcastShapes(const std::vector<int64_t> &a,
+                     const std::vector<int64_t> &b,
+                     std::vector<int64_t> &result, std::string &error);
+
+/// Infers the result type of a forward op from its operand types and its
+/// normalized attributes; throws std::invalid_argument with the reason.
+TensorType inferResultType(const std::string &kind,
+                           const std::vector<TensorType> &operands,
+                           const nlohmann::json &attrs);
+
+/// Every op a model may use, in docs/ops.md order.
+const std::vector<std::string> &modelOpNames();
+
+} // namespace remat::model
+
+#endif // REMAT_COMPILER_MODELGRAPH_H

@@ -1,0 +1,10 @@
+//===- CompileCommand.h - `remat compile` --------------------------------===//
+#ifndef REMAT_TOOLS_COMPILECOMMAND_H
+#define REMAT_TOOLS_COMPILECOMMAND_H
+
+namespace remat::tools {
+/// `remat compile MODEL [options]`; argv[0] is "compile".
+int compileMain(int argc, char **argv);
+} // namespace remat::tools
+
+#endif

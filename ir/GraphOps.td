@@ -1,0 +1,563 @@
+//===- GraphOps.td - ops of the graph dialect --------------*- tablegen -*-===//
+//
+// Every op of docs/ops.md: forward, gradient and optimizer ops, and
+// `constant`. Each op is Pure (optimizer ops return new values instead of
+// writing in place), has a C++ verifier with messages that name the dims, and
+// implements the cost model; forward ops implement the gradient interface.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef REMAT_IR_GRAPHOPS
+#define REMAT_IR_GRAPHOPS
+
+include "ir/GraphDialect.td"
+include "ir/Interfaces/CostOpInterface.td"
+include "ir/Interfaces/GradientOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Types, attributes and base classes
+//===----------------------------------------------------------------------===//
+
+// Ranked tensors only; static shapes and the element type class (float or
+// index) are checked by each op's C++ verifier, which words the error.
+def Graph_Tensor : RankedTensorOf<[AnyType]>;
+
+// An f32 attribute whose getter returns `float` and whose builders take
+// `float` (F32Attr's APFloat is easy to build with the wrong semantics).
+class Graph_F32Attr : FloatAttrBase<F32, "32-bit float attribute"> {
+  let returnType = [{ float }];
+  let convertFromStorage = [{ static_cast<float>($_self.getValueAsDouble()) }];
+}
+def Graph_F32 : Graph_F32Attr;
+class Graph_F32Default<string value> : DefaultValuedAttr<Graph_F32, value>;
+def Graph_FalseBool : DefaultValuedAttr<BoolAttr, "false">;
+
+// The elementwise cost model: one FLOP per result element.
+defvar ElementwiseCost = Graph_CostOpInterface;
+// Ops with their own FLOP count (implemented in GraphOps.cpp).
+defvar OwnFlops = DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>;
+
+class Graph_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Graph_Dialect, mnemonic, !listconcat([Pure], traits)> {
+  let hasVerifier = 1;
+}
+
+// A forward op: differentiable by the autodiff pass. Its VJP is in
+// GraphGradients.cpp.
+class Graph_ForwardOp<string mnemonic, list<Trait> traits = []>
+    : Graph_Op<mnemonic, !listconcat(
+          [DeclareOpInterfaceMethods<Graph_GradientOpInterface,
+                                     ["buildGradient"]>], traits)>;
+
+//===----------------------------------------------------------------------===//
+// Forward ops
+//===----------------------------------------------------------------------===//
+
+def Graph_MatmulOp : Graph_ForwardOp<"matmul", [OwnFlops]> {
+  let summary = "batched matrix product with optional transposes";
+  let description = [{
+    `a` is `[..., M, K]` (`[..., K, M]` with `transpose_a`), `b` is
+    `[..., K, N]` (`[..., N, K]` with `transpose_b`) or rank 2 `[K, N]`
+    shared by every batch; `c` is `[..., M, N]`. Batch dims of `a` and `b`
+    must be equal. FLOPs: 2·batch·M·N·K.
+
+    ```mlir
+    %c = graph.matmul %a, %b {transpose_b = true}
+        : tensor<8x2x3xf32>, tensor<4x3xf32> -> tensor<8x2x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$a, Graph_Tensor:$b,
+                       Graph_FalseBool:$transpose_a,
+                       Graph_FalseBool:$transpose_b);
+  let results = (outs Graph_Tensor:$c);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($c)
+  }];
+}
+
+class Graph_BinaryOp<string mnemonic, string symbol>
+    : Graph_ForwardOp<mnemonic, [ElementwiseCost]> {
+  let summary = "elementwise " # symbol # " with NumPy broadcasting";
+  let description = [{
+    Shapes are aligned on the right; each pair of dims is equal or one of
+    them is 1 (or missing). `c` has the broadcast shape and the element type
+    of the operands. FLOPs: one per element of `c`.
+
+    ```mlir
+    %c = graph.}] # mnemonic # [{ %a, %b
+        : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$a, Graph_Tensor:$b);
+  let results = (outs Graph_Tensor:$c);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($c)
+  }];
+}
+
+def Graph_AddOp : Graph_BinaryOp<"add", "a + b">;
+def Graph_SubOp : Graph_BinaryOp<"sub", "a - b">;
+def Graph_MulOp : Graph_BinaryOp<"mul", "a · b">;
+def Graph_DivOp : Graph_BinaryOp<"div", "a / b">;
+
+class Graph_UnaryOp<string mnemonic, string formula, string flops,
+                    list<Trait> traits = []>
+    : Graph_ForwardOp<mnemonic, traits> {
+  let summary = "elementwise " # formula;
+  let description = [{
+    `y` has the type of `x`. FLOPs: }] # flops # [{.
+
+    ```mlir
+    %y = graph.}] # mnemonic # [{ %x : tensor<2x3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_ReluOp : Graph_UnaryOp<"relu", "max(x, 0)", "1 per element",
+    [ElementwiseCost]>;
+def Graph_GeluOp : Graph_UnaryOp<"gelu",
+    "0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (GELU, tanh form)",
+    "about 8 per element, tanh counted as one (see getFlops)", [OwnFlops]>;
+def Graph_TanhOp : Graph_UnaryOp<"tanh", "tanh(x)",
+    "1 per element (tanh counted as one)", [ElementwiseCost]>;
+def Graph_ExpOp : Graph_UnaryOp<"exp", "exp(x)",
+    "1 per element (exp counted as one)", [ElementwiseCost]>;
+def Graph_SoftmaxOp : Graph_UnaryOp<"softmax",
+    "softmax over the last dimension, max-subtracted",
+    "5 per element (row max, subtract, exp, row sum, divide)", [OwnFlops]>;
+
+def Graph_LayerNormOp : Graph_ForwardOp<"layer_norm", [OwnFlops]> {
+  let summary = "layer normalization over the last dimension";
+  let description = [{
+    `y = (x - mean) / sqrt(var + epsilon) · gamma + beta` over the last dim
+    `D` of `x`, with the biased variance. `gamma` and `beta` are `[D]`; `y`
+    has the type of `x`. FLOPs: 8 per element of `x` (see getFlops).
+
+    ```mlir
+    %y = graph.layer_norm %x, %gamma, %beta {epsilon = 1.0e-06 : f32}
+        : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$gamma,
+                       Graph_Tensor:$beta,
+                       Graph_F32Default<"1.0e-5">:$epsilon);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = [{
+    $x `,` $gamma `,` $beta attr-dict `:` type($x) `,` type($gamma) `,`
+    type($beta) `->` type($y)
+  }];
+}
+
+def Graph_EmbeddingOp : Graph_ForwardOp<"embedding", [OwnFlops]> {
+  let summary = "gathers rows of a table";
+  let description = [{
+    `table` is `[V, D]` (float), `indices` is `[...]` (i32 or i64), `y` is
+    `[..., D]`. An index outside `[0, V)` is a runtime error. FLOPs: 0.
+
+    ```mlir
+    %y = graph.embedding %table, %ids
+        : tensor<100x16xf32>, tensor<2x5xi64> -> tensor<2x5x16xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$table, Graph_Tensor:$indices);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = [{
+    $table `,` $indices attr-dict `:` type($table) `,` type($indices) `->`
+    type($y)
+  }];
+}
+
+def Graph_ReshapeOp : Graph_ForwardOp<"reshape", [OwnFlops]> {
+  let summary = "reinterprets the shape, row-major";
+  let description = [{
+    `y` has the element count and element type of `x`. Float and index
+    tensors are accepted. FLOPs: 0.
+
+    ```mlir
+    %y = graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_TransposeOp : Graph_ForwardOp<"transpose", [OwnFlops]> {
+  let summary = "permutes the dimensions";
+  let description = [{
+    `y.shape[i] = x.shape[permutation[i]]`. Float and index tensors are
+    accepted. FLOPs: 0.
+
+    ```mlir
+    %y = graph.transpose %x {permutation = array<i64: 0, 2, 1>}
+        : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, DenseI64ArrayAttr:$permutation);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+class Graph_ReduceOp<string mnemonic, string what>
+    : Graph_ForwardOp<mnemonic, [OwnFlops]> {
+  let summary = what # " over the given axes";
+  let description = [{
+    `axes` are sorted, unique and in `[0, rank)`. With `keep_dims` the
+    reduced dims stay as 1, otherwise they are dropped. FLOPs: one per
+    element of `x` (reduce_mean adds one division per element of `y`).
+
+    ```mlir
+    %y = graph.}] # mnemonic # [{ %x {axes = array<i64: 1>, keep_dims = true}
+        : tensor<2x3xf32> -> tensor<2x1xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, DenseI64ArrayAttr:$axes,
+                       Graph_FalseBool:$keep_dims);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "sum">;
+def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "mean">;
+
+def Graph_BroadcastToOp : Graph_ForwardOp<"broadcast_to", [OwnFlops]> {
+  let summary = "NumPy-broadcasts x to the result shape";
+  let description = [{
+    `x`'s shape must broadcast to exactly the result shape (dims aligned on
+    the right, each equal or 1, or missing). Float and index tensors are
+    accepted. FLOPs: 0.
+
+    ```mlir
+    %y = graph.broadcast_to %x : tensor<3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_SumToOp : Graph_ForwardOp<"sum_to", [OwnFlops]> {
+  let summary = "sums x down to the result shape (adjoint of broadcast_to)";
+  let description = [{
+    Sums `x` over the dims that broadcasting the result shape to `x`'s shape
+    would have expanded; the result shape must broadcast to `x`'s. FLOPs:
+    one per element of `x`.
+
+    ```mlir
+    %y = graph.sum_to %x : tensor<2x3xf32> -> tensor<1x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_CrossEntropyOp : Graph_ForwardOp<"cross_entropy", [OwnFlops]> {
+  let summary = "mean softmax cross-entropy over all positions";
+  let description = [{
+    `logits` is `[..., C]` (float), `labels` is `[...]` (i32 or i64), `loss`
+    is a 0-d tensor: the mean over all positions of
+    `-log softmax(logits)[label]`. FLOPs: 5 per logit (see getFlops).
+
+    ```mlir
+    %loss = graph.cross_entropy %logits, %labels
+        : tensor<4x10xf32>, tensor<4xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$logits, Graph_Tensor:$labels);
+  let results = (outs Graph_Tensor:$loss);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->`
+    type($loss)
+  }];
+}
+
+def Graph_MseOp : Graph_ForwardOp<"mse", [OwnFlops]> {
+  let summary = "mean squared error";
+  let description = [{
+    `loss = mean((a - b)²)` as a 0-d tensor; `a` and `b` have the same type.
+    FLOPs: 3 per element (subtract, square, sum).
+
+    ```mlir
+    %loss = graph.mse %a, %b : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$a, Graph_Tensor:$b);
+  let results = (outs Graph_Tensor:$loss);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($loss)
+  }];
+}
+
+def Graph_DropoutOp : Graph_ForwardOp<"dropout", [OwnFlops]> {
+  let summary = "inverted dropout with a counter-based (Philox) mask";
+  let description = [{
+    `y = x·keep/(1-rate)`; element i is kept when
+    `philox(seed, step, i) >= rate` (docs/ops.md), so the mask is the same on
+    every backend and every recompute. `rate` is in `[0, 1)`. FLOPs: 2 per
+    element (compare, multiply); random-number generation is not counted.
+
+    ```mlir
+    %y = graph.dropout %x {rate = 1.000000e-01 : f32, seed = 42 : i64}
+        : tensor<2x3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, Graph_F32:$rate, I64Attr:$seed);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_AttentionOp : Graph_ForwardOp<"attention", [OwnFlops]> {
+  let summary = "scaled dot-product attention";
+  let description = [{
+    `o = softmax(scale·q·kᵀ + mask)·v`; `q`, `k`, `v` and `o` are all
+    `[B, H, S, Dh]`; with `causal` the mask is -∞ above the diagonal.
+    FLOPs: 4·B·H·S·S·Dh for the two GEMMs plus 5·B·H·S·S for the softmax,
+    the full square counted even when causal.
+
+    ```mlir
+    %o = graph.attention %q, %k, %v {causal = true, scale = 1.250000e-01 : f32}
+        : tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>
+          -> tensor<2x4x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$q, Graph_Tensor:$k, Graph_Tensor:$v,
+                       Graph_FalseBool:$causal, Graph_F32:$scale);
+  let results = (outs Graph_Tensor:$o);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->`
+    type($o)
+  }];
+}
+
+def Graph_ConstantOp : Graph_Op<"constant", [OwnFlops]> {
+  let summary = "a float tensor with every element equal to value";
+  let description = [{
+    FLOPs: 0 (the fill is counted as bytes written).
+
+    ```mlir
+    %zero = graph.constant 0.000000e+00 : tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32:$value);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$value attr-dict `:` type($y)";
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops (created by the autodiff pass)
+//===----------------------------------------------------------------------===//
+
+class Graph_UnaryGradOp<string mnemonic, string input, string formula>
+    : Graph_Op<mnemonic, [OwnFlops]> {
+  let summary = "gradient: dx = " # formula;
+  let description = [{
+    `}] # input # [{`, `dy` and `dx` all have the same type.
+
+    ```mlir
+    %dx = graph.}] # mnemonic # [{ %}] # input # [{, %dy
+        : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  let results = (outs Graph_Tensor:$dx);
+}
+
+def Graph_ReluGradOp : Graph_UnaryGradOp<"relu_grad", "x", "dy·(x > 0)"> {
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$dy);
+  let assemblyFormat = [{
+    $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
+  }];
+}
+def Graph_GeluGradOp : Graph_UnaryGradOp<"gelu_grad", "x",
+    "dy·gelu'(x) (tanh form)"> {
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$dy);
+  let assemblyFormat = [{
+    $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
+  }];
+}
+def Graph_TanhGradOp : Graph_UnaryGradOp<"tanh_grad", "y",
+    "dy·(1 - y²), from the output y"> {
+  let arguments = (ins Graph_Tensor:$y, Graph_Tensor:$dy);
+  let assemblyFormat = [{
+    $y `,` $dy attr-dict `:` type($y) `,` type($dy) `->` type($dx)
+  }];
+}
+def Graph_SoftmaxGradOp : Graph_UnaryGradOp<"softmax_grad", "y",
+    "y·(dy - Σ_last(dy·y)), from the output y"> {
+  let arguments = (ins Graph_Tensor:$y, Graph_Tensor:$dy);
+  let assemblyFormat = [{
+    $y `,` $dy attr-dict `:` type($y) `,` type($dy) `->` type($dx)
+  }];
+}
+
+def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [OwnFlops]> {
+  let summary = "gradient of layer_norm";
+  let description = [{
+    Mean and rstd are recomputed from `x`. `dy` and `dx` have the type of
+    `x`; `dgamma` and `dbeta` have the type of `gamma` (`[D]`).
+
+    ```mlir
+    %dx, %dgamma, %dbeta = graph.layer_norm_grad %x, %gamma, %dy
+        : tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>
+          -> tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$gamma, Graph_Tensor:$dy,
+                       Graph_F32Default<"1.0e-5">:$epsilon);
+  let results = (outs Graph_Tensor:$dx, Graph_Tensor:$dgamma,
+                      Graph_Tensor:$dbeta);
+  let assemblyFormat = [{
+    $x `,` $gamma `,` $dy attr-dict `:` type($x) `,` type($gamma) `,`
+    type($dy) `->` type($dx) `,` type($dgamma) `,` type($dbeta)
+  }];
+}
+
+def Graph_EmbeddingGradOp : Graph_Op<"embedding_grad", [OwnFlops]> {
+  let summary = "gradient of embedding: scatter-add of dy rows";
+  let description = [{
+    `indices` is `[...]` (i32 or i64), `dy` is `[..., D]`, `dtable` is
+    `[V, D]` with V taken from the result type.
+
+    ```mlir
+    %dtable = graph.embedding_grad %ids, %dy
+        : tensor<2x5xi64>, tensor<2x5x16xf32> -> tensor<100x16xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$indices, Graph_Tensor:$dy);
+  let results = (outs Graph_Tensor:$dtable);
+  let assemblyFormat = [{
+    $indices `,` $dy attr-dict `:` type($indices) `,` type($dy) `->`
+    type($dtable)
+  }];
+}
+
+def Graph_CrossEntropyGradOp : Graph_Op<"cross_entropy_grad", [OwnFlops]> {
+  let summary = "gradient of cross_entropy with respect to the logits";
+  let description = [{
+    `dlogits = dloss·(softmax(logits) - onehot(labels))/positions`; `dloss`
+    is 0-d and `dlogits` has the type of `logits`.
+
+    ```mlir
+    %dlogits = graph.cross_entropy_grad %logits, %labels, %dloss
+        : tensor<4x10xf32>, tensor<4xi32>, tensor<f32> -> tensor<4x10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$logits, Graph_Tensor:$labels,
+                       Graph_Tensor:$dloss);
+  let results = (outs Graph_Tensor:$dlogits);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $dloss attr-dict `:` type($logits) `,`
+    type($labels) `,` type($dloss) `->` type($dlogits)
+  }];
+}
+
+def Graph_MseGradOp : Graph_Op<"mse_grad", [OwnFlops]> {
+  let summary = "gradient of mse with respect to a (db is -da)";
+  let description = [{
+    `da = dloss·2(a - b)/numel`; `dloss` is 0-d and `da` has the type of `a`.
+
+    ```mlir
+    %da = graph.mse_grad %a, %b, %dloss
+        : tensor<4x1xf32>, tensor<4x1xf32>, tensor<f32> -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$a, Graph_Tensor:$b, Graph_Tensor:$dloss);
+  let results = (outs Graph_Tensor:$da);
+  let assemblyFormat = [{
+    $a `,` $b `,` $dloss attr-dict `:` type($a) `,` type($b) `,` type($dloss)
+    `->` type($da)
+  }];
+}
+
+def Graph_AttentionGradOp : Graph_Op<"attention_grad", [OwnFlops]> {
+  let summary = "gradient of attention";
+  let description = [{
+    The probabilities are recomputed from `q` and `k`. All operands and
+    results are `[B, H, S, Dh]` of one type. FLOPs: 10·B·H·S·S·Dh for the
+    five GEMMs (scores, dv, dp, dq, dk) plus 9·B·H·S·S (softmax recompute
+    5, softmax backward 4).
+
+    ```mlir
+    %dq, %dk, %dv = graph.attention_grad %q, %k, %v, %dout {scale = 1.250000e-01 : f32}
+        : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>,
+          tensor<1x2x4x8xf32>
+          -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$q, Graph_Tensor:$k, Graph_Tensor:$v,
+                       Graph_Tensor:$dout, Graph_FalseBool:$causal,
+                       Graph_F32:$scale);
+  let results = (outs Graph_Tensor:$dq, Graph_Tensor:$dk, Graph_Tensor:$dv);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $dout attr-dict `:` type($q) `,` type($k) `,`
+    type($v) `,` type($dout) `->` type($dq) `,` type($dk) `,` type($dv)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [OwnFlops]> {
+  let summary = "SGD with momentum and weight decay";
+  let description = [{
+    `g = grad + weight_decay·param; m' = momentum·m + g;
+    param' = param - lr·m'`. Returns the new values; buffer assignment puts
+    each result in its operand's buffer. All operands and results have one
+    type. FLOPs: 6 per element.
+
+    ```mlir
+    %p2, %m2 = graph.sgd_update %p, %g, %m
+        {lr = 1.000000e-02 : f32, momentum = 0.899999976 : f32, weight_decay = 0.000000e+00 : f32}
+        : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+          -> tensor<4x4xf32>, tensor<4x4xf32>
+    ```
+  }];
+  // The operand is `momentum_buffer` because the attribute is `momentum`.
+  let arguments = (ins Graph_Tensor:$param, Graph_Tensor:$grad,
+                       Graph_Tensor:$momentum_buffer, Graph_F32:$lr,
+                       Graph_F32:$momentum, Graph_F32:$weight_decay);
+  let results = (outs Graph_Tensor:$new_param,
+                      Graph_Tensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer attr-dict `:` type($param) `,`
+    type($grad) `,` type($momentum_buffer) `->` type($new_param) `,`
+    type($new_momentum_buffer)
+  }];
+}
+
+def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [OwnFlops]> {
+  let summary = "AdamW with decoupled weight decay";
+  let description = [{
+    With the runtime's 1-based step t: `param ← param·(1 - lr·wd)`;
+    `m' = β1·m + (1-β1)·g`; `v' = β2·v + (1-β2)·g²`;
+    `param' = param - lr·(m'/(1-β1ᵗ))/(sqrt(v'/(1-β2ᵗ)) + eps)`.
+    `beta1` and `beta2` are in `[0, 1)`. All operands and results have one
+    type. FLOPs: 15 per element.
+
+    ```mlir
+    %p2, %m2, %v2 = graph.adamw_update %p, %g, %m, %v
+        {beta1 = 0.899999976 : f32, beta2 = 0.999000012 : f32, eps = 9.99999993E-9 : f32,
+         lr = 1.000000e-03 : f32, weight_decay = 0.00999999977 : f32}
+        : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+          -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$param, Graph_Tensor:$grad,
+                       Graph_Tensor:$m, Graph_Tensor:$v, Graph_F32:$lr,
+                       Graph_F32:$beta1, Graph_F32:$beta2, Graph_F32:$eps,
+                       Graph_F32:$weight_decay);
+  let results = (outs Graph_Tensor:$new_param, Graph_Tensor:$new_m,
+                      Graph_Tensor:$new_v);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $m `,` $v attr-dict `:` type($param) `,` type($grad)
+    `,` type($m) `,` type($v) `->` type($new_param) `,` type($new_m) `,`
+    type($new_v)
+  }];
+}
+
+#endif // REMAT_IR_GRAPHOPS

@@ -1,0 +1,513 @@
+// Every verifier error of the graph dialect, one case each.
+// RUN: remat-opt %s -split-input-file -verify-diagnostics
+
+// A dynamic dim is rejected: shapes must be static.
+func.func @case0(%x: tensor<?x3xf32>) {
+  // expected-error @+1 {{'x' must have a static shape, got 'tensor<?x3xf32>'}}
+  %0 = graph.relu %x : tensor<?x3xf32> -> tensor<?x3xf32>
+  return
+}
+
+// -----
+
+// A tensor whose element count overflows int64 is rejected.
+func.func @case1(%x: tensor<4294967296x4294967296xf32>) {
+  // expected-error @+1 {{'x' has more than 2^63-1 elements: 'tensor<4294967296x4294967296xf32>'}}
+  %0 = graph.relu %x : tensor<4294967296x4294967296xf32> -> tensor<4294967296x4294967296xf32>
+  return
+}
+
+// -----
+
+// Float ops reject integer tensors.
+func.func @case2(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{'x' must be a tensor of f32, f16 or bf16, got 'tensor<2x3xi32>'}}
+  %0 = graph.exp %x : tensor<2x3xi32> -> tensor<2x3xi32>
+  return
+}
+
+// -----
+
+// Float ops reject other float types (f64).
+func.func @case3(%x: tensor<2x3xf64>) {
+  // expected-error @+1 {{'x' must be a tensor of f32, f16 or bf16, got 'tensor<2x3xf64>'}}
+  %0 = graph.tanh %x : tensor<2x3xf64> -> tensor<2x3xf64>
+  return
+}
+
+// -----
+
+// Embedding indices must be i32 or i64, not float.
+func.func @case4(%t: tensor<10x4xf32>, %i: tensor<2xf32>) {
+  // expected-error @+1 {{'indices' must be a tensor of i32 or i64, got 'tensor<2xf32>'}}
+  %0 = graph.embedding %t, %i : tensor<10x4xf32>, tensor<2xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// Embedding indices must be i32 or i64, not i16.
+func.func @case5(%t: tensor<10x4xf32>, %i: tensor<2xi16>) {
+  // expected-error @+1 {{'indices' must be a tensor of i32 or i64, got 'tensor<2xi16>'}}
+  %0 = graph.embedding %t, %i : tensor<10x4xf32>, tensor<2xi16> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// Data-movement ops take float or i32/i64 tensors, not i8.
+func.func @case6(%x: tensor<6xi8>) {
+  // expected-error @+1 {{'x' must be a tensor of f32, f16, bf16, i32 or i64, got 'tensor<6xi8>'}}
+  %0 = graph.reshape %x : tensor<6xi8> -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+// Binary ops need one element type.
+func.func @case7(%a: tensor<2xf32>, %b: tensor<2xf16>) {
+  // expected-error @+1 {{'b' element type 'f16' does not match 'a' element type 'f32'}}
+  %0 = graph.add %a, %b : tensor<2xf32>, tensor<2xf16> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+// The result of a binary op has the operands' element type.
+func.func @case8(%a: tensor<2xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{result element type 'bf16' does not match 'a' element type 'f32'}}
+  %0 = graph.mul %a, %b : tensor<2xf32>, tensor<2xf32> -> tensor<2xbf16>
+  return
+}
+
+// -----
+
+// Binary ops broadcast NumPy-style; 3 vs 4 does not broadcast.
+func.func @case9(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+1 {{broadcast: dim 1 is 3 vs 4 (shapes [2, 3] and [2, 4])}}
+  %0 = graph.sub %a, %b : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// Broadcast dims are numbered in the broadcast shape when ranks differ.
+func.func @case10(%a: tensor<5x2x3xf32>, %b: tensor<4x3xf32>) {
+  // expected-error @+1 {{broadcast: dim 1 is 2 vs 4 (shapes [5, 2, 3] and [4, 3])}}
+  %0 = graph.div %a, %b : tensor<5x2x3xf32>, tensor<4x3xf32> -> tensor<5x2x3xf32>
+  return
+}
+
+// -----
+
+// The result of a binary op has the broadcast shape.
+func.func @case11(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{result shape [3] does not match expected [2, 3]}}
+  %0 = graph.add %a, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// Unary ops keep the operand type.
+func.func @case12(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{result type 'tensor<3x2xf32>' does not match 'x' type 'tensor<2x3xf32>'}}
+  %0 = graph.gelu %x : tensor<2x3xf32> -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+// Matmul needs matrices (rank >= 2).
+func.func @case13(%a: tensor<3xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+1 {{'a' must have rank >= 2, got 1}}
+  %0 = graph.matmul %a, %b : tensor<3xf32>, tensor<3x4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Matmul's b is rank 2 (shared) or has a's rank.
+func.func @case14(%a: tensor<2x3x4xf32>, %b: tensor<5x2x4x6xf32>) {
+  // expected-error @+1 {{'b' must have rank 2 or the rank of 'a' (3), got 4}}
+  %0 = graph.matmul %a, %b : tensor<2x3x4xf32>, tensor<5x2x4x6xf32> -> tensor<2x3x6xf32>
+  return
+}
+
+// -----
+
+// Matmul batch dims must be equal (no broadcasting of batches).
+func.func @case15(%a: tensor<8x2x3xf32>, %b: tensor<4x3x5xf32>) {
+  // expected-error @+1 {{batch dims [8] vs [4]}}
+  %0 = graph.matmul %a, %b : tensor<8x2x3xf32>, tensor<4x3x5xf32> -> tensor<8x2x5xf32>
+  return
+}
+
+// -----
+
+// Matmul inner dims must agree.
+func.func @case16(%a: tensor<2x64xf32>, %b: tensor<128x4xf32>) {
+  // expected-error @+1 {{inner dims 64 vs 128}}
+  %0 = graph.matmul %a, %b : tensor<2x64xf32>, tensor<128x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// transpose_a makes a [K, M]: its K is dim 0.
+func.func @case17(%a: tensor<3x2xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+1 {{inner dims 3 vs 2}}
+  %0 = graph.matmul %a, %b {transpose_a = true} : tensor<3x2xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// Matmul result shape is [..., M, N] (transpose_b makes b [N, K]).
+func.func @case18(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>) {
+  // expected-error @+1 {{result shape [2, 5] does not match expected [2, 4]}}
+  %0 = graph.matmul %a, %b {transpose_b = true} : tensor<2x3xf32>, tensor<4x3xf32> -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+// Softmax needs at least one dim.
+func.func @case19(%x: tensor<f32>) {
+  // expected-error @+1 {{'x' must have rank >= 1, got 0}}
+  %0 = graph.softmax %x : tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// layer_norm's gamma is [D], D the last dim of x.
+func.func @case20(%x: tensor<2x4xf32>, %g: tensor<5xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'gamma' shape [5] does not match expected [4]}}
+  %0 = graph.layer_norm %x, %g, %b : tensor<2x4xf32>, tensor<5xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// layer_norm's beta has x's element type.
+func.func @case21(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{'beta' element type 'f16' does not match 'x' element type 'f32'}}
+  %0 = graph.layer_norm %x, %g, %b : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf16> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// layer_norm's epsilon must be positive.
+func.func @case22(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{epsilon must be positive, got 0}}
+  %0 = graph.layer_norm %x, %g, %b {epsilon = 0.0 : f32} : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// The embedding table is [V, D].
+func.func @case23(%t: tensor<2x10x4xf32>, %i: tensor<2xi32>) {
+  // expected-error @+1 {{'table' must have rank 2, got 3}}
+  %0 = graph.embedding %t, %i : tensor<2x10x4xf32>, tensor<2xi32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// Embedding result is [..., D].
+func.func @case24(%t: tensor<10x4xf32>, %i: tensor<2x3xi64>) {
+  // expected-error @+1 {{result shape [6, 4] does not match expected [2, 3, 4]}}
+  %0 = graph.embedding %t, %i : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<6x4xf32>
+  return
+}
+
+// -----
+
+// Reshape keeps the element count.
+func.func @case25(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{result element count 8 does not match 'x' element count 6}}
+  %0 = graph.reshape %x : tensor<2x3xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// Reshape keeps the element type.
+func.func @case26(%x: tensor<6xi32>) {
+  // expected-error @+1 {{result element type 'i64' does not match 'x' element type 'i32'}}
+  %0 = graph.reshape %x : tensor<6xi32> -> tensor<2x3xi64>
+  return
+}
+
+// -----
+
+// A transpose permutation has one entry per dim.
+func.func @case27(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{permutation has 3 entries for rank 2}}
+  %0 = graph.transpose %x {permutation = array<i64: 0, 1, 2>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// A transpose permutation lists every dim once.
+func.func @case28(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{permutation [0, 0] is not a permutation of [0, 2)}}
+  %0 = graph.transpose %x {permutation = array<i64: 0, 0>} : tensor<2x3xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+// Transpose result dims follow the permutation.
+func.func @case29(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{result shape [2, 3] does not match expected [3, 2]}}
+  %0 = graph.transpose %x {permutation = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Reduction axes must be in range.
+func.func @case30(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = graph.reduce_sum %x {axes = array<i64: 2>} : tensor<2x3xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+// Reduction axes must be sorted and unique.
+func.func @case31(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{axes [1, 0] must be sorted and unique}}
+  %0 = graph.reduce_mean %x {axes = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// keep_dims keeps reduced dims as 1.
+func.func @case32(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{result shape [2] does not match expected [2, 1]}}
+  %0 = graph.reduce_sum %x {axes = array<i64: 1>, keep_dims = true} : tensor<2x3xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+// broadcast_to only expands dims of size 1.
+func.func @case33(%x: tensor<3xf32>) {
+  // expected-error @+1 {{cannot broadcast 'x' shape [3] to result shape [2, 4]: dim 1 is 3 vs 4}}
+  %0 = graph.broadcast_to %x : tensor<3xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// broadcast_to cannot lower the rank.
+func.func @case34(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{cannot broadcast 'x' shape [2, 3] to result shape [3]: rank 2 is larger than rank 1}}
+  %0 = graph.broadcast_to %x : tensor<2x3xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// sum_to's result must broadcast back to x's shape.
+func.func @case35(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{result shape [3] does not broadcast to 'x' shape [2, 4]: dim 1 is 3 vs 4}}
+  %0 = graph.sum_to %x : tensor<2x4xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// Cross-entropy labels are logits' shape without the class dim.
+func.func @case36(%l: tensor<2x4x10xf32>, %y: tensor<4xi32>) {
+  // expected-error @+1 {{'labels' shape [4] does not match expected [2, 4]}}
+  %0 = graph.cross_entropy %l, %y : tensor<2x4x10xf32>, tensor<4xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// Cross-entropy labels are integers.
+func.func @case37(%l: tensor<4x10xf32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{'labels' must be a tensor of i32 or i64, got 'tensor<4xf32>'}}
+  %0 = graph.cross_entropy %l, %y : tensor<4x10xf32>, tensor<4xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// Cross-entropy's loss is a 0-d tensor.
+func.func @case38(%l: tensor<4x10xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{result shape [4] does not match expected []}}
+  %0 = graph.cross_entropy %l, %y : tensor<4x10xf32>, tensor<4xi64> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// MSE compares tensors of one type.
+func.func @case39(%a: tensor<4x1xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'b' type 'tensor<4xf32>' does not match 'a' type 'tensor<4x1xf32>'}}
+  %0 = graph.mse %a, %b : tensor<4x1xf32>, tensor<4xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// MSE's loss has the operands' element type.
+func.func @case40(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{result element type 'f16' does not match 'a' element type 'f32'}}
+  %0 = graph.mse %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<f16>
+  return
+}
+
+// -----
+
+// The dropout rate is in [0, 1): 1 would drop everything and divide by 0.
+func.func @case41(%x: tensor<4xf32>) {
+  // expected-error @+1 {{rate 1 is outside [0, 1)}}
+  %0 = graph.dropout %x {rate = 1.0 : f32, seed = 1} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Attention operands are [B, H, S, Dh].
+func.func @case42(%q: tensor<4x8x64xf32>) {
+  // expected-error @+1 {{'q' must have rank 4, got 3}}
+  %0 = graph.attention %q, %q, %q {scale = 0.125 : f32} : tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32> -> tensor<4x8x64xf32>
+  return
+}
+
+// -----
+
+// Attention's k has q's type.
+func.func @case43(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x32xf32>) {
+  // expected-error @+1 {{'k' type 'tensor<1x2x8x32xf32>' does not match 'q' type 'tensor<1x2x8x64xf32>'}}
+  %0 = graph.attention %q, %k, %q {scale = 0.125 : f32} : tensor<1x2x8x64xf32>, tensor<1x2x8x32xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
+  return
+}
+
+// -----
+
+// A constant is a float tensor.
+func.func @case44() {
+  // expected-error @+1 {{result must be a tensor of f32, f16 or bf16, got 'tensor<2xi32>'}}
+  %0 = graph.constant 1.0 : tensor<2xi32>
+  return
+}
+
+// -----
+
+// relu_grad's dy has x's type.
+func.func @case45(%x: tensor<2x3xf32>, %dy: tensor<2x3xf16>) {
+  // expected-error @+1 {{'dy' type 'tensor<2x3xf16>' does not match 'x' type 'tensor<2x3xf32>'}}
+  %0 = graph.relu_grad %x, %dy : tensor<2x3xf32>, tensor<2x3xf16> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// tanh_grad's dx has y's type.
+func.func @case46(%y: tensor<2x3xf32>) {
+  // expected-error @+1 {{result type 'tensor<3xf32>' does not match 'y' type 'tensor<2x3xf32>'}}
+  %0 = graph.tanh_grad %y, %y : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// layer_norm_grad's dgamma has gamma's type.
+func.func @case47(%x: tensor<2x4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{result 'dgamma' type 'tensor<2x4xf32>' does not match 'gamma' type 'tensor<4xf32>'}}
+  %0:3 = graph.layer_norm_grad %x, %g, %x : tensor<2x4xf32>, tensor<4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// embedding_grad's dy is [..., D] for the indices and dtable [V, D].
+func.func @case48(%i: tensor<3xi32>, %dy: tensor<2x4xf32>) {
+  // expected-error @+1 {{'dy' shape [2, 4] does not match expected [3, 4]}}
+  %0 = graph.embedding_grad %i, %dy : tensor<3xi32>, tensor<2x4xf32> -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
+// cross_entropy_grad's dloss is 0-d.
+func.func @case49(%l: tensor<4x10xf32>, %y: tensor<4xi32>, %d: tensor<1xf32>) {
+  // expected-error @+1 {{'dloss' shape [1] does not match expected []}}
+  %0 = graph.cross_entropy_grad %l, %y, %d : tensor<4x10xf32>, tensor<4xi32>, tensor<1xf32> -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+// mse_grad's da has a's type.
+func.func @case50(%a: tensor<4xf32>, %d: tensor<f32>) {
+  // expected-error @+1 {{result type 'tensor<4x1xf32>' does not match 'a' type 'tensor<4xf32>'}}
+  %0 = graph.mse_grad %a, %a, %d : tensor<4xf32>, tensor<4xf32>, tensor<f32> -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+// attention_grad's dout has q's type.
+func.func @case51(%q: tensor<1x2x4x8xf32>, %d: tensor<1x2x4x4xf32>) {
+  // expected-error @+1 {{'dout' type 'tensor<1x2x4x4xf32>' does not match 'q' type 'tensor<1x2x4x8xf32>'}}
+  %0:3 = graph.attention_grad %q, %q, %q, %d {scale = 0.5 : f32} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  return
+}
+
+// -----
+
+// sgd_update's momentum buffer has param's type.
+func.func @case52(%p: tensor<4xf32>, %m: tensor<4xf16>) {
+  // expected-error @+1 {{'momentum_buffer' type 'tensor<4xf16>' does not match 'param' type 'tensor<4xf32>'}}
+  %0:2 = graph.sgd_update %p, %p, %m {lr = 0.1 : f32, momentum = 0.9 : f32, weight_decay = 0.0 : f32} : tensor<4xf32>, tensor<4xf32>, tensor<4xf16> -> tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// adamw_update's new state has param's type.
+func.func @case53(%p: tensor<4xf32>) {
+  // expected-error @+1 {{result 'new_v' type 'tensor<2x2xf32>' does not match 'param' type 'tensor<4xf32>'}}
+  %0:3 = graph.adamw_update %p, %p, %p, %p {lr = 0.1 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32} : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<2x2xf32>
+  return
+}
+
+// -----
+
+// AdamW's betas are in [0, 1).
+func.func @case54(%p: tensor<4xf32>) {
+  // expected-error @+1 {{beta1 1.5 is outside [0, 1)}}
+  %0:3 = graph.adamw_update %p, %p, %p, %p {lr = 0.1 : f32, beta1 = 1.5 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32} : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// Unranked tensors are rejected by the ODS type constraint.
+func.func @case55(%x: tensor<*xf32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of any type values, but got 'tensor<*xf32>'}}
+  %0 = "graph.relu"(%x) : (tensor<*xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+// A required attribute (dropout's seed) must be present.
+func.func @case56(%x: tensor<4xf32>) {
+  // expected-error @+1 {{requires attribute 'seed'}}
+  %0 = graph.dropout %x {rate = 0.5 : f32} : tensor<4xf32> -> tensor<4xf32>
+  return
+}

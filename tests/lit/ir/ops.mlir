@@ -1,0 +1,171 @@
+// Round trip of every graph op: custom form -> custom form is stable, and the
+// generic form parses back to the same custom form.
+// RUN: remat-opt %s | remat-opt | FileCheck %s
+// RUN: remat-opt %s --mlir-print-op-generic | remat-opt | FileCheck %s
+// Printing is a fixed point: printing the printed form changes nothing.
+// RUN: remat-opt %s -o %t.once
+// RUN: remat-opt %t.once -o %t.twice
+// RUN: diff %t.once %t.twice
+
+// Matmul with default flags, transposes and a shared rank-2 b.
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: (%[[A:.*]]: tensor<8x2x3xf32>, %[[B:.*]]: tensor<4x3xf32>, %[[BB:.*]]: tensor<8x3x4xf32>, %[[AT:.*]]: tensor<3x2xf16>, %[[BT:.*]]: tensor<4x3xf16>)
+func.func @matmul(%a: tensor<8x2x3xf32>, %b: tensor<4x3xf32>, %bb: tensor<8x3x4xf32>,
+                  %at: tensor<3x2xf16>, %bt: tensor<4x3xf16>) {
+  // CHECK: graph.matmul %[[A]], %[[B]] {transpose_b = true} : tensor<8x2x3xf32>, tensor<4x3xf32> -> tensor<8x2x4xf32>
+  %0 = graph.matmul %a, %b {transpose_b = true} : tensor<8x2x3xf32>, tensor<4x3xf32> -> tensor<8x2x4xf32>
+  // CHECK: graph.matmul %[[A]], %[[BB]] : tensor<8x2x3xf32>, tensor<8x3x4xf32> -> tensor<8x2x4xf32>
+  %1 = graph.matmul %a, %bb : tensor<8x2x3xf32>, tensor<8x3x4xf32> -> tensor<8x2x4xf32>
+  // Explicit defaults are elided when printed.
+  // CHECK: graph.matmul %[[AT]], %[[BT]] {transpose_a = true, transpose_b = true} : tensor<3x2xf16>, tensor<4x3xf16> -> tensor<2x4xf16>
+  %2 = graph.matmul %at, %bt {transpose_a = true, transpose_b = true} : tensor<3x2xf16>, tensor<4x3xf16> -> tensor<2x4xf16>
+  // CHECK: graph.matmul %[[A]], %[[BB]] : tensor<8x2x3xf32>, tensor<8x3x4xf32> -> tensor<8x2x4xf32>
+  %3 = graph.matmul %a, %bb {transpose_a = false} : tensor<8x2x3xf32>, tensor<8x3x4xf32> -> tensor<8x2x4xf32>
+  return
+}
+
+// Broadcasting binary ops, including a scalar operand.
+// CHECK-LABEL: func.func @binary
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xbf16>, %[[R:.*]]: tensor<3xbf16>, %[[S:.*]]: tensor<bf16>, %[[C:.*]]: tensor<2x1xbf16>)
+func.func @binary(%x: tensor<2x3xbf16>, %r: tensor<3xbf16>, %s: tensor<bf16>, %c: tensor<2x1xbf16>) {
+  // CHECK: graph.add %[[X]], %[[R]] : tensor<2x3xbf16>, tensor<3xbf16> -> tensor<2x3xbf16>
+  %0 = graph.add %x, %r : tensor<2x3xbf16>, tensor<3xbf16> -> tensor<2x3xbf16>
+  // CHECK: graph.sub %[[S]], %[[X]] : tensor<bf16>, tensor<2x3xbf16> -> tensor<2x3xbf16>
+  %1 = graph.sub %s, %x : tensor<bf16>, tensor<2x3xbf16> -> tensor<2x3xbf16>
+  // CHECK: graph.mul %[[C]], %[[R]] : tensor<2x1xbf16>, tensor<3xbf16> -> tensor<2x3xbf16>
+  %2 = graph.mul %c, %r : tensor<2x1xbf16>, tensor<3xbf16> -> tensor<2x3xbf16>
+  // CHECK: graph.div %[[X]], %[[X]] : tensor<2x3xbf16>, tensor<2x3xbf16> -> tensor<2x3xbf16>
+  %3 = graph.div %x, %x : tensor<2x3xbf16>, tensor<2x3xbf16> -> tensor<2x3xbf16>
+  return
+}
+
+// Elementwise unary ops and softmax.
+// CHECK-LABEL: func.func @unary
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+func.func @unary(%x: tensor<2x3xf32>) {
+  // CHECK: graph.relu %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %0 = graph.relu %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: graph.gelu %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %1 = graph.gelu %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: graph.tanh %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %2 = graph.tanh %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: graph.exp %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %3 = graph.exp %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: graph.softmax %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %4 = graph.softmax %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// layer_norm with the default and an explicit epsilon.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8xf32>, %[[G:.*]]: tensor<8xf32>, %[[B:.*]]: tensor<8xf32>)
+func.func @layer_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
+  // CHECK: graph.layer_norm %[[X]], %[[G]], %[[B]] : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %0 = graph.layer_norm %x, %g, %b : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  // CHECK: graph.layer_norm %[[X]], %[[G]], %[[B]] {epsilon = 1.000000e-03 : f32} : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  %1 = graph.layer_norm %x, %g, %b {epsilon = 1.0e-3 : f32} : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// Embedding with i64 and i32 indices.
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[T:.*]]: tensor<100x16xf32>, %[[I:.*]]: tensor<2x5xi64>, %[[J:.*]]: tensor<7xi32>)
+func.func @embedding(%t: tensor<100x16xf32>, %i: tensor<2x5xi64>, %j: tensor<7xi32>) {
+  // CHECK: graph.embedding %[[T]], %[[I]] : tensor<100x16xf32>, tensor<2x5xi64> -> tensor<2x5x16xf32>
+  %0 = graph.embedding %t, %i : tensor<100x16xf32>, tensor<2x5xi64> -> tensor<2x5x16xf32>
+  // CHECK: graph.embedding %[[T]], %[[J]] : tensor<100x16xf32>, tensor<7xi32> -> tensor<7x16xf32>
+  %1 = graph.embedding %t, %j : tensor<100x16xf32>, tensor<7xi32> -> tensor<7x16xf32>
+  return
+}
+
+// Shape ops: reshape (also of indices), transpose, broadcast_to, sum_to.
+// CHECK-LABEL: func.func @shape_ops
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>, %[[I:.*]]: tensor<2x5xi64>, %[[R:.*]]: tensor<3xf32>)
+func.func @shape_ops(%x: tensor<2x3x4xf32>, %i: tensor<2x5xi64>, %r: tensor<3xf32>) {
+  // CHECK: graph.reshape %[[X]] : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  %0 = graph.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  // CHECK: graph.reshape %[[I]] : tensor<2x5xi64> -> tensor<10xi64>
+  %1 = graph.reshape %i : tensor<2x5xi64> -> tensor<10xi64>
+  // CHECK: graph.transpose %[[X]] {permutation = array<i64: 0, 2, 1>} : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
+  %2 = graph.transpose %x {permutation = array<i64: 0, 2, 1>} : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
+  // CHECK: graph.broadcast_to %[[R]] : tensor<3xf32> -> tensor<2x3xf32>
+  %3 = graph.broadcast_to %r : tensor<3xf32> -> tensor<2x3xf32>
+  // CHECK: graph.sum_to %[[X]] : tensor<2x3x4xf32> -> tensor<3x1xf32>
+  %4 = graph.sum_to %x : tensor<2x3x4xf32> -> tensor<3x1xf32>
+  return
+}
+
+// Reductions with and without keep_dims.
+// CHECK-LABEL: func.func @reductions
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+func.func @reductions(%x: tensor<2x3x4xf32>) {
+  // CHECK: graph.reduce_sum %[[X]] {axes = array<i64: 0, 2>} : tensor<2x3x4xf32> -> tensor<3xf32>
+  %0 = graph.reduce_sum %x {axes = array<i64: 0, 2>} : tensor<2x3x4xf32> -> tensor<3xf32>
+  // CHECK: graph.reduce_mean %[[X]] {axes = array<i64: 1>, keep_dims = true} : tensor<2x3x4xf32> -> tensor<2x1x4xf32>
+  %1 = graph.reduce_mean %x {axes = array<i64: 1>, keep_dims = true} : tensor<2x3x4xf32> -> tensor<2x1x4xf32>
+  // CHECK: graph.reduce_sum %[[X]] {axes = array<i64: 0, 1, 2>} : tensor<2x3x4xf32> -> tensor<f32>
+  %2 = graph.reduce_sum %x {axes = array<i64: 0, 1, 2>} : tensor<2x3x4xf32> -> tensor<f32>
+  return
+}
+
+// Losses, dropout, attention and constant.
+// CHECK-LABEL: func.func @losses_and_friends
+// CHECK-SAME: (%[[L:.*]]: tensor<4x10xf32>, %[[Y:.*]]: tensor<4xi32>, %[[P:.*]]: tensor<4x1xf32>, %[[Q:.*]]: tensor<2x4x8x64xf32>)
+func.func @losses_and_friends(%l: tensor<4x10xf32>, %y: tensor<4xi32>, %p: tensor<4x1xf32>, %q: tensor<2x4x8x64xf32>) {
+  // CHECK: graph.cross_entropy %[[L]], %[[Y]] : tensor<4x10xf32>, tensor<4xi32> -> tensor<f32>
+  %0 = graph.cross_entropy %l, %y : tensor<4x10xf32>, tensor<4xi32> -> tensor<f32>
+  // CHECK: graph.mse %[[P]], %[[P]] : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<f32>
+  %1 = graph.mse %p, %p : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<f32>
+  // CHECK: graph.dropout %[[L]] {rate = 1.000000e-01 : f32, seed = 42 : i64} : tensor<4x10xf32> -> tensor<4x10xf32>
+  %2 = graph.dropout %l {rate = 0.1 : f32, seed = 42} : tensor<4x10xf32> -> tensor<4x10xf32>
+  // CHECK: graph.attention %[[Q]], %[[Q]], %[[Q]] {causal = true, scale = 1.250000e-01 : f32} : tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32> -> tensor<2x4x8x64xf32>
+  %3 = graph.attention %q, %q, %q {causal = true, scale = 0.125 : f32} : tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32> -> tensor<2x4x8x64xf32>
+  // CHECK: graph.attention %[[Q]], %[[Q]], %[[Q]] {scale = 1.000000e+00 : f32}
+  %4 = graph.attention %q, %q, %q {scale = 1.0 : f32} : tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32> -> tensor<2x4x8x64xf32>
+  // CHECK: graph.constant -2.500000e+00 : tensor<4x10xf32>
+  %5 = graph.constant -2.5 : tensor<4x10xf32>
+  // CHECK: graph.constant 0.000000e+00 : tensor<f16>
+  %6 = graph.constant 0.0 : tensor<f16>
+  return
+}
+
+// Gradient ops.
+// CHECK-LABEL: func.func @gradients
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8xf32>, %[[G:.*]]: tensor<8xf32>, %[[I:.*]]: tensor<2xi64>, %[[DL:.*]]: tensor<f32>, %[[Q:.*]]: tensor<1x2x4x8xf32>)
+func.func @gradients(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %i: tensor<2xi64>, %dl: tensor<f32>, %q: tensor<1x2x4x8xf32>) {
+  // CHECK: graph.relu_grad %[[X]], %[[X]] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %0 = graph.relu_grad %x, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  // CHECK: graph.gelu_grad %[[X]], %[[X]] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %1 = graph.gelu_grad %x, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  // CHECK: graph.tanh_grad %[[X]], %[[X]] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %2 = graph.tanh_grad %x, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  // CHECK: graph.softmax_grad %[[X]], %[[X]] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %3 = graph.softmax_grad %x, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  // The default epsilon (1e-5) is elided.
+  // CHECK: graph.layer_norm_grad %[[X]], %[[G]], %[[X]] : tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
+  %4:3 = graph.layer_norm_grad %x, %g, %x {epsilon = 1.0e-5 : f32} : tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
+  // CHECK: graph.embedding_grad %[[I]], %[[X]] : tensor<2xi64>, tensor<2x8xf32> -> tensor<100x8xf32>
+  %5 = graph.embedding_grad %i, %x : tensor<2xi64>, tensor<2x8xf32> -> tensor<100x8xf32>
+  // CHECK: graph.cross_entropy_grad %[[X]], %[[I]], %[[DL]] : tensor<2x8xf32>, tensor<2xi64>, tensor<f32> -> tensor<2x8xf32>
+  %6 = graph.cross_entropy_grad %x, %i, %dl : tensor<2x8xf32>, tensor<2xi64>, tensor<f32> -> tensor<2x8xf32>
+  // CHECK: graph.mse_grad %[[X]], %[[X]], %[[DL]] : tensor<2x8xf32>, tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %7 = graph.mse_grad %x, %x, %dl : tensor<2x8xf32>, tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  // CHECK: graph.attention_grad %[[Q]], %[[Q]], %[[Q]], %[[Q]] {causal = true, scale = 5.000000e-01 : f32}
+  // CHECK-SAME: -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  %8:3 = graph.attention_grad %q, %q, %q, %q {causal = true, scale = 0.5 : f32} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  return
+}
+
+// Optimizer updates return new values.
+// CHECK-LABEL: func.func @optimizers
+// CHECK-SAME: (%[[P:.*]]: tensor<4x4xf32>)
+func.func @optimizers(%p: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  // CHECK: %[[NP:[^,]*]], %{{.*}} = graph.sgd_update %[[P]], %[[P]], %[[P]] {lr = 0.00999999977 : f32, momentum = 0.899999976 : f32, weight_decay = 0.000000e+00 : f32}
+  // CHECK-SAME: : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x4xf32>
+  %0:2 = graph.sgd_update %p, %p, %p {lr = 0.01 : f32, momentum = 0.9 : f32, weight_decay = 0.0 : f32} : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x4xf32>
+  // CHECK: %[[NA:[^,]*]], %{{.*}}, %{{.*}} = graph.adamw_update %[[NP]], %[[P]], %[[P]], %[[P]] {beta1 = 0.899999976 : f32, beta2 = 9.990000e-01 : f32, eps = 9.99999993E-9 : f32, lr = 1.000000e-03 : f32, weight_decay = 0.00999999977 : f32}
+  // CHECK-SAME: -> tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+  %1:3 = graph.adamw_update %0#0, %p, %p, %p {lr = 1.0e-3 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, weight_decay = 0.01 : f32} : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+  // CHECK: return %[[NP]], %[[NA]] :
+  return %0#0, %1#0 : tensor<4x4xf32>, tensor<4x4xf32>
+}

@@ -1,0 +1,116 @@
+//===- Backend.h - The kernel interface every backend implements ---------===//
+//
+// A backend owns device memory and runs one plan step at a time. The
+// executor (Executor.h) calls it in this order:
+//
+//   checkSupport(plan)            reject what the backend cannot compute
+//   workspaceBytes(plan)          scratch the kernels need (reported)
+//   allocateArena(bytes, align)   ONE allocation for every plan buffer
+//   prepare(plan)                 allocate the workspace, build kernels
+//   copyIn(...)                   parameter init, inputs of each step
+//   beginTrainingStep(t)          per training step t (0-based)
+//   runStep(call) ...             every plan step, in order
+//   endTrainingStep(t)
+//   synchronize()                 before the loss is read / time measured
+//   copyOut(...)                  loss, weights, dumped gradients
+//   freeArena(base)
+//
+// Pointers passed to runStep / copyIn / copyOut are device pointers inside
+// the arena; a CUDA backend may enqueue asynchronously and only has to be
+// done when synchronize() returns (copyOut itself is synchronous).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_BACKEND_H
+#define REMAT_RUNTIME_BACKEND_H
+
+#include "runtime/Loader.h"
+#include "runtime/Ops.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace remat::runtime {
+
+/// One operand or result of a kernel: a device pointer into the arena plus
+/// its dtype and static shape.
+struct TensorRef {
+  void *data = nullptr;
+  DType dtype = DType::F32;
+  Shape shape;
+  int64_t numElements = 0;
+
+  template <typename T> T *as() const { return static_cast<T *>(data); }
+};
+
+/// Everything a kernel launch needs. Operand counts, dtypes and shapes were
+/// checked by the loader against docs/ops.md.
+struct KernelCall {
+  OpKind op = OpKind::Constant;
+  const OpAttrs *attrs = nullptr;
+  const TensorRef *inputs = nullptr;
+  int numInputs = 0;
+  const TensorRef *outputs = nullptr;
+  int numOutputs = 0;
+  /// 0-based training-step number: the Philox counter of dropout; adamw's t
+  /// is trainingStep + 1.
+  int64_t trainingStep = 0;
+  /// Index of the step in the plan (for error messages).
+  size_t stepIndex = 0;
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  /// "cpu", "cuda".
+  virtual std::string name() const = 0;
+
+  /// Throws PlanError naming the buffer or step the backend cannot run
+  /// (e.g. "dtype f16 is not supported by the cpu backend").
+  virtual void checkSupport(const LoadedPlan &plan) const = 0;
+
+  /// Scratch bytes the kernels of this plan need beyond the arena.
+  virtual uint64_t workspaceBytes(const LoadedPlan &plan) const = 0;
+
+  /// One device allocation of exactly `bytes`, aligned to `alignment`,
+  /// zero-filled. Called once per executor.
+  virtual void *allocateArena(uint64_t bytes, uint64_t alignment) = 0;
+  virtual void freeArena(void *base) = 0;
+
+  /// Called once after allocateArena, before any step: allocate the
+  /// workspace, select kernels, capture graphs.
+  virtual void prepare(const LoadedPlan &plan) = 0;
+
+  virtual void copyIn(void *deviceDst, const void *hostSrc, uint64_t bytes) = 0;
+  virtual void copyOut(void *hostDst, const void *deviceSrc,
+                       uint64_t bytes) = 0;
+
+  /// Runs one plan step. A data-dependent failure (an embedding index or a
+  /// label outside its range) throws std::runtime_error; nothing is written
+  /// outside the step's result buffers.
+  virtual void runStep(const KernelCall &call) = 0;
+
+  virtual void synchronize() = 0;
+
+  /// Bracket the plan steps of one training step (after its inputs were
+  /// copied in, before the loss is read). A CUDA backend may record the
+  /// steps into a graph on the first step and replay it later; the default
+  /// does nothing. onStepExecuted callbacks may copyOut in between.
+  virtual void beginTrainingStep(int64_t trainingStep) {}
+  virtual void endTrainingStep(int64_t trainingStep) {}
+};
+
+/// The CPU backend (always available).
+std::unique_ptr<Backend> createCpuBackend();
+
+/// "cpu" or, where built with the CUDA backend, "cuda". An unknown name is a
+/// PlanError listing the available ones.
+std::unique_ptr<Backend> createBackend(const std::string &name);
+
+/// Names accepted by createBackend, comma-separated.
+std::string availableBackends();
+
+} // namespace remat::runtime
+
+#endif // REMAT_RUNTIME_BACKEND_H

@@ -1,0 +1,250 @@
+//===- Executor.cpp - Run a validated plan, one training step at a time --===//
+#include "runtime/Executor.h"
+
+#include "runtime/Synthetic.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+namespace remat::runtime {
+
+Executor::Executor(const LoadedPlan &plan, Backend &backend,
+                   ExecutorOptions options)
+    : loaded(plan), backend(backend),
+      runSeed(options.seed.value_or(plan.plan.seed)) {
+  const Plan &p = loaded.plan;
+  backend.checkSupport(loaded);
+  workspace = backend.workspaceBytes(loaded);
+  arena = backend.allocateArena(p.arenaBytes, p.alignment);
+  try {
+    backend.prepare(loaded);
+    auto refOf = [&](int64_t idx) {
+      const BufferDesc &b = p.buffers[idx];
+      return TensorRef{bufferAddress(size_t(idx)), b.dtype, b.shape,
+                       int64_t(*checkedNumElements(b.shape))};
+    };
+    for (const StepDesc &s : p.steps) {
+      std::vector<TensorRef> ins, outs;
+      for (int64_t idx : s.inputs)
+        ins.push_back(refOf(idx));
+      for (int64_t idx : s.outputs)
+        outs.push_back(refOf(idx));
+      stepInputs.push_back(std::move(ins));
+      stepOutputs.push_back(std::move(outs));
+    }
+    for (size_t i = 0; i < p.buffers.size(); ++i)
+      if (p.buffers[i].init)
+        writeBuffer(i, initialValue(p.buffers[i], runSeed));
+    backend.synchronize();
+  } catch (...) {
+    backend.freeArena(arena);
+    throw;
+  }
+}
+
+Executor::~Executor() {
+  backend.synchronize();
+  backend.freeArena(arena);
+}
+
+void *Executor::bufferAddress(size_t index) const {
+  return static_cast<char *>(arena) + loaded.plan.buffers[index].offset;
+}
+
+std::optional<size_t> Executor::findBuffer(const std::string &name) const {
+  const auto &buffers = loaded.plan.buffers;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].name == name)
+      return i;
+  return std::nullopt;
+}
+
+std::vector<char> Executor::readBuffer(size_t index) {
+  backend.synchronize();
+  std::vector<char> bytes(loaded.plan.buffers[index].bytes);
+  backend.copyOut(bytes.data(), bufferAddress(index), bytes.size());
+  return bytes;
+}
+
+void Executor::writeBuffer(size_t index, const std::vector<char> &bytes) {
+  const BufferDesc &b = loaded.plan.buffers[index];
+  if (bytes.size() != b.bytes)
+    throw PlanError(loaded.bufferPlace(index) + ": writing " +
+                    std::to_string(bytes.size()) + " bytes into a buffer of " +
+                    std::to_string(b.bytes));
+  backend.copyIn(bufferAddress(index), bytes.data(), bytes.size());
+}
+
+void Executor::loadWeights(const SafetensorsFile &file) {
+  const auto &buffers = loaded.plan.buffers;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const BufferDesc &b = buffers[i];
+    if (b.role == BufferRole::Param ||
+        (b.role == BufferRole::Optimizer && file.contains(b.name)))
+      writeBuffer(i, file.getF32(b.name, b.shape).bytes);
+  }
+  backend.synchronize();
+}
+
+std::map<std::string, NamedTensor> Executor::stateTensors() const {
+  std::map<std::string, NamedTensor> out;
+  const auto &buffers = loaded.plan.buffers;
+  backend.synchronize();
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const BufferDesc &b = buffers[i];
+    if (b.role != BufferRole::Param && b.role != BufferRole::Optimizer)
+      continue;
+    NamedTensor t{"F32", b.shape, std::vector<char>(b.bytes)};
+    backend.copyOut(t.bytes.data(), bufferAddress(i), b.bytes);
+    out.emplace(b.name, std::move(t));
+  }
+  return out;
+}
+
+void Executor::setInputData(const std::string &name, NpyArray data) {
+  auto index = findBuffer(name);
+  if (!index)
+    throw PlanError("--data " + name + ": the plan has no buffer '" + name +
+                    "'");
+  const BufferDesc &b = loaded.plan.buffers[*index];
+  if (b.role != BufferRole::Input)
+    throw PlanError("--data " + name + ": buffer '" + name + "' is a " +
+                    roleName(b.role) + " buffer, not an input");
+  if (data.dtype != b.dtype)
+    throw PlanError("--data " + name + ": array has dtype " +
+                    dtypeName(data.dtype) + " but input '" + name + "' is " +
+                    dtypeName(b.dtype));
+  bool sameShape = data.shape == b.shape;
+  bool batches =
+      !b.shape.empty() && data.shape.size() == b.shape.size() &&
+      std::equal(b.shape.begin() + 1, b.shape.end(), data.shape.begin() + 1) &&
+      data.shape[0] % b.shape[0] == 0 && data.shape[0] > 0;
+  if (!sameShape && !batches)
+    throw PlanError("--data " + name + ": array has shape " +
+                    formatShape(data.shape) + " but input '" + name +
+                    "' has shape " + formatShape(b.shape) +
+                    " (or k batches of it stacked on dim 0)");
+  userData[*index] = std::move(data);
+}
+
+void Executor::fillInputs() {
+  const Plan &p = loaded.plan;
+  std::map<size_t, std::vector<char>> host;
+  // Pass 0: everything but labels_of; pass 1: labels_of, whose source
+  // sequence is now known.
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < p.buffers.size(); ++i) {
+      const BufferDesc &b = p.buffers[i];
+      if (b.role != BufferRole::Input)
+        continue;
+      bool isLabels = b.data && b.data->kind == DataSpec::Kind::LabelsOf &&
+                      !userData.count(i);
+      if (isLabels != (pass == 1))
+        continue;
+      std::vector<char> bytes;
+      if (auto it = userData.find(i); it != userData.end()) {
+        const NpyArray &a = it->second;
+        uint64_t numBatches = a.bytes.size() / b.bytes;
+        uint64_t batch = uint64_t(numStepsRun) % numBatches;
+        bytes.assign(a.bytes.begin() + int64_t(batch * b.bytes),
+                     a.bytes.begin() + int64_t((batch + 1) * b.bytes));
+      } else if (b.data) {
+        const std::vector<char> *source =
+            isLabels ? &host.at(size_t(b.data->of)) : nullptr;
+        bytes = syntheticInput(p, i, runSeed, numStepsRun, source);
+      } else {
+        throw ExecutionError(loaded.bufferPlace(i) +
+                             ": input has no data generator; pass --data " +
+                             b.name + "=FILE.npy");
+      }
+      writeBuffer(i, bytes);
+      host.emplace(i, std::move(bytes));
+    }
+}
+
+StepResult Executor::runStep() {
+  const Plan &p = loaded.plan;
+  auto start = std::chrono::steady_clock::now();
+  fillInputs();
+  backend.beginTrainingStep(numStepsRun);
+  for (size_t si = 0; si < p.steps.size(); ++si) {
+    KernelCall call;
+    call.op = loaded.steps[si].op;
+    call.attrs = &loaded.steps[si].attrs;
+    call.inputs = stepInputs[si].data();
+    call.numInputs = int(stepInputs[si].size());
+    call.outputs = stepOutputs[si].data();
+    call.numOutputs = int(stepOutputs[si].size());
+    call.trainingStep = numStepsRun;
+    call.stepIndex = si;
+    try {
+      backend.runStep(call);
+    } catch (const PlanError &) {
+      throw;
+    } catch (const std::runtime_error &e) {
+      throw ExecutionError(loaded.stepPlace(si) + ": " + e.what() +
+                           " (training step " +
+                           std::to_string(numStepsRun + 1) + ")");
+    }
+    if (onStepExecuted)
+      onStepExecuted(si);
+  }
+  backend.endTrainingStep(numStepsRun);
+  backend.synchronize();
+  StepResult result;
+  float loss = readLoss();
+  auto end = std::chrono::steady_clock::now();
+  ++numStepsRun;
+  result.step = numStepsRun;
+  result.loss = loss;
+  result.milliseconds =
+      std::chrono::duration<double, std::milli>(end - start).count();
+  double seconds = std::max(result.milliseconds / 1000.0, 1e-9);
+  result.samplesPerSecond = double(p.batch) / seconds;
+  result.tokensPerSecond = double(p.batch * p.tokensPerSample) / seconds;
+  result.peakRssBytes = readPeakRssBytes();
+  return result;
+}
+
+float Executor::readLoss() {
+  const BufferDesc &b = loaded.plan.buffers[size_t(loaded.plan.loss)];
+  uint32_t bits = 0;
+  float loss = 0;
+  switch (b.dtype) {
+  case DType::F32:
+    backend.copyOut(&loss, bufferAddress(size_t(loaded.plan.loss)), 4);
+    return loss;
+  case DType::BF16: {
+    uint16_t half = 0;
+    backend.copyOut(&half, bufferAddress(size_t(loaded.plan.loss)), 2);
+    bits = uint32_t(half) << 16;
+    std::memcpy(&loss, &bits, 4);
+    return loss;
+  }
+  case DType::F16: {
+    uint16_t half = 0;
+    backend.copyOut(&half, bufferAddress(size_t(loaded.plan.loss)), 2);
+    int exponent = (half >> 10) & 0x1f, mantissa = half & 0x3ff;
+    float magnitude = exponent == 0 ? std::ldexp(float(mantissa), -24)
+                      : exponent == 31
+                          ? (mantissa ? NAN : INFINITY)
+                          : std::ldexp(float(mantissa | 0x400), exponent - 25);
+    return (half & 0x8000) ? -magnitude : magnitude;
+  }
+  default:
+    return 0;
+  }
+}
+
+uint64_t readPeakRssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0)
+      return uint64_t(std::stoull(line.substr(6))) * 1024;
+  return 0;
+}
+
+} // namespace remat::runtime

@@ -1,0 +1,113 @@
+//===- Executor.h - Run a validated plan, one training step at a time ----===//
+//
+// Construction: backend.checkSupport, ONE arena allocation of arena_bytes,
+// backend.prepare (workspace), then every param and optimizer buffer gets
+// its seeded init (Synthetic.h) once. Each runStep():
+//   1. fills every input: user data (setInputData) or its generator for
+//      this step (labels_of after the sequences they follow);
+//   2. runs the plan's steps in order through the backend, calling
+//      onStepExecuted(stepIndex) after each;
+//   3. synchronizes, reads the loss, measures time and peak RSS.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_EXECUTOR_H
+#define REMAT_RUNTIME_EXECUTOR_H
+
+#include "runtime/Backend.h"
+#include "runtime/Loader.h"
+#include "runtime/Npy.h"
+#include "runtime/Safetensors.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+
+namespace remat::runtime {
+
+/// A failure while a step runs (an embedding index outside the table, a
+/// missing input); the message names the plan step or buffer.
+class ExecutionError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ExecutorOptions {
+  /// Overrides the plan's "seed" for parameter init and synthetic data.
+  std::optional<uint64_t> seed;
+};
+
+struct StepResult {
+  int64_t step = 0; ///< 1-based number of the step just run
+  double loss = 0;
+  double milliseconds = 0;
+  uint64_t peakRssBytes = 0; ///< process VmHWM after this step
+  double samplesPerSecond = 0;
+  double tokensPerSecond = 0; ///< batch * tokens_per_sample per second
+};
+
+class Executor {
+public:
+  /// Allocates the arena and initializes state; throws PlanError when the
+  /// backend cannot run the plan.
+  Executor(const LoadedPlan &plan, Backend &backend,
+           ExecutorOptions options = {});
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  /// Loads every param (required: a missing or mis-shaped tensor is a
+  /// PlanError) and every optimizer state present in the file. Other
+  /// tensors in the file are ignored.
+  void loadWeights(const SafetensorsFile &file);
+  /// Params and optimizer state by buffer name, as F32 tensors.
+  std::map<std::string, NamedTensor> stateTensors() const;
+
+  /// Feeds input `name` from user data instead of its generator. The array
+  /// has the buffer's dtype and either its shape (the same batch every
+  /// step) or [k*B, ...rest] for a buffer [B, ...rest] (step s uses batch
+  /// s mod k). Throws PlanError otherwise.
+  void setInputData(const std::string &name, NpyArray data);
+
+  /// Runs the next training step (0-based number stepsRun()).
+  StepResult runStep();
+
+  /// Called after plan step `stepIndex` ran (before the next one), e.g. to
+  /// copy a gradient right after the step that last writes it.
+  std::function<void(size_t stepIndex)> onStepExecuted;
+
+  /// Host copy of a buffer's current bytes (synchronizes first).
+  std::vector<char> readBuffer(size_t bufferIndex);
+  void writeBuffer(size_t bufferIndex, const std::vector<char> &bytes);
+  /// Index of a buffer by name, or nullopt.
+  std::optional<size_t> findBuffer(const std::string &name) const;
+
+  const LoadedPlan &plan() const { return loaded; }
+  uint64_t arenaBytes() const { return loaded.plan.arenaBytes; }
+  uint64_t workspaceBytes() const { return workspace; }
+  int64_t stepsRun() const { return numStepsRun; }
+  uint64_t seed() const { return runSeed; }
+
+private:
+  void fillInputs();
+  float readLoss();
+  void *bufferAddress(size_t index) const;
+
+  LoadedPlan loaded;
+  Backend &backend;
+  uint64_t runSeed;
+  void *arena = nullptr;
+  uint64_t workspace = 0;
+  int64_t numStepsRun = 0;
+  /// Per plan step: resolved operand and result views into the arena.
+  std::vector<std::vector<TensorRef>> stepInputs, stepOutputs;
+  std::map<size_t, NpyArray> userData;
+};
+
+/// The process's peak resident set size (VmHWM of /proc/self/status) in
+/// bytes, or 0 where unavailable.
+uint64_t readPeakRssBytes();
+
+} // namespace remat::runtime
+
+#endif // REMAT_RUNTIME_EXECUTOR_H

@@ -1,0 +1,532 @@
+//===- PlanFormat.cpp - Plan file parse and serialize ---------------------===//
+#include "runtime/PlanFormat.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace remat::runtime {
+
+using nlohmann::json;
+
+namespace {
+
+struct NameTable {
+  const char *name;
+  int value;
+};
+
+constexpr NameTable kDTypes[] = {
+    {"f32", 0}, {"f16", 1}, {"bf16", 2}, {"i32", 3}, {"i64", 4}};
+constexpr NameTable kRoles[] = {{"param", 0},      {"grad", 1},
+                                {"optimizer", 2},  {"input", 3},
+                                {"activation", 4}, {"temporary", 5}};
+constexpr NameTable kPhases[] = {
+    {"forward", 0}, {"backward", 1}, {"optimizer", 2}};
+constexpr const char *kOpNames[kNumOpKinds] = {
+    "matmul",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "relu",
+    "gelu",
+    "tanh",
+    "exp",
+    "softmax",
+    "layer_norm",
+    "embedding",
+    "reshape",
+    "transpose",
+    "reduce_sum",
+    "reduce_mean",
+    "broadcast_to",
+    "sum_to",
+    "cross_entropy",
+    "mse",
+    "dropout",
+    "attention",
+    "constant",
+    "relu_grad",
+    "gelu_grad",
+    "tanh_grad",
+    "softmax_grad",
+    "layer_norm_grad",
+    "embedding_grad",
+    "cross_entropy_grad",
+    "mse_grad",
+    "attention_grad",
+    "sgd_update",
+    "adamw_update",
+};
+constexpr const char *kInitKinds[] = {"normal", "uniform", "zeros", "ones"};
+constexpr const char *kDataKinds[] = {"randn", "randint", "sequence",
+                                      "labels_of"};
+
+template <size_t N>
+std::optional<int> lookup(const NameTable (&table)[N], const std::string &s) {
+  for (const NameTable &entry : table)
+    if (s == entry.name)
+      return entry.value;
+  return std::nullopt;
+}
+
+template <size_t N> const char *nameOf(const NameTable (&table)[N], int value) {
+  for (const NameTable &entry : table)
+    if (entry.value == value)
+      return entry.name;
+  return "?";
+}
+
+template <size_t N> std::string listNames(const NameTable (&table)[N]) {
+  std::string out;
+  for (const NameTable &entry : table)
+    out += (out.empty() ? "" : "|") + std::string(entry.name);
+  return out;
+}
+
+/// Reads fields of one JSON object and reports errors with source and path.
+class Reader {
+public:
+  Reader(const std::string &source) : source(source) {}
+
+  [[noreturn]] void fail(const std::string &path,
+                         const std::string &message) const {
+    throw PlanError(source + ": " + (path.empty() ? "/" : path) + ": " +
+                    message);
+  }
+
+  const json &field(const json &obj, const std::string &path,
+                    const char *key) const {
+    auto it = obj.find(key);
+    if (it == obj.end())
+      fail(path, std::string("missing field \"") + key + "\"");
+    return *it;
+  }
+
+  const json *optionalField(const json &obj, const char *key) const {
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+
+  void expectObject(const json &v, const std::string &path) const {
+    if (!v.is_object())
+      fail(path, std::string("expected an object, got ") + v.type_name());
+  }
+  void expectArray(const json &v, const std::string &path) const {
+    if (!v.is_array())
+      fail(path, std::string("expected an array, got ") + v.type_name());
+  }
+
+  std::string str(const json &v, const std::string &path) const {
+    if (!v.is_string())
+      fail(path, std::string("expected a string, got ") + v.type_name());
+    return v.get<std::string>();
+  }
+  int64_t int64(const json &v, const std::string &path) const {
+    if (v.is_number_unsigned()) {
+      if (v.get<uint64_t>() > uint64_t(INT64_MAX))
+        fail(path, "integer out of range");
+      return int64_t(v.get<uint64_t>());
+    }
+    if (!v.is_number_integer())
+      fail(path, std::string("expected an integer, got ") + v.type_name());
+    return v.get<int64_t>();
+  }
+  uint64_t uint64(const json &v, const std::string &path) const {
+    if (v.is_number_unsigned())
+      return v.get<uint64_t>();
+    if (v.is_number_integer())
+      fail(path, "expected a non-negative integer, got " +
+                     std::to_string(v.get<int64_t>()));
+    fail(path,
+         std::string("expected a non-negative integer, got ") + v.type_name());
+  }
+  double number(const json &v, const std::string &path) const {
+    if (!v.is_number())
+      fail(path, std::string("expected a number, got ") + v.type_name());
+    return v.get<double>();
+  }
+  bool boolean(const json &v, const std::string &path) const {
+    if (!v.is_boolean())
+      fail(path, std::string("expected a boolean, got ") + v.type_name());
+    return v.get<bool>();
+  }
+  std::vector<int64_t> intArray(const json &v, const std::string &path) const {
+    expectArray(v, path);
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < v.size(); ++i)
+      out.push_back(int64(v[i], path + "/" + std::to_string(i)));
+    return out;
+  }
+
+  /// Fails on any key of `obj` not in `known`.
+  void rejectUnknownKeys(const json &obj, const std::string &path,
+                         std::initializer_list<const char *> known) const {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      bool found = false;
+      for (const char *k : known)
+        found |= it.key() == k;
+      if (!found)
+        fail(path, "unknown field \"" + it.key() + "\"");
+    }
+  }
+
+  const std::string &source;
+};
+
+InitSpec parseInit(const Reader &r, const json &v, const std::string &path) {
+  r.expectObject(v, path);
+  r.rejectUnknownKeys(v, path, {"kind", "mean", "std", "low", "high"});
+  InitSpec init;
+  std::string kind = r.str(r.field(v, path, "kind"), path + "/kind");
+  bool found = false;
+  for (int i = 0; i < 4; ++i)
+    if (kind == kInitKinds[i]) {
+      init.kind = InitSpec::Kind(i);
+      found = true;
+    }
+  if (!found)
+    r.fail(path + "/kind", "unknown init kind '" + kind +
+                               "' (expected normal|uniform|zeros|ones)");
+  if (const json *f = r.optionalField(v, "mean"))
+    init.mean = r.number(*f, path + "/mean");
+  if (const json *f = r.optionalField(v, "std"))
+    init.std = r.number(*f, path + "/std");
+  if (const json *f = r.optionalField(v, "low"))
+    init.low = r.number(*f, path + "/low");
+  if (const json *f = r.optionalField(v, "high"))
+    init.high = r.number(*f, path + "/high");
+  return init;
+}
+
+DataSpec parseData(const Reader &r, const json &v, const std::string &path) {
+  r.expectObject(v, path);
+  r.rejectUnknownKeys(
+      v, path,
+      {"kind", "mean", "std", "low", "high", "vocab", "a", "c", "of", "shift"});
+  DataSpec data;
+  std::string kind = r.str(r.field(v, path, "kind"), path + "/kind");
+  bool found = false;
+  for (int i = 0; i < 4; ++i)
+    if (kind == kDataKinds[i]) {
+      data.kind = DataSpec::Kind(i);
+      found = true;
+    }
+  if (!found)
+    r.fail(path + "/kind", "unknown data kind '" + kind +
+                               "' (expected randn|randint|sequence|labels_of)");
+  if (const json *f = r.optionalField(v, "mean"))
+    data.mean = r.number(*f, path + "/mean");
+  if (const json *f = r.optionalField(v, "std"))
+    data.std = r.number(*f, path + "/std");
+  if (const json *f = r.optionalField(v, "low"))
+    data.low = r.int64(*f, path + "/low");
+  if (const json *f = r.optionalField(v, "high"))
+    data.high = r.int64(*f, path + "/high");
+  if (const json *f = r.optionalField(v, "vocab"))
+    data.vocab = r.int64(*f, path + "/vocab");
+  if (const json *f = r.optionalField(v, "a"))
+    data.a = r.int64(*f, path + "/a");
+  if (const json *f = r.optionalField(v, "c"))
+    data.c = r.int64(*f, path + "/c");
+  if (const json *f = r.optionalField(v, "of"))
+    data.of = r.int64(*f, path + "/of");
+  if (const json *f = r.optionalField(v, "shift"))
+    data.shift = r.int64(*f, path + "/shift");
+  if (data.kind == DataSpec::Kind::Sequence && !r.optionalField(v, "vocab"))
+    r.fail(path, "data kind 'sequence' needs \"vocab\"");
+  if (data.kind == DataSpec::Kind::LabelsOf && !r.optionalField(v, "of"))
+    r.fail(path, "data kind 'labels_of' needs \"of\"");
+  return data;
+}
+
+BufferDesc parseBuffer(const Reader &r, const json &v,
+                       const std::string &path) {
+  r.expectObject(v, path);
+  r.rejectUnknownKeys(
+      v, path,
+      {"name", "role", "dtype", "shape", "offset", "bytes", "init", "data"});
+  BufferDesc b;
+  b.name = r.str(r.field(v, path, "name"), path + "/name");
+  std::string where = path + " '" + b.name + "'";
+  std::string role = r.str(r.field(v, path, "role"), path + "/role");
+  auto parsedRole = lookup(kRoles, role);
+  if (!parsedRole)
+    r.fail(where,
+           "unknown role '" + role + "' (expected " + listNames(kRoles) + ")");
+  b.role = BufferRole(*parsedRole);
+  std::string dtype = r.str(r.field(v, path, "dtype"), path + "/dtype");
+  auto parsedDType = lookup(kDTypes, dtype);
+  if (!parsedDType)
+    r.fail(where, "unknown dtype '" + dtype + "' (expected " +
+                      listNames(kDTypes) + ")");
+  b.dtype = DType(*parsedDType);
+  b.shape = r.intArray(r.field(v, path, "shape"), path + "/shape");
+  b.offset = r.uint64(r.field(v, path, "offset"), path + "/offset");
+  b.bytes = r.uint64(r.field(v, path, "bytes"), path + "/bytes");
+  if (const json *f = r.optionalField(v, "init"))
+    b.init = parseInit(r, *f, path + "/init");
+  if (const json *f = r.optionalField(v, "data"))
+    b.data = parseData(r, *f, path + "/data");
+  return b;
+}
+
+StepDesc parseStep(const Reader &r, const json &v, const std::string &path) {
+  r.expectObject(v, path);
+  r.rejectUnknownKeys(
+      v, path, {"op", "inputs", "outputs", "attrs", "phase", "recompute"});
+  StepDesc s;
+  s.op = r.str(r.field(v, path, "op"), path + "/op");
+  s.inputs = r.intArray(r.field(v, path, "inputs"), path + "/inputs");
+  s.outputs = r.intArray(r.field(v, path, "outputs"), path + "/outputs");
+  if (const json *f = r.optionalField(v, "attrs")) {
+    r.expectObject(*f, path + "/attrs");
+    s.attrs = *f;
+  }
+  std::string phase = r.str(r.field(v, path, "phase"), path + "/phase");
+  auto parsedPhase = lookup(kPhases, phase);
+  if (!parsedPhase)
+    r.fail(path + "/phase", "unknown phase '" + phase + "' (expected " +
+                                listNames(kPhases) + ")");
+  s.phase = Phase(*parsedPhase);
+  if (const json *f = r.optionalField(v, "recompute"))
+    s.recompute = r.boolean(*f, path + "/recompute");
+  return s;
+}
+
+} // namespace
+
+Plan parsePlan(const json &v, const std::string &source) {
+  Reader r(source);
+  r.expectObject(v, "");
+  // Format and version first: a newer file must fail with the version
+  // message, not with whatever field it renamed.
+  std::string format = r.str(r.field(v, "", "format"), "/format");
+  if (format != kPlanFormatName)
+    r.fail("/format", "not a remat plan (format is '" + format +
+                          "', expected '" + kPlanFormatName + "')");
+  int64_t version = r.int64(r.field(v, "", "version"), "/version");
+  if (version != kPlanFormatVersion)
+    r.fail("/version", "unsupported plan version " + std::to_string(version) +
+                           " (this runtime reads version " +
+                           std::to_string(kPlanFormatVersion) + ")");
+  r.rejectUnknownKeys(v, "",
+                      {"format", "version", "model", "seed", "alignment",
+                       "arena_bytes", "buffers", "steps", "loss",
+                       "tokens_per_sample", "batch", "report"});
+  Plan plan;
+  plan.model = r.str(r.field(v, "", "model"), "/model");
+  if (const json *f = r.optionalField(v, "seed"))
+    plan.seed = r.uint64(*f, "/seed");
+  plan.alignment = r.uint64(r.field(v, "", "alignment"), "/alignment");
+  plan.arenaBytes = r.uint64(r.field(v, "", "arena_bytes"), "/arena_bytes");
+  const json &buffers = r.field(v, "", "buffers");
+  r.expectArray(buffers, "/buffers");
+  for (size_t i = 0; i < buffers.size(); ++i)
+    plan.buffers.push_back(
+        parseBuffer(r, buffers[i], "/buffers/" + std::to_string(i)));
+  const json &steps = r.field(v, "", "steps");
+  r.expectArray(steps, "/steps");
+  for (size_t i = 0; i < steps.size(); ++i)
+    plan.steps.push_back(parseStep(r, steps[i], "/steps/" + std::to_string(i)));
+  plan.loss = r.int64(r.field(v, "", "loss"), "/loss");
+  if (const json *f = r.optionalField(v, "tokens_per_sample"))
+    plan.tokensPerSample = r.int64(*f, "/tokens_per_sample");
+  plan.batch = r.int64(r.field(v, "", "batch"), "/batch");
+  if (const json *f = r.optionalField(v, "report")) {
+    r.expectObject(*f, "/report");
+    plan.report = *f;
+  }
+  return plan;
+}
+
+Plan parsePlanText(const std::string &text, const std::string &source) {
+  json v;
+  try {
+    v = json::parse(text);
+  } catch (const json::parse_error &e) {
+    std::string what = e.what();
+    // nlohmann prefixes "[json.exception.parse_error.101] "; drop the tag.
+    if (auto pos = what.find("] "); pos != std::string::npos)
+      what = what.substr(pos + 2);
+    bool truncated = e.byte >= text.size();
+    throw PlanError(source + ": " +
+                    (truncated
+                         ? "truncated JSON (unexpected end of input)"
+                         : "malformed JSON at byte " + std::to_string(e.byte)) +
+                    ": " + what);
+  }
+  return parsePlan(v, source);
+}
+
+Plan readPlanFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw PlanError(path + ": cannot open plan file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parsePlanText(buffer.str(), path);
+}
+
+json serializePlan(const Plan &plan) {
+  json out = json::object();
+  // nlohmann's default object is a sorted map, so key order is stable.
+  out["format"] = kPlanFormatName;
+  out["version"] = kPlanFormatVersion;
+  out["model"] = plan.model;
+  out["seed"] = plan.seed;
+  out["alignment"] = plan.alignment;
+  out["arena_bytes"] = plan.arenaBytes;
+  json buffers = json::array();
+  for (const BufferDesc &b : plan.buffers) {
+    json jb = {{"name", b.name},
+               {"role", roleName(b.role)},
+               {"dtype", dtypeName(b.dtype)},
+               {"shape", b.shape},
+               {"offset", b.offset},
+               {"bytes", b.bytes}};
+    if (b.init) {
+      json ji = {{"kind", initKindName(b.init->kind)}};
+      if (b.init->kind == InitSpec::Kind::Normal) {
+        ji["mean"] = b.init->mean;
+        ji["std"] = b.init->std;
+      } else if (b.init->kind == InitSpec::Kind::Uniform) {
+        ji["low"] = b.init->low;
+        ji["high"] = b.init->high;
+      }
+      jb["init"] = ji;
+    }
+    if (b.data) {
+      const DataSpec &d = *b.data;
+      json jd = {{"kind", dataKindName(d.kind)}};
+      switch (d.kind) {
+      case DataSpec::Kind::Randn:
+        jd["mean"] = d.mean;
+        jd["std"] = d.std;
+        break;
+      case DataSpec::Kind::Randint:
+        jd["low"] = d.low;
+        jd["high"] = d.high;
+        break;
+      case DataSpec::Kind::Sequence:
+        jd["vocab"] = d.vocab;
+        jd["a"] = d.a;
+        jd["c"] = d.c;
+        break;
+      case DataSpec::Kind::LabelsOf:
+        jd["of"] = d.of;
+        jd["shift"] = d.shift;
+        break;
+      }
+      jb["data"] = jd;
+    }
+    buffers.push_back(std::move(jb));
+  }
+  out["buffers"] = std::move(buffers);
+  json steps = json::array();
+  for (const StepDesc &s : plan.steps)
+    steps.push_back({{"op", s.op},
+                     {"inputs", s.inputs},
+                     {"outputs", s.outputs},
+                     {"attrs", s.attrs.is_null() ? json::object() : s.attrs},
+                     {"phase", phaseName(s.phase)},
+                     {"recompute", s.recompute}});
+  out["steps"] = std::move(steps);
+  out["loss"] = plan.loss;
+  out["tokens_per_sample"] = plan.tokensPerSample;
+  out["batch"] = plan.batch;
+  out["report"] = plan.report.is_null() ? json::object() : plan.report;
+  return out;
+}
+
+std::string serializePlanText(const Plan &plan, int indent) {
+  return serializePlan(plan).dump(indent) + "\n";
+}
+
+const char *dtypeName(DType d) { return nameOf(kDTypes, int(d)); }
+std::optional<DType> parseDType(const std::string &name) {
+  if (auto v = lookup(kDTypes, name))
+    return DType(*v);
+  return std::nullopt;
+}
+uint64_t dtypeSize(DType d) {
+  switch (d) {
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::I64:
+    return 8;
+  }
+  return 0;
+}
+bool isFloatDType(DType d) {
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16;
+}
+bool isIndexDType(DType d) { return d == DType::I32 || d == DType::I64; }
+
+const char *roleName(BufferRole r) { return nameOf(kRoles, int(r)); }
+std::optional<BufferRole> parseRole(const std::string &name) {
+  if (auto v = lookup(kRoles, name))
+    return BufferRole(*v);
+  return std::nullopt;
+}
+const char *phaseName(Phase p) { return nameOf(kPhases, int(p)); }
+std::optional<Phase> parsePhase(const std::string &name) {
+  if (auto v = lookup(kPhases, name))
+    return Phase(*v);
+  return std::nullopt;
+}
+const char *opName(OpKind op) { return kOpNames[int(op)]; }
+std::optional<OpKind> parseOpKind(const std::string &name) {
+  for (int i = 0; i < kNumOpKinds; ++i)
+    if (name == kOpNames[i])
+      return OpKind(i);
+  return std::nullopt;
+}
+const char *initKindName(InitSpec::Kind k) { return kInitKinds[int(k)]; }
+const char *dataKindName(DataSpec::Kind k) { return kDataKinds[int(k)]; }
+
+std::string formatShape(const Shape &shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? "," : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+std::optional<uint64_t> checkedNumElements(const Shape &shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return std::nullopt;
+    if (d != 0 && n > UINT64_MAX / uint64_t(d))
+      return std::nullopt;
+    n *= uint64_t(d);
+  }
+  return n;
+}
+
+std::optional<uint64_t> checkedByteSize(const Shape &shape, DType dtype) {
+  auto n = checkedNumElements(shape);
+  uint64_t size = dtypeSize(dtype);
+  if (!n || *n > UINT64_MAX / size)
+    return std::nullopt;
+  return *n * size;
+}
+
+std::string gradBufferName(const std::string &paramName) {
+  return "grad:" + paramName;
+}
+std::string optimizerStateName(const std::string &state,
+                               const std::string &paramName) {
+  return state + ":" + paramName;
+}
+std::string paramNameOfGrad(const std::string &gradName) {
+  if (gradName.rfind("grad:", 0) == 0)
+    return gradName.substr(5);
+  return gradName;
+}
+
+} // namespace remat::runtime

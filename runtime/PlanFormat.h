@@ -1,0 +1,183 @@
+//===- PlanFormat.h - The remat plan file: structs, parse, serialize -----===//
+//
+// The one header the compiler shares with the runtime. A plan file is JSON
+// (docs/plan-format.md); the compiler fills a `Plan` and emits it with
+// `serializePlan`, the runtime reads it back with `parsePlan` and then
+// validates it fully (Loader.h) before anything runs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_PLANFORMAT_H
+#define REMAT_RUNTIME_PLANFORMAT_H
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace remat::runtime {
+
+/// The value of the plan's "format" field and the version this code reads and
+/// writes. A reader rejects any other version with an error naming both.
+inline constexpr const char *kPlanFormatName = "remat-plan";
+inline constexpr int64_t kPlanFormatVersion = 1;
+
+/// Every error about a plan, a weights file or a data file. The message
+/// starts with the place: `model.plan: /steps/12 'matmul': ...`.
+class PlanError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class DType { F32, F16, BF16, I32, I64 };
+enum class BufferRole { Param, Grad, Optimizer, Input, Activation, Temporary };
+enum class Phase { Forward, Backward, Optimizer };
+
+/// Every operation of docs/ops.md, in its order.
+enum class OpKind {
+  Matmul,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Relu,
+  Gelu,
+  Tanh,
+  Exp,
+  Softmax,
+  LayerNorm,
+  Embedding,
+  Reshape,
+  Transpose,
+  ReduceSum,
+  ReduceMean,
+  BroadcastTo,
+  SumTo,
+  CrossEntropy,
+  Mse,
+  Dropout,
+  Attention,
+  Constant,
+  ReluGrad,
+  GeluGrad,
+  TanhGrad,
+  SoftmaxGrad,
+  LayerNormGrad,
+  EmbeddingGrad,
+  CrossEntropyGrad,
+  MseGrad,
+  AttentionGrad,
+  SgdUpdate,
+  AdamwUpdate,
+};
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::AdamwUpdate) + 1;
+
+using Shape = std::vector<int64_t>;
+
+/// How a parameter or optimizer-state buffer is initialized (once, before
+/// the first step). Unused fields keep their defaults.
+struct InitSpec {
+  enum class Kind { Normal, Uniform, Zeros, Ones };
+  Kind kind = Kind::Zeros;
+  double mean = 0.0, std = 1.0; ///< normal
+  double low = 0.0, high = 1.0; ///< uniform
+};
+
+/// How an input buffer is filled at the start of every step when the user
+/// gives no data file for it.
+struct DataSpec {
+  enum class Kind { Randn, Randint, Sequence, LabelsOf };
+  Kind kind = Kind::Randn;
+  double mean = 0.0, std = 1.0; ///< randn
+  int64_t low = 0, high = 2;    ///< randint: uniform integers in [low, high)
+  int64_t vocab = 0;            ///< sequence: tokens in [0, vocab)
+  int64_t a = 3, c = 1;         ///< sequence: x[t+1] = (a*x[t] + c) mod vocab
+  int64_t of = -1;              ///< labels_of: index of a "sequence" buffer
+  int64_t shift = 1;            ///< labels_of: label[t] = token t+shift
+};
+
+struct BufferDesc {
+  std::string name;
+  BufferRole role = BufferRole::Activation;
+  DType dtype = DType::F32;
+  Shape shape;                  ///< [] is a scalar
+  uint64_t offset = 0;          ///< byte offset into the arena
+  uint64_t bytes = 0;           ///< product(shape) * dtypeSize(dtype)
+  std::optional<InitSpec> init; ///< params and optimizer state only
+  std::optional<DataSpec> data; ///< inputs only
+};
+
+struct StepDesc {
+  std::string op;               ///< a name from docs/ops.md
+  std::vector<int64_t> inputs;  ///< buffer indices
+  std::vector<int64_t> outputs; ///< buffer indices (in-place: same as input)
+  nlohmann::json attrs = nlohmann::json::object();
+  Phase phase = Phase::Forward;
+  bool recompute = false; ///< a recomputation of an earlier forward step
+};
+
+struct Plan {
+  std::string model;
+  uint64_t seed = 0;       ///< default seed of parameter init and data
+  uint64_t alignment = 64; ///< every offset is a multiple of it (power of 2)
+  uint64_t arenaBytes = 0;
+  std::vector<BufferDesc> buffers;
+  std::vector<StepDesc> steps;
+  int64_t loss = -1;           ///< index of the scalar f32 loss buffer
+  int64_t tokensPerSample = 1; ///< 1 for non-sequence models
+  int64_t batch = 1;
+  nlohmann::json report = nlohmann::json::object(); ///< free-form
+};
+
+/// Converts JSON to a Plan. Checks structure, field types and enum names, and
+/// the format and version; throws PlanError naming `source` and the JSON
+/// pointer of the bad field. Shapes, offsets and ops are checked by
+/// `validatePlan` (Loader.h).
+Plan parsePlan(const nlohmann::json &json, const std::string &source = "plan");
+/// Parses JSON text first; malformed or truncated text is a PlanError.
+Plan parsePlanText(const std::string &text, const std::string &source);
+/// Reads a file and parses it; `source` in messages is the path.
+Plan readPlanFile(const std::string &path);
+
+/// The inverse of parsePlan: fields in a fixed order, so the same Plan always
+/// serializes to the same bytes.
+nlohmann::json serializePlan(const Plan &plan);
+/// serializePlan(plan).dump(indent) plus a trailing newline.
+std::string serializePlanText(const Plan &plan, int indent = 1);
+
+// Names and sizes.
+const char *dtypeName(DType dtype); ///< "f32", ...
+std::optional<DType> parseDType(const std::string &name);
+uint64_t dtypeSize(DType dtype);
+bool isFloatDType(DType dtype);
+bool isIndexDType(DType dtype);
+const char *roleName(BufferRole role); ///< "param", ...
+std::optional<BufferRole> parseRole(const std::string &name);
+const char *phaseName(Phase phase);
+std::optional<Phase> parsePhase(const std::string &name);
+const char *opName(OpKind op); ///< "matmul", "layer_norm_grad", ...
+std::optional<OpKind> parseOpKind(const std::string &name);
+const char *initKindName(InitSpec::Kind kind);
+const char *dataKindName(DataSpec::Kind kind);
+
+/// "[64,32]"; "[]" for a scalar.
+std::string formatShape(const Shape &shape);
+/// Element count, or nullopt on a negative dim or 64-bit overflow.
+std::optional<uint64_t> checkedNumElements(const Shape &shape);
+/// Element count times dtype size, or nullopt on overflow.
+std::optional<uint64_t> checkedByteSize(const Shape &shape, DType dtype);
+
+/// Buffer naming convention shared by the compiler and the runtime:
+/// a parameter's gradient is "grad:<param>", optimizer state is
+/// "<state>:<param>" (e.g. "adam_m:w1", "momentum:w1").
+std::string gradBufferName(const std::string &paramName);
+std::string optimizerStateName(const std::string &state,
+                               const std::string &paramName);
+/// "grad:w1" -> "w1"; a name without the prefix is returned unchanged.
+std::string paramNameOfGrad(const std::string &gradName);
+
+} // namespace remat::runtime
+
+#endif // REMAT_RUNTIME_PLANFORMAT_H

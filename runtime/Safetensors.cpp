@@ -1,0 +1,157 @@
+//===- Safetensors.cpp - Read and write .safetensors weight files --------===//
+#include "runtime/Safetensors.h"
+
+#include <fstream>
+#include <iterator>
+
+namespace remat::runtime {
+
+namespace {
+[[noreturn]] void failAt(const std::string &path, const std::string &msg) {
+  throw PlanError(path + ": " + msg);
+}
+} // namespace
+
+using nlohmann::json;
+
+namespace {
+
+uint64_t elementSize(const std::string &dtype) {
+  if (dtype == "F64" || dtype == "I64" || dtype == "U64")
+    return 8;
+  if (dtype == "F32" || dtype == "I32" || dtype == "U32")
+    return 4;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16")
+    return 2;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL")
+    return 1;
+  return 0;
+}
+
+} // namespace
+
+SafetensorsFile SafetensorsFile::read(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw PlanError(path + ": cannot open safetensors file");
+  std::vector<char> contents((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  return parse(contents, path);
+}
+
+SafetensorsFile SafetensorsFile::parse(const std::vector<char> &contents,
+                                       const std::string &path) {
+  if (contents.size() < 8)
+    failAt(path, "truncated safetensors file (" +
+                     std::to_string(contents.size()) +
+                     " bytes, less than the 8-byte header length)");
+  uint64_t headerLen = 0;
+  for (int i = 7; i >= 0; --i)
+    headerLen = (headerLen << 8) | uint8_t(contents[i]);
+  if (headerLen > contents.size() - 8)
+    failAt(path, "truncated safetensors file: header length " +
+                     std::to_string(headerLen) + " exceeds the " +
+                     std::to_string(contents.size() - 8) + " bytes after it");
+  json header;
+  try {
+    header = json::parse(contents.begin() + 8,
+                         contents.begin() + 8 + int64_t(headerLen));
+  } catch (const json::parse_error &e) {
+    failAt(path, std::string("malformed safetensors header JSON: ") + e.what());
+  }
+  if (!header.is_object())
+    failAt(path, "safetensors header is not a JSON object");
+  uint64_t dataSize = contents.size() - 8 - headerLen;
+  const char *data = contents.data() + 8 + headerLen;
+  SafetensorsFile file;
+  file.filePath = path;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__")
+      continue;
+    std::string where = "tensor '" + it.key() + "': ";
+    const json &e = it.value();
+    if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() ||
+        !e.contains("shape") || !e["shape"].is_array() ||
+        !e.contains("data_offsets") || !e["data_offsets"].is_array() ||
+        e["data_offsets"].size() != 2)
+      failAt(path,
+             where + "entry needs dtype, shape and data_offsets [begin, end]");
+    NamedTensor t;
+    t.dtype = e["dtype"].get<std::string>();
+    uint64_t size = elementSize(t.dtype);
+    if (size == 0)
+      failAt(path, where + "unknown dtype '" + t.dtype + "'");
+    for (const json &d : e["shape"]) {
+      if (!d.is_number_unsigned())
+        failAt(path, where + "shape must hold non-negative integers");
+      t.shape.push_back(d.get<int64_t>());
+    }
+    const json &offs = e["data_offsets"];
+    if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+      failAt(path, where + "data_offsets must be non-negative integers");
+    uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
+    if (begin > end || end > dataSize)
+      failAt(path, "truncated or corrupt safetensors file: " + where +
+                       "data_offsets [" + std::to_string(begin) + ", " +
+                       std::to_string(end) + ") outside the " +
+                       std::to_string(dataSize) + " data bytes");
+    auto n = checkedNumElements(t.shape);
+    if (!n || *n > UINT64_MAX / size || *n * size != end - begin)
+      failAt(path, where + "shape " + formatShape(t.shape) + " of " + t.dtype +
+                       " does not match its " + std::to_string(end - begin) +
+                       " data bytes");
+    t.bytes.assign(data + begin, data + end);
+    file.table.emplace(it.key(), std::move(t));
+  }
+  return file;
+}
+
+bool SafetensorsFile::contains(const std::string &name) const {
+  return table.count(name) != 0;
+}
+
+const NamedTensor &SafetensorsFile::getF32(const std::string &name,
+                                           const Shape &shape) const {
+  auto it = table.find(name);
+  if (it == table.end())
+    throw PlanError(filePath + ": missing tensor '" + name + "'");
+  if (it->second.dtype != "F32")
+    throw PlanError(filePath + ": tensor '" + name + "' has dtype " +
+                    it->second.dtype + " but the plan expects F32");
+  if (it->second.shape != shape)
+    throw PlanError(filePath + ": tensor '" + name + "' has shape " +
+                    formatShape(it->second.shape) + " but the plan expects " +
+                    formatShape(shape));
+  return it->second;
+}
+
+void writeSafetensors(const std::string &path,
+                      const std::map<std::string, NamedTensor> &tensors) {
+  json header = json::object();
+  uint64_t offset = 0;
+  for (const auto &[name, t] : tensors) {
+    header[name] = {{"dtype", t.dtype},
+                    {"shape", t.shape},
+                    {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  header["__metadata__"] = {{"format", "pt"}};
+  std::string text = header.dump();
+  while (text.size() % 8 != 0)
+    text.push_back(' ');
+  std::ofstream out(path, std::ios::binary);
+  if (!out)
+    throw PlanError(path + ": cannot write safetensors file");
+  uint64_t len = text.size();
+  char lenBytes[8];
+  for (int i = 0; i < 8; ++i)
+    lenBytes[i] = char((len >> (8 * i)) & 0xff);
+  out.write(lenBytes, 8);
+  out.write(text.data(), int64_t(text.size()));
+  for (const auto &entry : tensors)
+    out.write(entry.second.bytes.data(), int64_t(entry.second.bytes.size()));
+  if (!out)
+    throw PlanError(path + ": error while writing safetensors file");
+}
+
+} // namespace remat::runtime

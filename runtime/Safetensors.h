@@ -1,0 +1,60 @@
+//===- Safetensors.h - Read and write .safetensors weight files ----------===//
+//
+// Format (https://huggingface.co/docs/safetensors): 8-byte little-endian
+// header length N, N bytes of JSON {"name": {"dtype": "F32", "shape": [..],
+// "data_offsets": [begin, end]}, "__metadata__": {..}}, then the data; the
+// offsets are relative to the end of the header. The writer pads the header
+// with spaces to a multiple of 8 and sorts tensors by name.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_SAFETENSORS_H
+#define REMAT_RUNTIME_SAFETENSORS_H
+
+#include "runtime/PlanFormat.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace remat::runtime {
+
+/// A tensor read from or written to a safetensors file. dtype is the file's
+/// spelling ("F32", "I32", "I64", "F16", "BF16", ...).
+struct NamedTensor {
+  std::string dtype = "F32";
+  Shape shape;
+  std::vector<char> bytes;
+};
+
+class SafetensorsFile {
+public:
+  /// Reads and checks the whole file: header length within the file, valid
+  /// JSON, every entry with a known dtype, non-negative shape and
+  /// data_offsets inside the data whose size matches the shape. Throws
+  /// PlanError naming the path.
+  static SafetensorsFile read(const std::string &path);
+  /// Same, from bytes in memory (`path` is used in messages).
+  static SafetensorsFile parse(const std::vector<char> &contents,
+                               const std::string &path);
+
+  bool contains(const std::string &name) const;
+  /// The named F32 tensor; a missing tensor, another dtype or a shape other
+  /// than `shape` is a PlanError ("w.safetensors: tensor 'w1' has shape
+  /// [3,4] but the plan expects [4,3]").
+  const NamedTensor &getF32(const std::string &name, const Shape &shape) const;
+
+  const std::map<std::string, NamedTensor> &tensors() const { return table; }
+  const std::string &path() const { return filePath; }
+
+private:
+  std::string filePath;
+  std::map<std::string, NamedTensor> table;
+};
+
+/// Writes tensors (sorted by name) to `path`; throws PlanError on I/O error.
+void writeSafetensors(const std::string &path,
+                      const std::map<std::string, NamedTensor> &tensors);
+
+} // namespace remat::runtime
+
+#endif // REMAT_RUNTIME_SAFETENSORS_H

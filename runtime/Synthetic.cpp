@@ -1,0 +1,197 @@
+//===- Synthetic.cpp - Seeded parameter init and synthetic input data ----===//
+#include "runtime/Synthetic.h"
+
+#include "runtime/Philox.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace remat::runtime {
+
+namespace {
+
+constexpr uint32_t kInitDomain = 0x494E4954u;
+constexpr uint32_t kDataDomain = 0x44415441u;
+
+class Stream {
+public:
+  Stream(uint64_t seed, uint32_t id, uint32_t step, uint32_t domain)
+      : seed(seed), id(id), step(step), domain(domain) {}
+
+  PhiloxBlock block(uint64_t b) const {
+    if (b > UINT32_MAX)
+      throw PlanError("synthetic data: tensor too large for the Philox "
+                      "stream (more than 2^34 elements)");
+    return philox4x32_10({{uint32_t(b), id, step, domain}}, uint32_t(seed),
+                         uint32_t(seed >> 32));
+  }
+  uint32_t word(uint64_t i) const { return block(i / 4).word[i % 4]; }
+
+  /// Fills n values from a generator taking the 4 words of each block.
+  template <typename Emit> void forBlocks(uint64_t n, Emit emit) const {
+    for (uint64_t b = 0; b * 4 < n; ++b)
+      emit(b * 4, block(b));
+  }
+
+  uint64_t seed;
+  uint32_t id, step, domain;
+};
+
+void boxMuller(uint32_t w0, uint32_t w1, double &z0, double &z1) {
+  double u1 = (double((w0 >> 8) + 1)) * (1.0 / 16777216.0);
+  double u2 = double(w1 >> 8) * (1.0 / 16777216.0);
+  double r = std::sqrt(-2.0 * std::log(u1));
+  const double twoPi = 6.283185307179586;
+  z0 = r * std::cos(twoPi * u2);
+  z1 = r * std::sin(twoPi * u2);
+}
+
+void fillNormal(const Stream &s, uint64_t n, double mean, double std,
+                float *out) {
+  s.forBlocks(n, [&](uint64_t base, PhiloxBlock blk) {
+    double z[4];
+    boxMuller(blk.word[0], blk.word[1], z[0], z[1]);
+    boxMuller(blk.word[2], blk.word[3], z[2], z[3]);
+    for (uint64_t k = 0; k < 4 && base + k < n; ++k)
+      out[base + k] = float(mean + std * z[k]);
+  });
+}
+
+int64_t drawInt(uint32_t word, int64_t low, int64_t high) {
+  uint64_t range = uint64_t(high - low);
+  if (range > UINT32_MAX) // one word covers only [low, low + 2^32)
+    return low + int64_t(word);
+  return low + int64_t((uint64_t(word) * range) >> 32);
+}
+
+template <typename Int>
+void storeInts(const std::vector<int64_t> &values, std::vector<char> &out) {
+  out.resize(values.size() * sizeof(Int));
+  for (size_t i = 0; i < values.size(); ++i) {
+    Int v = Int(values[i]);
+    std::memcpy(out.data() + i * sizeof(Int), &v, sizeof(Int));
+  }
+}
+
+std::vector<int64_t> loadInts(DType dtype, const std::vector<char> &bytes) {
+  size_t size = dtypeSize(dtype);
+  std::vector<int64_t> out(bytes.size() / size);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (dtype == DType::I32) {
+      int32_t v;
+      std::memcpy(&v, bytes.data() + i * 4, 4);
+      out[i] = v;
+    } else {
+      std::memcpy(&out[i], bytes.data() + i * 8, 8);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+uint32_t bufferStreamId(const std::string &name) {
+  uint32_t h = 2166136261u;
+  for (unsigned char ch : name) {
+    h ^= ch;
+    h *= 16777619u;
+  }
+  return h;
+}
+
+int64_t nextToken(const DataSpec &spec, int64_t token) {
+  int64_t v = spec.vocab;
+  return int64_t(
+      (uint64_t(spec.a % v) * uint64_t(token) + uint64_t(spec.c % v)) %
+      uint64_t(v));
+}
+
+std::vector<char> initialValue(const BufferDesc &b, uint64_t seed) {
+  uint64_t n = *checkedNumElements(b.shape);
+  std::vector<char> bytes(n * sizeof(float));
+  float *out = reinterpret_cast<float *>(bytes.data());
+  const InitSpec &init = *b.init;
+  Stream s(seed, bufferStreamId(b.name), 0, kInitDomain);
+  switch (init.kind) {
+  case InitSpec::Kind::Zeros:
+    std::fill(out, out + n, 0.0f);
+    break;
+  case InitSpec::Kind::Ones:
+    std::fill(out, out + n, 1.0f);
+    break;
+  case InitSpec::Kind::Normal:
+    fillNormal(s, n, init.mean, init.std, out);
+    break;
+  case InitSpec::Kind::Uniform:
+    s.forBlocks(n, [&](uint64_t base, PhiloxBlock blk) {
+      for (uint64_t k = 0; k < 4 && base + k < n; ++k)
+        out[base + k] =
+            float(init.low + (init.high - init.low) *
+                                 double(philoxWordToUnit(blk.word[k])));
+    });
+    break;
+  }
+  return bytes;
+}
+
+std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
+                                 int64_t step,
+                                 const std::vector<char> *sourceTokens) {
+  const BufferDesc &b = plan.buffers[index];
+  const DataSpec &d = *b.data;
+  uint64_t n = *checkedNumElements(b.shape);
+  Stream s(seed, bufferStreamId(b.name), uint32_t(step), kDataDomain);
+  std::vector<char> bytes;
+  if (d.kind == DataSpec::Kind::Randn) {
+    bytes.resize(n * sizeof(float));
+    fillNormal(s, n, d.mean, d.std, reinterpret_cast<float *>(bytes.data()));
+    return bytes;
+  }
+  std::vector<int64_t> values(n);
+  switch (d.kind) {
+  case DataSpec::Kind::Randint:
+    for (uint64_t i = 0; i < n; ++i)
+      values[i] = drawInt(s.word(i), d.low, d.high);
+    break;
+  case DataSpec::Kind::Sequence: {
+    uint64_t time = uint64_t(b.shape.back());
+    for (uint64_t row = 0; row * time < n; ++row) {
+      int64_t token = drawInt(s.word(row), 0, d.vocab);
+      for (uint64_t t = 0; t < time; ++t) {
+        values[row * time + t] = token;
+        token = nextToken(d, token);
+      }
+    }
+    break;
+  }
+  case DataSpec::Kind::LabelsOf: {
+    const BufferDesc &src = plan.buffers[d.of];
+    std::vector<int64_t> tokens = loadInts(src.dtype, *sourceTokens);
+    const DataSpec &rule = *src.data;
+    uint64_t time = uint64_t(b.shape.back());
+    for (uint64_t row = 0; row * time < n; ++row)
+      for (uint64_t t = 0; t < time; ++t) {
+        uint64_t target = t + uint64_t(d.shift);
+        if (target < time) {
+          values[row * time + t] = tokens[row * time + target];
+          continue;
+        }
+        // Past the end: continue the rule from the last token.
+        int64_t token = tokens[row * time + time - 1];
+        for (uint64_t k = time - 1; k < target; ++k)
+          token = nextToken(rule, token);
+        values[row * time + t] = token;
+      }
+    break;
+  }
+  case DataSpec::Kind::Randn:
+    break;
+  }
+  if (b.dtype == DType::I32)
+    storeInts<int32_t>(values, bytes);
+  else
+    storeInts<int64_t>(values, bytes);
+  return bytes;
+}
+
+} // namespace remat::runtime

@@ -1,0 +1,51 @@
+//===- Synthetic.h - Seeded parameter init and synthetic input data ------===//
+//
+// Every random number the runtime draws outside dropout comes from Philox4x32
+// -10 (Philox.h) keyed by the run seed, so a run is a pure function of
+// (plan, seed). Streams are named by the buffer's NAME, not its index, so
+// two plans of the same model at different budgets (which may order and
+// place buffers differently) initialize and feed identically:
+//
+//   key     = (seed lo, seed hi)
+//   counter = (i/4, fnv1a32(buffer name), step, domain)
+//   domain  = 0x494E4954 ("INIT", step 0) for parameter/optimizer init,
+//             0x44415441 ("DATA") for the inputs of 0-based step `step`.
+//
+// Word i%4 of block i/4 is element i's 32 random bits. uniform:
+// (w >> 8) * 2^-24 in [0,1). normal: Box-Muller on the word pairs (0,1) and
+// (2,3) of a block, u1 = ((w0 >> 8) + 1) * 2^-24 in (0,1]. randint /
+// token starts: low + ((w * (high-low)) >> 32).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_SYNTHETIC_H
+#define REMAT_RUNTIME_SYNTHETIC_H
+
+#include "runtime/PlanFormat.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace remat::runtime {
+
+/// FNV-1a 32-bit hash of a buffer name (the Philox stream id).
+uint32_t bufferStreamId(const std::string &name);
+
+/// The initial value of a param/optimizer buffer, as host bytes of its
+/// dtype (f32 only; other float dtypes are rejected by the loader's backend
+/// check before this runs).
+std::vector<char> initialValue(const BufferDesc &buffer, uint64_t seed);
+
+/// The synthetic value of input buffer `index` at 0-based `step`. For
+/// labels_of, `sourceTokens` must be the host bytes of the "of" buffer for
+/// this step (generated or user data).
+std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
+                                 int64_t step,
+                                 const std::vector<char> *sourceTokens);
+
+/// The next token of the sequence rule: (a*x + c) mod vocab.
+int64_t nextToken(const DataSpec &spec, int64_t token);
+
+} // namespace remat::runtime
+
+#endif // REMAT_RUNTIME_SYNTHETIC_H

@@ -1,0 +1,46 @@
+//===- CpuBackend.h - The reference CPU backend ---------------------------===//
+//
+// f32 only (f16/bf16 plans are rejected by checkSupport). The arena is one
+// zero-filled posix_memalign allocation; the workspace is one more
+// allocation made once in prepare(), sized by the largest attention step:
+// max over attention steps of S*S floats, 2*S*S for attention_grad.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_BACKENDS_CPU_CPUBACKEND_H
+#define REMAT_RUNTIME_BACKENDS_CPU_CPUBACKEND_H
+
+#include "runtime/Backend.h"
+
+#include <vector>
+
+namespace remat::runtime {
+
+class CpuBackend : public Backend {
+public:
+  ~CpuBackend() override;
+
+  std::string name() const override { return "cpu"; }
+  void checkSupport(const LoadedPlan &plan) const override;
+  uint64_t workspaceBytes(const LoadedPlan &plan) const override;
+  void *allocateArena(uint64_t bytes, uint64_t alignment) override;
+  void freeArena(void *base) override;
+  void prepare(const LoadedPlan &plan) override;
+  void copyIn(void *deviceDst, const void *hostSrc, uint64_t bytes) override;
+  void copyOut(void *hostDst, const void *deviceSrc, uint64_t bytes) override;
+  void runStep(const KernelCall &call) override;
+  void synchronize() override {}
+
+  /// Number of arena allocations made and the bytes of the last one (tests
+  /// check that a step makes exactly one allocation of arena_bytes).
+  int arenaAllocations() const { return numArenaAllocations; }
+  uint64_t lastArenaBytes() const { return lastArenaSize; }
+
+private:
+  int numArenaAllocations = 0;
+  uint64_t lastArenaSize = 0;
+  std::vector<float> workspace;
+};
+
+} // namespace remat::runtime
+
+#endif // REMAT_RUNTIME_BACKENDS_CPU_CPUBACKEND_H

@@ -1,0 +1,80 @@
+//===- Gemm.cpp - Row-major GEMM for the CPU backend ----------------------===//
+#include "runtime/backends/cpu/Gemm.h"
+
+#ifdef REMAT_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace remat::runtime::cpu {
+
+namespace {
+
+template <typename T>
+void loopGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+              T alpha, const T *a, int64_t lda, const T *b, int64_t ldb, T beta,
+              T *c, int64_t ldc) {
+  if (transB && !transA) {
+    // Rows of A and B are both contiguous in k: one dot product per entry.
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const T *arow = a + i * lda, *brow = b + j * ldb;
+        T sum = T(0);
+        for (int64_t p = 0; p < k; ++p)
+          sum += arow[p] * brow[p];
+        T *out = c + i * ldc + j;
+        *out = alpha * sum + (beta == T(0) ? T(0) : beta * *out);
+      }
+    return;
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    T *row = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j)
+      row[j] = beta == T(0) ? T(0) : beta * row[j];
+    for (int64_t p = 0; p < k; ++p) {
+      T aip = alpha * (transA ? a[p * lda + i] : a[i * lda + p]);
+      if (transB) {
+        for (int64_t j = 0; j < n; ++j)
+          row[j] += aip * b[j * ldb + p];
+      } else {
+        const T *brow = b + p * ldb;
+        for (int64_t j = 0; j < n; ++j)
+          row[j] += aip * brow[j];
+      }
+    }
+  }
+}
+
+} // namespace
+
+template <>
+void gemm<float>(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                 float alpha, const float *a, int64_t lda, const float *b,
+                 int64_t ldb, float beta, float *c, int64_t ldc) {
+#ifdef REMAT_HAVE_OPENBLAS
+  if (m > 0 && n > 0 && k > 0) {
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                transB ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+                alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+    return;
+  }
+#endif
+  loopGemm<float>(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template <>
+void gemm<double>(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                  double alpha, const double *a, int64_t lda, const double *b,
+                  int64_t ldb, double beta, double *c, int64_t ldc) {
+  loopGemm<double>(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                   ldc);
+}
+
+bool gemmUsesBlas() {
+#ifdef REMAT_HAVE_OPENBLAS
+  return true;
+#else
+  return false;
+#endif
+}
+
+} // namespace remat::runtime::cpu

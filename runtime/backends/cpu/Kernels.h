@@ -1,0 +1,50 @@
+//===- Kernels.h - CPU reference kernels for every op of docs/ops.md -----===//
+//
+// Plain loops (and Gemm.h for matmul/attention), single-threaded apart from
+// OpenBLAS, reductions in row-major index order: the numerical oracle the
+// other backends are compared with. Templated on the float type so tests can
+// run the same forward code in double for finite differences; the backend
+// instantiates float.
+//
+// Accumulation (what another backend must mirror to stay close): row
+// reductions inside one kernel accumulate in double: the softmax
+// denominator (then y = exp(x - max) * float(1/sum)), layer_norm mean and
+// biased variance (two passes) and rstd, the softmax_grad and
+// attention_grad row dot products, and the cross_entropy / mse losses.
+// Reductions into a result tensor (reduce_*, sum_to, embedding_grad,
+// layer_norm_grad's dgamma/dbeta) add in the float type in row-major order
+// of the operand. dropout multiplies kept elements by 1/(1-rate) computed
+// in the float type.
+//
+// Workspace: only attention needs scratch, S*S elements for the scores of
+// one (batch, head), attention_grad 2*S*S (probabilities and their
+// gradient). Every other kernel works in its result buffers.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_BACKENDS_CPU_KERNELS_H
+#define REMAT_RUNTIME_BACKENDS_CPU_KERNELS_H
+
+#include "runtime/Backend.h"
+
+#include <vector>
+
+namespace remat::runtime::cpu {
+
+/// Scratch elements (of the float type) the kernel of `op` needs for the
+/// given operand shapes.
+uint64_t kernelWorkspaceElements(OpKind op,
+                                 const std::vector<Shape> &inputShapes);
+
+/// Runs one op. Float operands and results are T; index operands are read
+/// as their dtype (i32/i64). Throws std::runtime_error for an index or label
+/// outside its range (nothing is written past the results).
+template <typename T>
+void runKernel(const KernelCall &call, T *workspace,
+               uint64_t workspaceElements);
+
+extern template void runKernel<float>(const KernelCall &, float *, uint64_t);
+extern template void runKernel<double>(const KernelCall &, double *, uint64_t);
+
+} // namespace remat::runtime::cpu
+
+#endif // REMAT_RUNTIME_BACKENDS_CPU_KERNELS_H

@@ -1,0 +1,561 @@
+//===- ExecutorTest.cpp - Executor, synthetic data and `remat run` -------===//
+#include "TestUtil.h"
+#include "TinyPlan.h"
+
+#include "runtime/Executor.h"
+#include "runtime/Synthetic.h"
+#include "runtime/backends/cpu/CpuBackend.h"
+#include "tools/remat/RunCommand.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+using namespace remat::runtime;
+using namespace remat::runtime::test;
+using nlohmann::json;
+
+namespace {
+
+std::vector<float> asFloats(const std::vector<char> &bytes) {
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+std::vector<double> runLosses(const LoadedPlan &plan, int steps,
+                              ExecutorOptions options = {}) {
+  CpuBackend cpu;
+  Executor exec(plan, cpu, options);
+  std::vector<double> losses;
+  for (int i = 0; i < steps; ++i)
+    losses.push_back(exec.runStep().loss);
+  return losses;
+}
+
+/// Lays buffers out back to back (aligned) while a test builds a plan.
+struct PlanBuilder {
+  Plan plan;
+  int64_t add(const std::string &name, BufferRole role, DType dtype,
+              Shape shape) {
+    BufferDesc b;
+    b.name = name;
+    b.role = role;
+    b.dtype = dtype;
+    b.shape = shape;
+    b.bytes = *checkedByteSize(shape, dtype);
+    b.offset = (plan.arenaBytes + plan.alignment - 1) / plan.alignment *
+               plan.alignment;
+    plan.arenaBytes = b.offset + b.bytes;
+    if (role == BufferRole::Param || role == BufferRole::Optimizer)
+      b.init = InitSpec{};
+    plan.buffers.push_back(b);
+    return int64_t(plan.buffers.size() - 1);
+  }
+  void step(const std::string &op, std::vector<int64_t> ins,
+            std::vector<int64_t> outs, json attrs = json::object(),
+            Phase phase = Phase::Forward) {
+    plan.steps.push_back({op, ins, outs, attrs, phase, false});
+  }
+};
+
+/// A one-layer language model on the synthetic sequence task: embedding ->
+/// layer_norm -> matmul -> cross_entropy, backward, adamw on every param.
+Plan sequenceModelPlan() {
+  PlanBuilder pb;
+  pb.plan.model = "tiny_lm";
+  pb.plan.batch = 4;
+  pb.plan.tokensPerSample = 8;
+  const int64_t b = 4, t = 8, v = 16, d = 16;
+  auto f32 = DType::F32;
+  int64_t x = pb.add("tokens", BufferRole::Input, DType::I32, {b, t});
+  DataSpec seq;
+  seq.kind = DataSpec::Kind::Sequence;
+  seq.vocab = v;
+  pb.plan.buffers[x].data = seq;
+  int64_t y = pb.add("labels", BufferRole::Input, DType::I64, {b, t});
+  DataSpec labels;
+  labels.kind = DataSpec::Kind::LabelsOf;
+  labels.of = x;
+  pb.plan.buffers[y].data = labels;
+  int64_t emb = pb.add("emb", BufferRole::Param, f32, {v, d});
+  pb.plan.buffers[emb].init = InitSpec{InitSpec::Kind::Normal, 0, 1, 0, 1};
+  int64_t gamma = pb.add("gamma", BufferRole::Param, f32, {d});
+  pb.plan.buffers[gamma].init = InitSpec{InitSpec::Kind::Ones, 0, 1, 0, 1};
+  int64_t beta = pb.add("beta", BufferRole::Param, f32, {d});
+  int64_t w = pb.add("w_out", BufferRole::Param, f32, {d, v});
+  pb.plan.buffers[w].init =
+      InitSpec{InitSpec::Kind::Uniform, 0, 1, -0.25, 0.25};
+  std::vector<int64_t> params = {emb, gamma, beta, w};
+  std::vector<int64_t> grads, ms, vs;
+  for (int64_t p : params) {
+    const BufferDesc desc = pb.plan.buffers[p];
+    grads.push_back(
+        pb.add(gradBufferName(desc.name), BufferRole::Grad, f32, desc.shape));
+    ms.push_back(pb.add(optimizerStateName("adam_m", desc.name),
+                        BufferRole::Optimizer, f32, desc.shape));
+    vs.push_back(pb.add(optimizerStateName("adam_v", desc.name),
+                        BufferRole::Optimizer, f32, desc.shape));
+  }
+  auto act = [&](const std::string &name, Shape shape) {
+    return pb.add(name, BufferRole::Activation, f32, shape);
+  };
+  int64_t e = act("e", {b, t, d}), n = act("n", {b, t, d});
+  int64_t logits = act("logits", {b, t, v}), loss = act("loss", {});
+  int64_t dloss = act("dloss", {}), dlogits = act("dlogits", {b, t, v});
+  int64_t nFlat = act("n_flat", {b * t, d});
+  int64_t dFlat = act("dlogits_flat", {b * t, v});
+  int64_t dn = act("dn", {b, t, d}), de = act("de", {b, t, d});
+  pb.plan.loss = loss;
+
+  pb.step("embedding", {emb, x}, {e});
+  pb.step("layer_norm", {e, gamma, beta}, {n}, {{"epsilon", 1e-5}});
+  pb.step("matmul", {n, w}, {logits});
+  pb.step("cross_entropy", {logits, y}, {loss});
+  Phase bw = Phase::Backward;
+  pb.step("constant", {}, {dloss}, {{"value", 1.0}}, bw);
+  pb.step("cross_entropy_grad", {logits, y, dloss}, {dlogits}, {}, bw);
+  pb.step("reshape", {n}, {nFlat}, {}, bw);
+  pb.step("reshape", {dlogits}, {dFlat}, {}, bw);
+  pb.step("matmul", {nFlat, dFlat}, {grads[3]}, {{"transpose_a", true}}, bw);
+  pb.step("matmul", {dlogits, w}, {dn}, {{"transpose_b", true}}, bw);
+  pb.step("layer_norm_grad", {e, gamma, dn}, {de, grads[1], grads[2]},
+          {{"epsilon", 1e-5}}, bw);
+  pb.step("embedding_grad", {x, de}, {grads[0]}, {}, bw);
+  for (size_t i = 0; i < params.size(); ++i)
+    pb.step("adamw_update", {params[i], grads[i], ms[i], vs[i]},
+            {params[i], ms[i], vs[i]},
+            {{"lr", 0.05},
+             {"beta1", 0.9},
+             {"beta2", 0.999},
+             {"eps", 1e-8},
+             {"weight_decay", 0.0}},
+            Phase::Optimizer);
+  return pb.plan;
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+} // namespace
+
+TEST_CASE("the tiny linear plan trains for 20 steps and its loss decreases",
+          "[runtime]") {
+  LoadedPlan plan = loadPlanText(kTinyLinearPlan, "tiny.plan");
+  std::vector<double> losses = runLosses(plan, 20);
+  INFO("first loss " << losses.front() << ", last " << losses.back());
+  CHECK(losses.back() < 0.05 * losses.front());
+  double early = 0, late = 0;
+  for (int i = 0; i < 5; ++i) {
+    early += losses[i];
+    late += losses[15 + i];
+  }
+  CHECK(late < early);
+}
+
+TEST_CASE("the example plan file in tests/e2e/plans loads and runs",
+          "[runtime]") {
+  LoadedPlan plan = loadPlan(std::string(REMAT_SOURCE_DIR) +
+                             "/tests/e2e/plans/tiny_linear.plan");
+  CHECK(runLosses(plan, 3).size() == 3);
+}
+
+TEST_CASE("the arena is one allocation of exactly arena_bytes", "[runtime]") {
+  LoadedPlan plan = loadPlanText(kTinyLinearPlan, "tiny.plan");
+  CpuBackend cpu;
+  {
+    Executor exec(plan, cpu);
+    for (int i = 0; i < 3; ++i)
+      exec.runStep();
+    CHECK(exec.arenaBytes() == 896);
+    CHECK(exec.workspaceBytes() == 0);
+  }
+  CHECK(cpu.arenaAllocations() == 1);
+  CHECK(cpu.lastArenaBytes() == 896);
+}
+
+TEST_CASE("a run is a pure function of plan and seed", "[runtime]") {
+  LoadedPlan plan = loadPlanText(kTinyLinearPlan, "tiny.plan");
+  CHECK(runLosses(plan, 5) == runLosses(plan, 5));
+  ExecutorOptions other;
+  other.seed = 8;
+  CHECK(runLosses(plan, 5) != runLosses(plan, 5, other));
+}
+
+TEST_CASE("parameters are initialized once, from their init spec",
+          "[runtime]") {
+  LoadedPlan plan = loadPlanText(kTinyLinearPlan, "tiny.plan");
+  CpuBackend cpu;
+  Executor exec(plan, cpu);
+  auto teacher = asFloats(exec.readBuffer(3));
+  for (float v : teacher) {
+    CHECK(v >= -1.0f);
+    CHECK(v < 1.0f);
+  }
+  CHECK(teacher != std::vector<float>(8, 0.0f));
+  exec.runStep();
+  // w_teacher has no optimizer step, so it never changes; w does.
+  CHECK(asFloats(exec.readBuffer(3)) == teacher);
+  auto state = exec.stateTensors();
+  CHECK(state.count("momentum:w") == 1);
+  CHECK(asFloats(state["momentum:w"].bytes) != std::vector<float>(8, 0.0f));
+}
+
+TEST_CASE("weights load from safetensors and a missing param is rejected",
+          "[runtime]") {
+  LoadedPlan plan = loadPlanText(kTinyLinearPlan, "tiny.plan");
+  CpuBackend cpu;
+  Executor exec(plan, cpu);
+  auto state = exec.stateTensors();
+  std::vector<float> ones(8, 1.0f);
+  std::memcpy(state["w"].bytes.data(), ones.data(), 32);
+  std::string path = tempPath("weights.safetensors");
+  writeSafetensors(path, state);
+  exec.loadWeights(SafetensorsFile::read(path));
+  CHECK(asFloats(exec.readBuffer(1)) == ones);
+  state.erase("b");
+  writeSafetensors(path, state);
+  CHECK_THROWS_WITH(exec.loadWeights(SafetensorsFile::read(path)),
+                    path + ": missing tensor 'b'");
+}
+
+TEST_CASE("user data from .npy replaces an input's generator", "[runtime]") {
+  LoadedPlan plan = loadPlanText(kTinyLinearPlan, "tiny.plan");
+  CpuBackend cpu;
+  Executor exec(plan, cpu);
+  // Two batches stacked: step 0 sees the first, step 1 the second.
+  std::vector<float> values(64);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = float(i) / 64.0f;
+  NpyArray data{DType::F32, {16, 4}, std::vector<char>(256)};
+  std::memcpy(data.bytes.data(), values.data(), 256);
+  exec.setInputData("x", data);
+  exec.runStep();
+  CHECK(asFloats(exec.readBuffer(0)) ==
+        std::vector<float>(values.begin(), values.begin() + 32));
+  exec.runStep();
+  CHECK(asFloats(exec.readBuffer(0)) ==
+        std::vector<float>(values.begin() + 32, values.end()));
+  NpyArray wrong{DType::F32, {8, 3}, std::vector<char>(96)};
+  CHECK_THROWS_WITH(exec.setInputData("x", wrong),
+                    Catch::Contains("array has shape [8,3] but input 'x' has "
+                                    "shape [8,4]"));
+  NpyArray ints{DType::I32, {8, 4}, std::vector<char>(128)};
+  CHECK_THROWS_WITH(
+      exec.setInputData("x", ints),
+      Catch::Contains("array has dtype i32 but input 'x' is f32"));
+}
+
+TEST_CASE("sequence data follows its rule and labels_of is the next token",
+          "[runtime]") {
+  Plan plan = sequenceModelPlan();
+  plan.buffers[0].data->a = 5;
+  plan.buffers[0].data->c = 3;
+  auto tokens = syntheticInput(plan, 0, 1, 0, nullptr);
+  auto labels = syntheticInput(plan, 1, 1, 0, &tokens);
+  std::vector<int32_t> x(32);
+  std::vector<int64_t> y(32);
+  std::memcpy(x.data(), tokens.data(), 128);
+  std::memcpy(y.data(), labels.data(), 256);
+  std::set<int32_t> starts;
+  for (int row = 0; row < 4; ++row) {
+    starts.insert(x[row * 8]);
+    for (int t = 0; t < 8; ++t) {
+      int32_t tok = x[row * 8 + t];
+      CHECK(tok >= 0);
+      CHECK(tok < 16);
+      CHECK(y[row * 8 + t] == (5 * tok + 3) % 16);
+      if (t < 7)
+        CHECK(x[row * 8 + t + 1] == (5 * tok + 3) % 16);
+    }
+  }
+  CHECK(starts.size() > 1); // rows start at random tokens
+  // Another step draws other starts.
+  CHECK(syntheticInput(plan, 0, 1, 1, nullptr) != tokens);
+}
+
+TEST_CASE("a language model on the sequence task learns with adamw",
+          "[runtime]") {
+  LoadedPlan plan = validatePlan(sequenceModelPlan(), "lm.plan");
+  std::vector<double> losses = runLosses(plan, 40);
+  INFO("first loss " << losses.front() << ", last " << losses.back());
+  CHECK(losses.front() > 1.5); // about log(16) = 2.77 at init
+  CHECK(losses.back() < 0.25 * losses.front());
+}
+
+TEST_CASE("onStepExecuted sees every plan step in order", "[runtime]") {
+  LoadedPlan plan = loadPlanText(kTinyLinearPlan, "tiny.plan");
+  CpuBackend cpu;
+  Executor exec(plan, cpu);
+  std::vector<size_t> seen;
+  exec.onStepExecuted = [&](size_t i) { seen.push_back(i); };
+  exec.runStep();
+  CHECK(seen == std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+}
+
+TEST_CASE("an embedding index outside the table stops the run with the step "
+          "named",
+          "[runtime]") {
+  Plan p = sequenceModelPlan();
+  p.buffers[0].data->vocab = 32; // tokens up to 31, table has 16 rows
+  LoadedPlan plan = validatePlan(p, "lm.plan");
+  CpuBackend cpu;
+  Executor exec(plan, cpu);
+  CHECK_THROWS_AS(exec.runStep(), ExecutionError);
+  try {
+    exec.runStep();
+  } catch (const ExecutionError &e) {
+    CHECK_THAT(e.what(), Catch::StartsWith("lm.plan: /steps/0 'embedding': "
+                                           "index"));
+  }
+}
+
+TEST_CASE("an input without a generator or user data is an error",
+          "[runtime]") {
+  json j = json::parse(kTinyLinearPlan);
+  j["buffers"][0].erase("data");
+  LoadedPlan plan = loadPlanText(j.dump(), "nodata.plan");
+  CpuBackend cpu;
+  Executor exec(plan, cpu);
+  CHECK_THROWS_WITH(exec.runStep(),
+                    Catch::Contains("input has no data generator; pass "
+                                    "--data x=FILE.npy"));
+}
+
+TEST_CASE("remat run prints step lines, logs JSONL and dumps step-1 grads",
+          "[runtime]") {
+  std::string plan = tempPath("run.plan");
+  {
+    std::ofstream out(plan);
+    out << kTinyLinearPlan;
+  }
+  remat::RunOptions opt;
+  opt.planPath = plan;
+  opt.steps = 3;
+  opt.logPath = tempPath("run.jsonl");
+  opt.dumpGradsPath = tempPath("grads.safetensors");
+  opt.savePath = tempPath("final.safetensors");
+  std::ostringstream out, err;
+  opt.out = &out;
+  opt.err = &err;
+  REQUIRE(remat::runCommand(opt) == 0);
+
+  std::istringstream lines(out.str());
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    ++n;
+    CHECK_THAT(line,
+               Catch::Matches("step " + std::to_string(n) +
+                              R"( \| loss [0-9]+\.[0-9]{6} \| [0-9.]+ ms )"
+                              R"(\| [0-9]+ samples/s \| arena 896 B)"));
+  }
+  CHECK(n == 3);
+
+  std::istringstream log(slurp(opt.logPath));
+  n = 0;
+  while (std::getline(log, line)) {
+    json entry = json::parse(line);
+    CHECK(entry["step"] == ++n);
+    for (const char *key : {"loss", "ms", "peak_rss_bytes"})
+      CHECK(entry.contains(key));
+    CHECK(entry["peak_rss_bytes"].get<uint64_t>() > 0);
+  }
+  CHECK(n == 3);
+
+  // The dumped grads are step 1's: rerun step 1 and copy them by hand.
+  SafetensorsFile grads = SafetensorsFile::read(opt.dumpGradsPath);
+  CHECK(grads.tensors().size() == 2);
+  LoadedPlan lp = loadPlan(plan);
+  CpuBackend cpu;
+  Executor exec(lp, cpu);
+  std::vector<char> gradW;
+  exec.onStepExecuted = [&](size_t i) {
+    if (i == 6)
+      gradW = exec.readBuffer(6);
+  };
+  exec.runStep();
+  CHECK(grads.getF32("w", {4, 2}).bytes == gradW);
+  CHECK(grads.getF32("b", {2}).bytes.size() == 8);
+
+  SafetensorsFile saved = SafetensorsFile::read(opt.savePath);
+  CHECK(saved.contains("w"));
+  CHECK(saved.contains("momentum:b"));
+}
+
+TEST_CASE("remat run reports a bad plan as an error, not a crash",
+          "[runtime]") {
+  std::string plan = tempPath("bad.plan");
+  {
+    std::ofstream out(plan);
+    out << std::string(kTinyLinearPlan).substr(0, 200);
+  }
+  remat::RunOptions opt;
+  opt.planPath = plan;
+  std::ostringstream out, err;
+  opt.out = &out;
+  opt.err = &err;
+  CHECK(remat::runCommand(opt) == 1);
+  CHECK_THAT(err.str(), Catch::StartsWith("remat run: error: " + plan +
+                                          ": truncated JSON"));
+  opt.planPath = tempPath("absent.plan");
+  CHECK(remat::runCommand(opt) == 1);
+  CHECK_THAT(err.str(), Catch::Contains("cannot open plan file"));
+}
+
+TEST_CASE("remat run parses its flags", "[runtime]") {
+  std::ostringstream out, err;
+  auto run = [&](std::vector<std::string> args) {
+    std::vector<char *> argv;
+    for (std::string &a : args)
+      argv.push_back(a.data());
+    out.str("");
+    err.str("");
+    return remat::runMain(int(argv.size()), argv.data(), out, err);
+  };
+  CHECK(run({"run", "--help"}) == 0);
+  CHECK_THAT(out.str(), Catch::StartsWith("usage: remat run PLAN"));
+  CHECK(run({"run", "x.plan", "--steps", "many"}) == 2);
+  CHECK_THAT(err.str(), Catch::Contains("--steps needs a non-negative "
+                                        "integer, got 'many'"));
+  CHECK(run({"run", "--steps", "2"}) == 2);
+  CHECK_THAT(err.str(), Catch::Contains("missing the plan file"));
+  CHECK(run({"run", "x.plan", "--budget", "1"}) == 2);
+  CHECK_THAT(err.str(), Catch::Contains("unknown option '--budget'"));
+  CHECK(run({"run", "x.plan", "--data", "x"}) == 2);
+  CHECK(run({"run", "x.plan", "--steps"}) == 2);
+  CHECK_THAT(err.str(), Catch::Contains("--steps needs a value"));
+
+  // A full run through the flags: --save, then --weights, --data, --seed.
+  std::string plan = tempPath("flags.plan");
+  {
+    std::ofstream f(plan);
+    f << kTinyLinearPlan;
+  }
+  std::string saved = tempPath("flags.safetensors");
+  REQUIRE(run({"run", plan, "--steps=2", "--save", saved}) == 0);
+  std::string npy = tempPath("x.npy");
+  writeNpy(npy, NpyArray{DType::F32, {8, 4}, std::vector<char>(128, 0)});
+  REQUIRE(run({"run", plan, "--steps", "1", "--seed", "3", "--weights", saved,
+               "--data", "x=" + npy, "--backend", "cpu"}) == 0);
+  // x = 0 and target = x @ w_teacher = 0, so the loss is |b|^2 averaged.
+  CHECK_THAT(out.str(), Catch::StartsWith("step 1 | loss "));
+  CHECK_THAT(err.str(), Catch::Contains("seed 3"));
+  CHECK(run({"run", plan, "--backend", "tpu"}) == 1);
+  CHECK_THAT(err.str(), Catch::Contains("unknown backend 'tpu' (available: "));
+}
+
+TEST_CASE("the plan's parameter gradients match finite differences of its "
+          "loss",
+          "[runtime]") {
+  // Whole-plan check of the autodiff steps of the language model: for a
+  // sample of elements of each param, perturb it in a fresh executor (same
+  // seed, so the same init and step-0 data) and difference the step-0 loss,
+  // which is computed before the optimizer runs. f32 forward with eps 1e-2:
+  // rounding ~1e-7 * 3 / 1e-2 = 3e-5 and truncation ~eps^2 = 1e-4, so the
+  // check is |analytic - fd| <= 1e-3 + 5e-2 |fd|.
+  LoadedPlan plan = validatePlan(sequenceModelPlan(), "lm.plan");
+  CpuBackend cpu;
+  std::map<size_t, std::vector<float>> grads;
+  {
+    Executor exec(plan, cpu);
+    exec.onStepExecuted = [&](size_t stepIndex) {
+      for (size_t b = 0; b < plan.plan.buffers.size(); ++b)
+        if (plan.plan.buffers[b].role == BufferRole::Grad &&
+            plan.lastWriter[b] == int64_t(stepIndex))
+          grads[b] = asFloats(exec.readBuffer(b));
+    };
+    exec.runStep();
+  }
+  REQUIRE(grads.size() == 4);
+  auto lossWith = [&](size_t param, size_t element, float delta) {
+    CpuBackend backend;
+    Executor exec(plan, backend);
+    std::vector<float> values = asFloats(exec.readBuffer(param));
+    values[element] += delta;
+    std::vector<char> bytes(values.size() * 4);
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    exec.writeBuffer(param, bytes);
+    return exec.runStep().loss;
+  };
+  for (const auto &[gradIndex, grad] : grads) {
+    std::string paramName = paramNameOfGrad(plan.plan.buffers[gradIndex].name);
+    size_t param = 0;
+    while (plan.plan.buffers[param].name != paramName)
+      ++param;
+    for (size_t element = 0; element < grad.size();
+         element += std::max<size_t>(1, grad.size() / 7)) {
+      double fd =
+          (lossWith(param, element, 1e-2f) - lossWith(param, element, -1e-2f)) /
+          2e-2;
+      INFO(paramName << "[" << element << "]: analytic " << grad[element]
+                     << ", finite difference " << fd);
+      CHECK(std::abs(grad[element] - fd) <= 1e-3 + 5e-2 * std::abs(fd));
+    }
+  }
+}
+
+namespace {
+
+/// Records the Backend calls the executor makes, forwarding to the CPU.
+class RecordingBackend : public CpuBackend {
+public:
+  std::vector<std::string> calls;
+  std::string name() const override { return "recording"; }
+  void *allocateArena(uint64_t bytes, uint64_t alignment) override {
+    calls.push_back("allocateArena " + std::to_string(bytes) + " " +
+                    std::to_string(alignment));
+    return CpuBackend::allocateArena(bytes, alignment);
+  }
+  void freeArena(void *base) override {
+    calls.push_back("freeArena");
+    CpuBackend::freeArena(base);
+  }
+  void prepare(const LoadedPlan &plan) override {
+    calls.push_back("prepare");
+    CpuBackend::prepare(plan);
+  }
+  void beginTrainingStep(int64_t t) override {
+    calls.push_back("begin " + std::to_string(t));
+  }
+  void endTrainingStep(int64_t t) override {
+    calls.push_back("end " + std::to_string(t));
+  }
+  void runStep(const KernelCall &call) override {
+    calls.push_back(std::string("run ") + opName(call.op) + " t" +
+                    std::to_string(call.trainingStep));
+    CpuBackend::runStep(call);
+  }
+};
+
+} // namespace
+
+TEST_CASE("the executor drives a backend through the documented call order",
+          "[runtime]") {
+  LoadedPlan plan = loadPlanText(kTinyLinearPlan, "tiny.plan");
+  RecordingBackend backend;
+  {
+    Executor exec(plan, backend);
+    exec.runStep();
+    exec.runStep();
+  }
+  const auto &c = backend.calls;
+  REQUIRE(c.size() == 2 + 2 * (2 + 10) + 1);
+  CHECK(c[0] == "allocateArena 896 64");
+  CHECK(c[1] == "prepare");
+  CHECK(c[2] == "begin 0");
+  CHECK(c[3] == "run matmul t0");
+  CHECK(c[12] == "run sgd_update t0");
+  CHECK(c[13] == "end 0");
+  CHECK(c[14] == "begin 1");
+  CHECK(c[15] == "run matmul t1");
+  CHECK(c.back() == "freeArena");
+}

@@ -1,0 +1,238 @@
+//===- RunCommand.cpp - `remat run`: execute a plan for N training steps -===//
+#include "tools/remat/RunCommand.h"
+
+#include "runtime/Backend.h"
+#include "runtime/Executor.h"
+#include "runtime/Loader.h"
+#include "runtime/Npy.h"
+#include "runtime/Safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+namespace remat {
+
+using namespace remat::runtime;
+
+namespace {
+
+std::string formatStepLine(const StepResult &r, const Plan &plan,
+                           uint64_t arenaBytes) {
+  bool tokens = plan.tokensPerSample > 1;
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "step %lld | loss %.6f | %.1f ms | %.0f %s/s | arena %llu B",
+                (long long)r.step, r.loss, r.milliseconds,
+                tokens ? r.tokensPerSecond : r.samplesPerSecond,
+                tokens ? "tokens" : "samples", (unsigned long long)arenaBytes);
+  return line;
+}
+
+} // namespace
+
+std::string runUsage() {
+  return "usage: remat run PLAN --steps N [options]\n"
+         "\n"
+         "Runs N training steps of a plan file (docs/plan-format.md).\n"
+         "\n"
+         "options:\n"
+         "  --steps N                 training steps to run (default 1)\n"
+         "  --seed S                  seed of param init and synthetic data\n"
+         "                            (default: the plan's \"seed\")\n"
+         "  --weights W.safetensors   load every param (and optimizer state\n"
+         "                            present in the file) before step 1\n"
+         "  --save OUT.safetensors    save params and optimizer state after\n"
+         "                            the last step\n"
+         "  --log LOG.jsonl           one JSON object per step: step, loss,\n"
+         "                            ms, peak_rss_bytes, samples_per_s\n"
+         "                            (tokens_per_s for sequence models)\n"
+         "  --data NAME=FILE.npy      feed input NAME from FILE instead of "
+         "its\n"
+         "                            generator (repeatable)\n"
+         "  --dump-grads G.safetensors  write step 1's parameter gradients,\n"
+         "                            named by parameter\n"
+         "  --backend NAME            " +
+         availableBackends() +
+         " (default cpu)\n"
+         "  --help                    this text\n";
+}
+
+int runCommand(const RunOptions &opt) {
+  std::ostream &out = *opt.out;
+  std::ostream &err = *opt.err;
+  try {
+    if (opt.steps < 0)
+      throw PlanError("--steps must be >= 0");
+    LoadedPlan plan = loadPlan(opt.planPath);
+    std::unique_ptr<Backend> backend = createBackend(opt.backend);
+    ExecutorOptions execOptions;
+    execOptions.seed = opt.seed;
+    Executor exec(plan, *backend, execOptions);
+    if (!opt.weightsPath.empty())
+      exec.loadWeights(SafetensorsFile::read(opt.weightsPath));
+    for (const auto &[name, path] : opt.data)
+      exec.setInputData(name, readNpy(path));
+
+    std::ofstream log;
+    if (!opt.logPath.empty()) {
+      log.open(opt.logPath);
+      if (!log)
+        throw PlanError(opt.logPath + ": cannot write log file");
+    }
+
+    // --dump-grads: after the plan step that last writes each param grad in
+    // step 1, copy that grad out before a later step can reuse its bytes.
+    const Plan &p = plan.plan;
+    std::map<size_t, std::vector<size_t>> gradsFinalAfter;
+    std::map<std::string, NamedTensor> dumped;
+    if (!opt.dumpGradsPath.empty()) {
+      for (size_t i = 0; i < p.buffers.size(); ++i) {
+        if (p.buffers[i].role != BufferRole::Grad)
+          continue;
+        if (plan.lastWriter[i] < 0)
+          err << "remat run: warning: no step writes grad buffer '"
+              << p.buffers[i].name << "'; not dumped\n";
+        else
+          gradsFinalAfter[size_t(plan.lastWriter[i])].push_back(i);
+      }
+      exec.onStepExecuted = [&](size_t stepIndex) {
+        if (exec.stepsRun() != 0)
+          return;
+        auto it = gradsFinalAfter.find(stepIndex);
+        if (it == gradsFinalAfter.end())
+          return;
+        for (size_t b : it->second)
+          dumped[paramNameOfGrad(p.buffers[b].name)] =
+              NamedTensor{"F32", p.buffers[b].shape, exec.readBuffer(b)};
+      };
+    }
+
+    err << "remat run: model '" << p.model << "', " << p.buffers.size()
+        << " buffers, " << p.steps.size() << " steps, arena "
+        << exec.arenaBytes() << " B, workspace " << exec.workspaceBytes()
+        << " B, backend " << backend->name() << ", seed " << exec.seed()
+        << "\n";
+    for (int64_t s = 0; s < opt.steps; ++s) {
+      StepResult r = exec.runStep();
+      out << formatStepLine(r, p, exec.arenaBytes()) << "\n" << std::flush;
+      if (log.is_open()) {
+        nlohmann::json entry = {{"step", r.step},
+                                {"loss", r.loss},
+                                {"ms", r.milliseconds},
+                                {"peak_rss_bytes", r.peakRssBytes},
+                                {"samples_per_s", r.samplesPerSecond}};
+        if (p.tokensPerSample > 1)
+          entry["tokens_per_s"] = r.tokensPerSecond;
+        log << entry.dump() << "\n" << std::flush;
+      }
+      if (s == 0 && !opt.dumpGradsPath.empty()) {
+        writeSafetensors(opt.dumpGradsPath, dumped);
+        exec.onStepExecuted = nullptr;
+      }
+    }
+    if (!opt.dumpGradsPath.empty() && opt.steps == 0)
+      err << "remat run: warning: --steps 0, no gradients dumped\n";
+    if (!opt.savePath.empty())
+      writeSafetensors(opt.savePath, exec.stateTensors());
+    return 0;
+  } catch (const std::exception &e) {
+    err << "remat run: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int runMain(int argc, char **argv) {
+  return runMain(argc, argv, std::cout, std::cerr);
+}
+
+int runMain(int argc, char **argv, std::ostream &out, std::ostream &err) {
+  RunOptions opt;
+  opt.out = &out;
+  opt.err = &err;
+  auto usageError = [&](const std::string &msg) {
+    err << "remat run: " << msg << "\n(see remat run --help)\n";
+    return 2;
+  };
+  auto parseInt = [](const std::string &text, int64_t &value) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(text, &used);
+      value = v;
+      return used == text.size();
+    } catch (...) {
+      return false;
+    }
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool hasInlineValue = false;
+    if (arg.rfind("--", 0) == 0) {
+      if (auto eq = arg.find('='); eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        hasInlineValue = true;
+      }
+    }
+    auto next = [&]() -> bool {
+      if (hasInlineValue)
+        return true;
+      if (i + 1 >= argc)
+        return false;
+      value = argv[++i];
+      return true;
+    };
+    if (arg == "--help" || arg == "-h") {
+      out << runUsage();
+      return 0;
+    }
+    if (arg == "--steps" || arg == "--seed" || arg == "--weights" ||
+        arg == "--save" || arg == "--log" || arg == "--data" ||
+        arg == "--dump-grads" || arg == "--backend") {
+      if (!next())
+        return usageError(arg + " needs a value");
+      if (arg == "--steps") {
+        if (!parseInt(value, opt.steps) || opt.steps < 0)
+          return usageError("--steps needs a non-negative integer, got '" +
+                            value + "'");
+      } else if (arg == "--seed") {
+        int64_t seed;
+        if (!parseInt(value, seed) || seed < 0)
+          return usageError("--seed needs a non-negative integer, got '" +
+                            value + "'");
+        opt.seed = uint64_t(seed);
+      } else if (arg == "--weights") {
+        opt.weightsPath = value;
+      } else if (arg == "--save") {
+        opt.savePath = value;
+      } else if (arg == "--log") {
+        opt.logPath = value;
+      } else if (arg == "--dump-grads") {
+        opt.dumpGradsPath = value;
+      } else if (arg == "--backend") {
+        opt.backend = value;
+      } else {
+        auto eq = value.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+          return usageError("--data needs NAME=FILE.npy, got '" + value + "'");
+        opt.data.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+      }
+      continue;
+    }
+    if (arg.rfind("-", 0) == 0 && arg.size() > 1)
+      return usageError("unknown option '" + arg + "'");
+    if (!opt.planPath.empty())
+      return usageError("more than one plan file ('" + opt.planPath +
+                        "' and '" + arg + "')");
+    opt.planPath = arg;
+  }
+  if (opt.planPath.empty())
+    return usageError("missing the plan file");
+  return runCommand(opt);
+}
+
+} // namespace remat

@@ -1,0 +1,54 @@
+//===- RunCommand.h - `remat run`: execute a plan for N training steps ---===//
+//
+//   remat run model.plan --steps N [--seed S] [--weights W.safetensors]
+//       [--save OUT.safetensors] [--log log.jsonl] [--data name=file.npy]...
+//       [--dump-grads G.safetensors] [--backend cpu]
+//
+// Depends only on the runtime (no MLIR), so the standalone `remat-run`
+// executable and the `remat` CLI share it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_TOOLS_REMAT_RUNCOMMAND_H
+#define REMAT_TOOLS_REMAT_RUNCOMMAND_H
+
+#include <cstdint>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace remat {
+
+struct RunOptions {
+  std::string planPath;
+  int64_t steps = 1;
+  std::optional<uint64_t> seed; ///< overrides the plan's seed
+  std::string weightsPath;      ///< load params (and state) before step 1
+  std::string savePath;         ///< save params and state after the run
+  std::string logPath;          ///< JSONL, one object per step
+  std::string dumpGradsPath;    ///< param grads of step 1, by param name
+  /// (input buffer name, .npy path) pairs.
+  std::vector<std::pair<std::string, std::string>> data;
+  std::string backend = "cpu";
+  std::ostream *out = &std::cout; ///< step lines
+  std::ostream *err = &std::cerr; ///< errors and the header line
+};
+
+/// Loads, validates and runs the plan. Returns 0 on success, 1 on any error
+/// (printed to `err` as "remat run: error: <message>").
+int runCommand(const RunOptions &options);
+
+/// Parses `argv[1..argc)` (argv[0] is the command name and ignored) into
+/// RunOptions and calls runCommand. `--help` prints usage and returns 0; a
+/// usage error prints a message and returns 2.
+int runMain(int argc, char **argv);
+/// Same, printing to the given streams (tests).
+int runMain(int argc, char **argv, std::ostream &out, std::ostream &err);
+
+/// The usage text printed by --help.
+std::string runUsage();
+
+} // namespace remat
+
+#endif // REMAT_TOOLS_REMAT_RUNCOMMAND_H

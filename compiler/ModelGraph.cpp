@@ -1334,6 +1334,44 @@ void ModelReader::readOptimizer() {
 }
 } // namespace
 
+json toJson(const ModelGraph &graph) {
+  json out;
+  out["format"] = "remat-flat-model";
+  out["version"] = 1;
+  out["name"] = graph.name;
+  out["seed"] = graph.seed;
+  out["config"] = graph.config;
+  json values = json::array();
+  for (const Value &v : graph.values) {
+    json j{{"name", v.name},
+           {"kind", v.kind == ValueKind::Input   ? "input"
+                    : v.kind == ValueKind::Param ? "param"
+                                                 : "op"},
+           {"dtype", v.type.dtype},
+           {"shape", v.type.shape}};
+    if (!v.init.is_null())
+      j["init"] = v.init;
+    if (!v.data.is_null())
+      j["data"] = v.data;
+    values.push_back(j);
+  }
+  out["values"] = values;
+  json ops = json::array();
+  for (const Op &op : graph.ops) {
+    json operands = json::array();
+    for (int id : op.operands)
+      operands.push_back(graph.values[id].name);
+    ops.push_back({{"name", op.name},
+                   {"op", op.kind},
+                   {"inputs", operands},
+                   {"attrs", op.attrs}});
+  }
+  out["ops"] = ops;
+  out["loss"] = graph.values[graph.loss].name;
+  out["optimizer"] = graph.optimizer;
+  return out;
+}
+
 const std::vector<std::string> &modelOpNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;

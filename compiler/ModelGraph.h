@@ -115,6 +115,12 @@ TensorType inferResultType(const std::string &kind,
                            const std::vector<TensorType> &operands,
                            const nlohmann::json &attrs);
 
+/// The flattened model as JSON (`remat compile --emit=flat`): what an
+/// independent interpreter (tests/e2e/torch_reference.py) needs to run the
+/// same model: values with kind, dtype, shape, init/data; ops in order with
+/// operand names and normalized attributes; the loss and the optimizer.
+nlohmann::json toJson(const ModelGraph &graph);
+
 /// Every op a model may use, in docs/ops.md order.
 const std::vector<std::string> &modelOpNames();
 

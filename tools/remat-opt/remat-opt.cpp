@@ -1,12 +1,15 @@
 //===- remat-opt.cpp - run passes on graph-dialect IR text ------*- C++ -*-===//
 //
-// MlirOptMain with the graph, func and arith dialects and MLIR's core
-// transform passes (cse, canonicalize, ...) and remat's test passes, so every stage of the pipeline
-// can be tested alone with lit and FileCheck.
+// MlirOptMain with the graph, plan, func and arith dialects, MLIR's core
+// transform passes (cse, canonicalize, ...), remat's passes and pipelines
+// (passes/Passes.h) and its test passes, so every stage of the pipeline can
+// be tested alone with lit and FileCheck.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ir/GraphDialect.h"
+#include "ir/PlanDialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,13 +24,12 @@ void registerTestPasses();
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<remat::graph::GraphDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect>();
+  registry.insert<remat::graph::GraphDialect, remat::plan::PlanDialect,
+                  mlir::func::FuncDialect, mlir::arith::ArithDialect>();
 
   mlir::registerTransformsPasses();
+  remat::registerAllPasses();
   remat::registerTestPasses();
-  // TODO(lead): register the project passes here once passes/Passes.h exists:
-  //   #include "passes/Passes.h"  and  remat::registerAllPasses();
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "remat optimizer driver: graph-dialect passes\n", registry));

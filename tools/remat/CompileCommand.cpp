@@ -1,24 +1,30 @@
-//===- CompileCommand.cpp - `remat compile` -------------------------------===//
+//===- CompileCommand.cpp - `remat compile` and `remat train` -------------===//
 //
-// Reads a model (a file or `-` for stdin), applies --preset/--set, lowers it
-// to the graph dialect and prints the requested stage to -o (default
-// stdout). Errors go to stderr as one located message, exit code 1; usage
-// errors exit 2.
+// compile: reads a model (a file or `-` for stdin), applies --preset/--set,
+// runs the pipeline up to --emit's stage and writes it to -o (default
+// stdout). train: compiles to a plan file and runs it (`remat run`'s
+// options pass through). Errors go to stderr as one located message with
+// exit code 1; usage errors exit 2. Outputs are written to a temporary file
+// and renamed, so a failure never leaves a partial file behind.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/remat/CompileCommand.h"
 
-#include "compiler/Importer.h"
+#include "compiler/Driver.h"
 #include "compiler/ModelGraph.h"
+#ifdef REMAT_HAVE_RUN
+#include "tools/remat/RunCommand.h"
+#endif
 
-#include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <unistd.h>
 
 namespace remat::tools {
 
@@ -26,26 +32,49 @@ static const char *kCompileHelp =
     "usage: remat compile MODEL [options]\n"
     "\n"
     "Reads MODEL (a JSON model file, or - for stdin; docs/model-format.md),\n"
-    "builds its graph and prints the requested stage.\n"
+    "builds its training step and prints the requested stage.\n"
     "\n"
     "options:\n"
-    "  --emit=STAGE       what to print: graph (the verified forward graph)\n"
+    "  --emit=STAGE       flat       the flattened model as JSON\n"
+    "                     graph      the verified forward graph (default)\n"
+    "                     grad       after -remat-autodiff (@train_step)\n"
+    "                     train      after -remat-optimizer\n"
+    "                     scheduled  after -remat-schedule\n"
+    "                     plan       the plan file (docs/plan-format.md)\n"
     "  -o FILE            write to FILE instead of stdout (- is stdout)\n"
+    "  --report FILE      with --emit=plan: write the memory report (JSON)\n"
+    "  --budget BYTES     memory budget, e.g. 1.5GiB, 800MB, 123456\n"
     "  --preset NAME      apply a named preset of the model's config\n"
     "  --set NAME=VALUE   override a config variable (repeatable)\n"
     "  -h, --help         this text\n";
 
+static const char *kTrainHelp =
+    "usage: remat train MODEL --steps N [options]\n"
+    "\n"
+    "Compiles MODEL to a plan and runs N training steps on it: the same as\n"
+    "`remat compile MODEL --emit=plan -o P` then `remat run P`.\n"
+    "\n"
+    "compile options: --preset NAME, --set NAME=VALUE, --budget BYTES,\n"
+    "  --plan FILE (keep the plan there; default: a temporary file),\n"
+    "  --report FILE\n"
+    "run options (passed to remat run; see remat run --help): --steps N,\n"
+    "  --seed S, --weights W, --save OUT, --log LOG, --data NAME=FILE,\n"
+    "  --dump-grads G, --backend NAME\n";
+
 namespace {
-struct CompileOptions {
+struct Options {
   std::string model;
   std::string emit = "graph";
   std::string output = "-";
+  std::string report;
+  std::optional<int64_t> budget;
   model::ModelOptions modelOptions;
+  std::vector<std::string> passThrough; ///< train: options for `run`
 };
 
-int usageError(const std::string &message) {
-  std::cerr << "remat compile: " << message
-            << "\n(see remat compile --help)\n";
+int usageError(const char *command, const std::string &message) {
+  std::cerr << "remat " << command << ": " << message << "\n(see remat "
+            << command << " --help)\n";
   return 2;
 }
 
@@ -65,101 +94,209 @@ bool takeValue(int argc, char **argv, int &i, const std::string &flag,
   }
   return false;
 }
-} // namespace
 
-int compileMain(int argc, char **argv) {
-  CompileOptions options;
+/// Parses the shared options; returns -1 to go on, else an exit code.
+int parse(const char *command, int argc, char **argv, Options &options,
+          bool train) {
   try {
     for (int i = 1; i < argc; ++i) {
       std::string arg = argv[i], value;
       if (arg == "-h" || arg == "--help") {
-        std::cout << kCompileHelp;
+        std::cout << (train ? kTrainHelp : kCompileHelp);
         return 0;
       }
-      if (takeValue(argc, argv, i, "--emit", value)) {
+      if (!train && takeValue(argc, argv, i, "--emit", value)) {
         options.emit = value;
-      } else if (takeValue(argc, argv, i, "-o", value)) {
+      } else if (takeValue(argc, argv, i, train ? "--plan" : "-o", value)) {
         options.output = value;
+      } else if (takeValue(argc, argv, i, "--report", value)) {
+        options.report = value;
+      } else if (takeValue(argc, argv, i, "--budget", value)) {
+        options.budget = compiler::parseByteSize(value);
+        if (!options.budget)
+          return usageError(command, "--budget '" + value +
+                                         "' is not a byte size (e.g. "
+                                         "1.5GiB, 800MB, 123456)");
       } else if (takeValue(argc, argv, i, "--preset", value)) {
         options.modelOptions.preset = value;
       } else if (takeValue(argc, argv, i, "--set", value)) {
         auto eq = value.find('=');
         if (eq == std::string::npos || eq == 0)
-          return usageError("--set expects NAME=VALUE, got '" + value + "'");
+          return usageError(command,
+                            "--set expects NAME=VALUE, got '" + value + "'");
         options.modelOptions.overrides.emplace_back(value.substr(0, eq),
                                                     value.substr(eq + 1));
+      } else if (train && arg.size() > 2 && arg.rfind("--", 0) == 0) {
+        options.passThrough.push_back(arg);
+        if (arg.find('=') == std::string::npos && i + 1 < argc &&
+            argv[i + 1][0] != '-')
+          options.passThrough.push_back(argv[++i]);
       } else if (arg.size() > 1 && arg[0] == '-') {
-        return usageError("unknown option '" + arg + "'");
+        return usageError(command, "unknown option '" + arg + "'");
       } else if (options.model.empty()) {
         options.model = arg;
       } else {
-        return usageError("more than one model given ('" + options.model +
-                          "' and '" + arg + "')");
+        return usageError(command, "more than one model given ('" +
+                                       options.model + "' and '" + arg +
+                                       "')");
       }
     }
   } catch (const std::invalid_argument &e) {
-    return usageError(e.what());
+    return usageError(command, e.what());
   }
   if (options.model.empty())
-    return usageError("no model given");
-  if (options.emit != "graph")
-    return usageError("unknown --emit stage '" + options.emit +
-                      "' (available: graph)");
+    return usageError(command, "no model given");
+  return -1;
+}
 
-  std::string text;
-  std::string sourceName = options.model == "-" ? "<stdin>" : options.model;
-  if (options.model == "-") {
-    std::stringstream buffer;
+std::string readModel(const std::string &path) {
+  std::stringstream buffer;
+  if (path == "-") {
     buffer << std::cin.rdbuf();
-    text = buffer.str();
   } else {
-    std::ifstream in(options.model, std::ios::binary);
-    if (!in) {
-      std::cerr << "remat compile: cannot open '" << options.model << "'\n";
-      return 1;
-    }
-    std::stringstream buffer;
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      throw model::ModelError("cannot open '" + path + "'");
     buffer << in.rdbuf();
-    text = buffer.str();
   }
+  return buffer.str();
+}
 
+/// Writes through a temporary file and a rename.
+void writeOutput(const std::string &path, const std::string &text) {
+  if (path == "-") {
+    std::cout << text;
+    return;
+  }
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out)
+      throw std::runtime_error("cannot write '" + path + "'");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot write '" + path + "'");
+  }
+}
+
+void printSummary(const nlohmann::json &report) {
+  using compiler::formatBytes;
+  const auto &b = report["breakdown"];
+  std::cerr << "remat: planned peak "
+            << formatBytes(report["planned_peak_bytes"].get<int64_t>())
+            << ", arena " << formatBytes(report["arena_bytes"].get<int64_t>())
+            << " (params " << formatBytes(b["params"].get<int64_t>())
+            << ", grads " << formatBytes(b["grads"].get<int64_t>())
+            << ", optimizer " << formatBytes(b["optimizer"].get<int64_t>())
+            << ", inputs " << formatBytes(b["inputs"].get<int64_t>())
+            << ", activations "
+            << formatBytes(b["activations"].get<int64_t>()) << ")\n";
+}
+
+/// Compiles to a plan file at `path` (and the report); returns the report.
+nlohmann::json compileToPlanFile(const Options &options,
+                                 const std::string &path) {
+  std::string source = options.model == "-" ? "<stdin>" : options.model;
+  model::ModelGraph graph =
+      model::loadModel(readModel(options.model), source, options.modelOptions);
+  compiler::CompileOptions compileOptions;
+  compileOptions.budgetBytes = options.budget;
+  nlohmann::json report;
+  runtime::Plan plan = compiler::compilePlan(graph, compileOptions, report);
+  writeOutput(path, runtime::serializePlanText(plan));
+  if (!options.report.empty())
+    writeOutput(options.report, report.dump(2) + "\n");
+  return report;
+}
+} // namespace
+
+int compileMain(int argc, char **argv) {
+  Options options;
+  if (int code = parse("compile", argc, argv, options, false); code >= 0)
+    return code;
+  std::optional<compiler::Stage> stage = compiler::parseStage(options.emit);
+  if (!stage)
+    return usageError("compile", "unknown --emit stage '" + options.emit +
+                                     "' (available: " +
+                                     compiler::stageNames() + ")");
+  if (!options.report.empty() && *stage != compiler::Stage::Plan)
+    return usageError("compile", "--report needs --emit=plan");
   try {
-    model::ModelGraph graph =
-        model::loadModel(text, sourceName, options.modelOptions);
+    if (*stage == compiler::Stage::Plan) {
+      nlohmann::json report = compileToPlanFile(options, options.output);
+      printSummary(report);
+      return 0;
+    }
+    std::string source = options.model == "-" ? "<stdin>" : options.model;
+    model::ModelGraph graph = model::loadModel(readModel(options.model),
+                                               source, options.modelOptions);
+    if (*stage == compiler::Stage::Flat) {
+      writeOutput(options.output, model::toJson(graph).dump(1) + "\n");
+      return 0;
+    }
     mlir::MLIRContext context;
-    auto module = compiler::importModel(graph, context);
-
+    auto module = compiler::buildModule(graph, context, *stage);
     std::string printed;
     llvm::raw_string_ostream os(printed);
     module->print(os);
     os << "\n";
     os.flush();
-    if (options.output == "-") {
-      std::cout << printed;
-    } else {
-      // Write to a temporary file first so a failure never leaves a
-      // half-written output behind.
-      std::string tmp = options.output + ".tmp";
-      {
-        std::ofstream out(tmp, std::ios::binary);
-        out << printed;
-        if (!out) {
-          std::cerr << "remat compile: cannot write '" << options.output
-                    << "'\n";
-          return 1;
-        }
-      }
-      if (std::rename(tmp.c_str(), options.output.c_str()) != 0) {
-        std::cerr << "remat compile: cannot write '" << options.output
-                  << "'\n";
-        return 1;
-      }
-    }
+    writeOutput(options.output, printed);
   } catch (const model::ModelError &e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
+  } catch (const std::exception &e) {
+    std::cerr << "remat compile: error: " << e.what() << "\n";
+    return 1;
   }
   return 0;
+}
+
+int trainMain(int argc, char **argv) {
+#ifndef REMAT_HAVE_RUN
+  std::cerr << "remat train: this build has no runtime\n";
+  return 1;
+#else
+  Options options;
+  options.output = "";
+  if (int code = parse("train", argc, argv, options, true); code >= 0)
+    return code;
+  std::string planPath = options.output;
+  bool temporary = planPath.empty();
+  if (temporary) {
+    char pattern[] = "/tmp/remat-train-XXXXXX";
+    int fd = mkstemp(pattern);
+    if (fd < 0) {
+      std::cerr << "remat train: cannot create a temporary plan file\n";
+      return 1;
+    }
+    close(fd);
+    planPath = pattern;
+  }
+  int code = 0;
+  try {
+    nlohmann::json report = compileToPlanFile(options, planPath);
+    printSummary(report);
+    std::vector<std::string> args = {"run", planPath};
+    args.insert(args.end(), options.passThrough.begin(),
+                options.passThrough.end());
+    std::vector<char *> argvRun;
+    for (std::string &a : args)
+      argvRun.push_back(a.data());
+    code = runMain(static_cast<int>(argvRun.size()), argvRun.data());
+  } catch (const model::ModelError &e) {
+    std::cerr << "error: " << e.what() << "\n";
+    code = 1;
+  } catch (const std::exception &e) {
+    std::cerr << "remat train: error: " << e.what() << "\n";
+    code = 1;
+  }
+  if (temporary)
+    std::remove(planPath.c_str());
+  return code;
+#endif
 }
 
 } // namespace remat::tools

@@ -5,6 +5,8 @@
 namespace remat::tools {
 /// `remat compile MODEL [options]`; argv[0] is "compile".
 int compileMain(int argc, char **argv);
+/// `remat train MODEL --steps N [options]`; argv[0] is "train".
+int trainMain(int argc, char **argv);
 } // namespace remat::tools
 
 #endif

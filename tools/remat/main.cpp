@@ -24,6 +24,7 @@ static const char *kUsage =
     "commands:\n"
 #ifdef REMAT_HAVE_COMPILER
     "  compile MODEL   read a model file, build the training step, emit IR or a plan\n"
+    "  train MODEL     compile a model and run training steps on it\n"
 #endif
 #ifdef REMAT_HAVE_RUN
     "  run PLAN        execute a compiled plan for N training steps\n"
@@ -45,6 +46,8 @@ int main(int argc, char **argv) {
 #ifdef REMAT_HAVE_COMPILER
   if (command == "compile")
     return remat::tools::compileMain(argc - 1, argv + 1);
+  if (command == "train")
+    return remat::tools::trainMain(argc - 1, argv + 1);
 #endif
 #ifdef REMAT_HAVE_RUN
   if (command == "run")

@@ -1,0 +1,137 @@
+//===- Driver.cpp - The compile pipeline behind the CLI -------------------===//
+
+#include "compiler/Driver.h"
+
+#include "compiler/Importer.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+namespace remat::compiler {
+
+std::optional<Stage> parseStage(const std::string &name) {
+  if (name == "flat")
+    return Stage::Flat;
+  if (name == "graph")
+    return Stage::Graph;
+  if (name == "grad")
+    return Stage::Grad;
+  if (name == "train")
+    return Stage::Train;
+  if (name == "scheduled")
+    return Stage::Scheduled;
+  if (name == "plan")
+    return Stage::Plan;
+  return std::nullopt;
+}
+
+const char *stageNames() {
+  return "flat, graph, grad, train, scheduled, plan";
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> buildModule(const model::ModelGraph &graph,
+                                              mlir::MLIRContext &context,
+                                              Stage stage) {
+  auto module = importModel(graph, context);
+  if (stage == Stage::Graph)
+    return module;
+  mlir::PassManager pm(&context);
+  if (stage == Stage::Grad)
+    pm.addPass(createAutodiffPass());
+  else
+    buildTrainStepPipeline(pm);
+  if (stage == Stage::Scheduled || stage == Stage::Plan)
+    pm.addPass(createSchedulePass());
+  std::string messages;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    llvm::raw_string_ostream os(messages);
+    os << d.getLocation() << ": " << d.str() << "\n";
+    return mlir::success();
+  });
+  if (mlir::failed(pm.run(*module)))
+    throw std::runtime_error("pass pipeline failed:\n" + messages);
+  return module;
+}
+
+runtime::Plan compilePlan(const model::ModelGraph &graph,
+                          const CompileOptions &options,
+                          nlohmann::json &report) {
+  mlir::MLIRContext context;
+  auto module = buildModule(graph, context, Stage::Scheduled);
+  auto start = std::chrono::steady_clock::now();
+  TrainStep step = extractTrainStep(*module);
+  memory::Liveness liveness =
+      memory::computeLiveness(step.graph, options.alignment);
+  memory::ArenaLayout layout =
+      memory::assignOffsets(step.graph, liveness, options.alignment);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  report = memoryReport(step, liveness, layout, options.budgetBytes, 0.0,
+                        "store-all", seconds);
+  if (options.budgetBytes && layout.arenaBytes > *options.budgetBytes)
+    throw std::runtime_error(
+        "the step needs " + formatBytes(layout.arenaBytes) +
+        " of arena without rematerialization, over the budget of " +
+        formatBytes(*options.budgetBytes) +
+        " (budgeted rematerialization is not implemented yet)");
+  return emitPlan(step, liveness, layout, options.alignment, report);
+}
+
+std::optional<int64_t> parseByteSize(const std::string &text) {
+  size_t used = 0;
+  double value;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
+  std::string unit = text.substr(used);
+  while (!unit.empty() && unit.front() == ' ')
+    unit.erase(unit.begin());
+  double scale = 0;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "KiB")
+    scale = 1024.0;
+  else if (unit == "MiB")
+    scale = 1024.0 * 1024;
+  else if (unit == "GiB")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "TiB")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "KB" || unit == "kB")
+    scale = 1e3;
+  else if (unit == "MB")
+    scale = 1e6;
+  else if (unit == "GB")
+    scale = 1e9;
+  else if (unit == "TB")
+    scale = 1e12;
+  if (scale == 0 || !(value >= 0) || value * scale > 9.0e18)
+    return std::nullopt;
+  return static_cast<int64_t>(std::llround(value * scale));
+}
+
+std::string formatBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buffer[64];
+  if (u == 0)
+    std::snprintf(buffer, sizeof buffer, "%lld B", (long long)bytes);
+  else
+    std::snprintf(buffer, sizeof buffer, "%.2f %s", v, units[u]);
+  return buffer;
+}
+
+} // namespace remat::compiler

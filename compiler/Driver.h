@@ -1,0 +1,52 @@
+//===- Driver.h - The compile pipeline behind the CLI -----------*- C++ -*-===//
+//
+// model text -> ModelGraph -> graph dialect (@forward) -> passes
+// (@train_step) -> StepGraph -> memory-aware order -> liveness -> arena
+// -> Plan. Each stage can be printed (`remat compile --emit=STAGE`).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_COMPILER_DRIVER_H
+#define REMAT_COMPILER_DRIVER_H
+
+#include "compiler/ModelGraph.h"
+#include "compiler/PlanEmitter.h"
+#include "runtime/PlanFormat.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <optional>
+#include <string>
+
+namespace remat::compiler {
+
+/// The stages `--emit` can stop at, in pipeline order.
+enum class Stage { Flat, Graph, Grad, Train, Scheduled, Plan };
+std::optional<Stage> parseStage(const std::string &name);
+const char *stageNames(); ///< "flat, graph, grad, train, scheduled, plan"
+
+struct CompileOptions {
+  int64_t alignment = 64;
+  std::optional<int64_t> budgetBytes;
+};
+
+/// Imports the model and runs the passes up to `stage` (at most Scheduled).
+/// Throws model::ModelError (user errors) or std::runtime_error.
+mlir::OwningOpRef<mlir::ModuleOp> buildModule(const model::ModelGraph &graph,
+                                              mlir::MLIRContext &context,
+                                              Stage stage);
+
+/// The whole pipeline to a plan; `report` receives the memory report.
+runtime::Plan compilePlan(const model::ModelGraph &graph,
+                          const CompileOptions &options,
+                          nlohmann::json &report);
+
+/// Parses "1.5GiB", "800MB", "123456" (bytes) etc.; nullopt when invalid.
+std::optional<int64_t> parseByteSize(const std::string &text);
+/// 1536 -> "1.50 KiB".
+std::string formatBytes(int64_t bytes);
+
+} // namespace remat::compiler
+
+#endif // REMAT_COMPILER_DRIVER_H

@@ -1,0 +1,342 @@
+//===- PlanOps.cpp - ops of the plan dialect --------------------*- C++ -*-===//
+//
+// Verifiers of the plan ops and the `(@a, @b)` symbol-list syntax of
+// plan.step. Messages name the buffer and the numbers involved, in the words
+// of docs/plan-format.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/PlanOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace remat::plan {
+namespace {
+
+/// Bytes of one element of a plan dtype; 0 for a type plans do not hold.
+int64_t elementBytes(Type type) {
+  if (type.isF32() || type.isSignlessInteger(32))
+    return 4;
+  if (type.isF16() || type.isBF16())
+    return 2;
+  if (type.isSignlessInteger(64))
+    return 8;
+  return 0;
+}
+
+std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return text;
+}
+
+/// A dtype as the plan file spells it (f32, i64, ...), unquoted.
+std::string dtypeName(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
+bool isUpdateOp(StringRef opName) {
+  return opName == "sgd_update" || opName == "adamw_update";
+}
+
+/// `@a, @b` (possibly empty) as an array of flat symbol references.
+ParseResult parseSymbolList(OpAsmParser &parser, ArrayAttr &list) {
+  SmallVector<Attribute> refs;
+  StringAttr name;
+  if (succeeded(parser.parseOptionalSymbolName(name))) {
+    refs.push_back(FlatSymbolRefAttr::get(name));
+    while (succeeded(parser.parseOptionalComma())) {
+      if (parser.parseSymbolName(name))
+        return failure();
+      refs.push_back(FlatSymbolRefAttr::get(name));
+    }
+  }
+  list = parser.getBuilder().getArrayAttr(refs);
+  return success();
+}
+
+void printSymbolList(OpAsmPrinter &printer, Operation *, ArrayAttr list) {
+  llvm::interleaveComma(list, printer, [&](Attribute ref) {
+    printer.printSymbolName(llvm::cast<FlatSymbolRefAttr>(ref).getValue());
+  });
+}
+
+} // namespace
+} // namespace remat::plan
+
+#define GET_OP_CLASSES
+#include "ir/PlanOps.cpp.inc"
+
+namespace remat::plan {
+
+//===----------------------------------------------------------------------===//
+// plan.arena
+//===----------------------------------------------------------------------===//
+
+void ArenaOp::build(OpBuilder &builder, OperationState &state, int64_t bytes,
+                    int64_t alignment) {
+  state.addAttribute(getBytesAttrName(state.name),
+                     builder.getI64IntegerAttr(bytes));
+  state.addAttribute(getAlignmentAttrName(state.name),
+                     builder.getI64IntegerAttr(alignment));
+  state.addRegion()->emplaceBlock();
+}
+
+LogicalResult ArenaOp::verify() {
+  if (getBytesValue() <= 0)
+    return emitOpError("bytes must be positive, got ") << getBytesValue();
+  if (getAlignmentValue() <= 0 || !llvm::isPowerOf2_64(getAlignmentValue()))
+    return emitOpError("alignment must be a power of two, got ")
+           << getAlignmentValue();
+  return success();
+}
+
+LogicalResult ArenaOp::verifyRegions() {
+  SmallVector<BufferOp> buffers;
+  for (Operation &op : getBodyBlock()) {
+    if (auto buffer = llvm::dyn_cast<BufferOp>(op))
+      buffers.push_back(buffer);
+    else if (!llvm::isa<StepOp, FreeOp>(op))
+      return op.emitOpError("cannot be in a plan.arena, which holds only "
+                            "plan.buffer, plan.step and plan.free");
+  }
+
+  if (std::optional<StringRef> loss = getLoss()) {
+    auto lossBuffer = lookupSymbol<BufferOp>(*loss);
+    if (!lossBuffer)
+      return emitOpError("loss @") << *loss << " is not a plan.buffer of "
+                                   << "this arena";
+    if (!lossBuffer.getShape().empty() ||
+        !llvm::isa<FloatType>(lossBuffer.getDtype()))
+      return emitOpError("loss @")
+             << *loss << " must be a float scalar (shape []), got "
+             << dtypeName(lossBuffer.getDtype()) << " "
+             << formatShape(lossBuffer.getShape());
+  }
+
+  // Persistent buffers share bytes with no other buffer. Quadratic in the
+  // worst case, O(persistent x buffers): a few million comparisons for
+  // GPT-2 124M with AdamW.
+  for (BufferOp persistent : buffers) {
+    if (!persistent.isPersistent())
+      continue;
+    for (BufferOp other : buffers) {
+      if (other == persistent ||
+          (other.isPersistent() && other->isBeforeInBlock(persistent)))
+        continue; // each pair of persistent buffers once
+      if (persistent.getOffsetValue() < other.getEnd() &&
+          other.getOffsetValue() < persistent.getEnd())
+        return persistent.emitOpError("bytes [")
+               << persistent.getOffsetValue() << ", " << persistent.getEnd()
+               << ") of '" << persistent.getRole() << "' buffer @"
+               << persistent.getSymName() << " overlap bytes ["
+               << other.getOffsetValue() << ", " << other.getEnd() << ") of @"
+               << other.getSymName()
+               << "; param, optimizer and input buffers share bytes with no "
+                  "other buffer";
+    }
+  }
+
+  // Lifetimes: nothing uses a buffer after its plan.free.
+  llvm::StringSet<> freed;
+  for (Operation &op : getBodyBlock()) {
+    if (auto free = llvm::dyn_cast<FreeOp>(op)) {
+      if (!freed.insert(free.getBuffer()).second)
+        return free.emitOpError("frees @") << free.getBuffer() << " twice";
+      continue;
+    }
+    auto step = llvm::dyn_cast<StepOp>(op);
+    if (!step)
+      continue;
+    for (auto [what, list] :
+         {std::pair<const char *, ArrayAttr>{"reads", step.getInputs()},
+          {"writes", step.getOutputs()}})
+      for (Attribute ref : list) {
+        StringRef name = llvm::cast<FlatSymbolRefAttr>(ref).getValue();
+        if (freed.contains(name))
+          return step.emitOpError()
+                 << what << " @" << name << " after its plan.free";
+      }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// plan.buffer
+//===----------------------------------------------------------------------===//
+
+bool BufferOp::isPersistent() {
+  StringRef role = getRole();
+  return role == "param" || role == "optimizer" || role == "input";
+}
+
+LogicalResult BufferOp::verify() {
+  StringRef role = getRole();
+  if (!llvm::is_contained(
+          {"param", "grad", "optimizer", "input", "activation", "temporary"},
+          role))
+    return emitOpError("role must be param, grad, optimizer, input, "
+                       "activation or temporary, got '")
+           << role << "'";
+  Type dtype = getDtype();
+  int64_t elementSize = elementBytes(dtype);
+  if (elementSize == 0)
+    return emitOpError("dtype must be f32, f16, bf16, i32 or i64, got ")
+           << dtypeName(dtype);
+  ArrayRef<int64_t> shape = getShape();
+  for (auto [index, dim] : llvm::enumerate(shape))
+    if (dim < 1)
+      return emitOpError("dim ") << index << " of shape " << formatShape(shape)
+                                 << " is " << dim << "; every dim must be >= 1";
+  int64_t offset = getOffsetValue(), bytes = getBytesValue();
+  if (offset < 0)
+    return emitOpError("offset must not be negative, got ") << offset;
+
+  // bytes == product(shape) x element size, without overflow.
+  int64_t needed = elementSize;
+  for (int64_t dim : shape) {
+    if (needed > std::numeric_limits<int64_t>::max() / dim)
+      return emitOpError("shape ")
+             << formatShape(shape) << " of " << dtypeName(dtype)
+             << " needs more than 2^63-1 bytes";
+    needed *= dim;
+  }
+  if (bytes != needed)
+    return emitOpError("bytes is ")
+           << bytes << " but shape " << formatShape(shape) << " of "
+           << dtypeName(dtype) << " needs " << needed;
+
+  bool hasState = role == "param" || role == "optimizer";
+  if (hasState && !llvm::isa<FloatType>(dtype))
+    return emitOpError("'")
+           << role << "' buffers must be float, got " << dtypeName(dtype);
+  if (hasState && !getInit())
+    return emitOpError("'") << role
+                            << "' buffers need an init (e.g. init {kind = "
+                               "\"zeros\"})";
+  if (!hasState && getInit())
+    return emitOpError("init is only allowed on param and optimizer "
+                       "buffers, not on '")
+           << role << "'";
+  if (getData() && role != "input")
+    return emitOpError("data is only allowed on input buffers, not on '")
+           << role << "'";
+
+  // Placement in the arena (HasParent has checked the parent's kind).
+  auto arena = llvm::dyn_cast<ArenaOp>((*this)->getParentOp());
+  if (!arena)
+    return success();
+  int64_t arenaBytes = arena.getBytesValue();
+  if (arena.getAlignmentValue() > 0 && offset % arena.getAlignmentValue() != 0)
+    return emitOpError("offset ")
+           << offset << " is not aligned to " << arena.getAlignmentValue()
+           << ", the arena's alignment";
+  if (offset > arenaBytes || bytes > arenaBytes - offset)
+    return emitOpError("offset ")
+           << offset << " + bytes " << bytes << " ends past the arena's "
+           << arenaBytes << " bytes";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// plan.step
+//===----------------------------------------------------------------------===//
+
+LogicalResult StepOp::verify() {
+  StringRef opName = getOpName();
+  if (!RegisteredOperationName::lookup(("graph." + opName).str(), getContext()))
+    return emitOpError("'") << opName
+                            << "' is not an op of the graph dialect "
+                               "(docs/ops.md)";
+  StringRef phase = getPhase();
+  if (phase != "forward" && phase != "backward" && phase != "optimizer")
+    return emitOpError("phase must be forward, backward or optimizer, got '")
+           << phase << "'";
+  if (getOutputs().empty())
+    return emitOpError("'") << opName << "' step writes no buffer";
+  llvm::DenseSet<Attribute> outputs;
+  for (Attribute ref : getOutputs())
+    if (!outputs.insert(ref).second)
+      return emitOpError("writes ")
+             << ref << " twice; the results of one step never overlap";
+  return success();
+}
+
+LogicalResult StepOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto lookup = [&](Attribute ref, const char *what,
+                    size_t index) -> FailureOr<BufferOp> {
+    auto buffer = symbolTable.lookupNearestSymbolFrom<BufferOp>(
+        *this, llvm::cast<FlatSymbolRefAttr>(ref));
+    if (!buffer)
+      return emitOpError() << what << " #" << index << " " << ref
+                           << " is not a plan.buffer";
+    return buffer;
+  };
+  for (auto [index, ref] : llvm::enumerate(getInputs()))
+    if (failed(lookup(ref, "input", index)))
+      return failure();
+  StringRef opName = getOpName();
+  for (auto [index, ref] : llvm::enumerate(getOutputs())) {
+    FailureOr<BufferOp> buffer = lookup(ref, "output", index);
+    if (failed(buffer))
+      return failure();
+    StringRef role = buffer->getRole();
+    if (role == "input")
+      return emitOpError("writes ")
+             << ref << ", an 'input' buffer; no step writes an input";
+    if ((role == "param" || role == "optimizer") && !isUpdateOp(opName))
+      return emitOpError("'")
+             << opName << "' writes " << ref << ", a '" << role
+             << "' buffer; only sgd_update and adamw_update write params "
+                "and optimizer state";
+  }
+
+  // Updates are in place: outputs (param, state...) are inputs 0, 2, 3...
+  if (isUpdateOp(opName)) {
+    ArrayAttr inputs = getInputs(), outputs = getOutputs();
+    size_t states = opName == "sgd_update" ? 1 : 2;
+    bool inPlace = inputs.size() == 2 + states &&
+                   outputs.size() == 1 + states && outputs[0] == inputs[0];
+    for (size_t i = 0; inPlace && i < states; ++i)
+      inPlace = outputs[1 + i] == inputs[2 + i];
+    if (!inPlace)
+      return emitOpError("'")
+             << opName << "' must update in place: inputs (param, grad"
+             << (states == 1 ? ", momentum" : ", m, v")
+             << ") and outputs (param"
+             << (states == 1 ? ", momentum" : ", m, v")
+             << ") naming the same param and state buffers";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// plan.free
+//===----------------------------------------------------------------------===//
+
+LogicalResult FreeOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto buffer =
+      symbolTable.lookupNearestSymbolFrom<BufferOp>(*this, getBufferAttr());
+  if (!buffer)
+    return emitOpError("frees ")
+           << getBufferAttr() << ", which is not a plan.buffer";
+  if (buffer.isPersistent())
+    return emitOpError("cannot free ")
+           << getBufferAttr() << ": '" << buffer.getRole()
+           << "' buffers live across steps";
+  return success();
+}
+
+} // namespace remat::plan

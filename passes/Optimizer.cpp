@@ -1,0 +1,338 @@
+//===- Optimizer.cpp - optimizer updates in @train_step ---------*- C++ -*-===//
+//
+// -remat-optimizer: replaces the gradient results of `func.func @train_step`
+// with SGD or AdamW updates on new optimizer-state arguments, returning the
+// new parameter and state values. The contract is in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "ir/GraphOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <optional>
+
+namespace remat {
+
+#define GEN_PASS_DEF_OPTIMIZERPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using mlir::Value;
+
+/// The module's `graph.optimizer`, with the defaults of
+/// docs/model-format.md for missing fields.
+struct OptimizerConfig {
+  enum class Kind { Sgd, Adamw };
+  Kind kind = Kind::Sgd;
+  double lr = 0.01;
+  double momentum = 0.0;
+  double weightDecay = 0.0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+
+  /// Names of the state arguments of one param, in argument order.
+  llvm::SmallVector<llvm::StringRef, 2> stateNames() const {
+    if (kind == Kind::Sgd)
+      return {"momentum"};
+    return {"adam_m", "adam_v"};
+  }
+};
+
+/// A param of @train_step with its final gradient.
+struct ParamGradient {
+  unsigned argIndex;
+  mlir::StringAttr name;
+  Value grad;
+};
+
+/// Reads `graph.optimizer`; emits a diagnostic on the module when it is
+/// missing, of an unknown kind, has a field its kind does not have, or a
+/// value the update ops reject.
+std::optional<OptimizerConfig> readOptimizerConfig(mlir::ModuleOp module) {
+  mlir::Attribute raw = module->getAttr("graph.optimizer");
+  if (!raw) {
+    module.emitError("the module has no graph.optimizer attribute (a "
+                     "dictionary with kind = \"sgd\" or \"adamw\")");
+    return std::nullopt;
+  }
+  auto dict = llvm::dyn_cast<mlir::DictionaryAttr>(raw);
+  if (!dict) {
+    module.emitError("graph.optimizer must be a dictionary, got ") << raw;
+    return std::nullopt;
+  }
+  auto kind = dict.getAs<mlir::StringAttr>("kind");
+  if (!kind) {
+    module.emitError("graph.optimizer needs a string 'kind' (\"sgd\" or "
+                     "\"adamw\")");
+    return std::nullopt;
+  }
+  OptimizerConfig config;
+  if (kind.getValue() == "sgd") {
+    config.kind = OptimizerConfig::Kind::Sgd;
+  } else if (kind.getValue() == "adamw") {
+    config.kind = OptimizerConfig::Kind::Adamw;
+    config.lr = 1e-3;
+    config.weightDecay = 0.01;
+  } else {
+    module.emitError("unknown optimizer kind '")
+        << kind.getValue() << "' (expected \"sgd\" or \"adamw\")";
+    return std::nullopt;
+  }
+
+  bool isSgd = config.kind == OptimizerConfig::Kind::Sgd;
+  for (mlir::NamedAttribute field : dict) {
+    llvm::StringRef key = field.getName().getValue();
+    if (key == "kind")
+      continue;
+    double *target = llvm::StringSwitch<double *>(key)
+                         .Case("lr", &config.lr)
+                         .Case("weight_decay", &config.weightDecay)
+                         .Case("momentum", isSgd ? &config.momentum : nullptr)
+                         .Case("beta1", isSgd ? nullptr : &config.beta1)
+                         .Case("beta2", isSgd ? nullptr : &config.beta2)
+                         .Case("eps", isSgd ? nullptr : &config.eps)
+                         .Default(nullptr);
+    if (!target) {
+      module.emitError("graph.optimizer: ")
+          << kind.getValue() << " has no field '" << key << "'";
+      return std::nullopt;
+    }
+    if (auto number = llvm::dyn_cast<mlir::FloatAttr>(field.getValue())) {
+      *target = number.getValueAsDouble();
+    } else if (auto integer =
+                   llvm::dyn_cast<mlir::IntegerAttr>(field.getValue())) {
+      *target = static_cast<double>(integer.getInt());
+    } else {
+      module.emitError("graph.optimizer: '")
+          << key << "' must be a number, got " << field.getValue();
+      return std::nullopt;
+    }
+  }
+
+  if (config.lr < 0) {
+    module.emitError("graph.optimizer: the learning rate must not be "
+                     "negative, got ")
+        << config.lr;
+    return std::nullopt;
+  }
+  for (auto [key, value] :
+       {std::pair<const char *, double>{"beta1", config.beta1},
+        {"beta2", config.beta2}}) {
+    if (!(value >= 0.0 && value < 1.0)) {
+      module.emitError("graph.optimizer: '")
+          << key << "' must be in [0, 1), got " << value;
+      return std::nullopt;
+    }
+  }
+  return config;
+}
+
+/// Rewrites @train_step's (loss, grads...) into in-place optimizer updates:
+///
+///  1. Read `graph.optimizer` (readOptimizerConfig).
+///  2. Check @train_step: result #0 has graph.role "loss"; every other result
+///     has graph.role "grad" and graph.param naming a param argument of the
+///     gradient's type (the output of -remat-autodiff).
+///  3. For each param in result order, append its state arguments (sgd:
+///     `momentum:<p>`; adamw: `adam_m:<p>`, `adam_v:<p>`), initialized to
+///     zeros.
+///  4. Insert the param's update right after the op that defines its final
+///     gradient, so that it runs as soon as the gradient is final; if a
+///     later op (other than the return) still reads the param, after the
+///     last such reader instead, so that the update can overwrite the param
+///     in place. Updates placed after the same op keep param order. A
+///     gradient that is a block argument has no defining op: its update
+///     goes at the start of the body (or after the param's last reader).
+///  5. Return (loss, new params..., new states...) with graph.role,
+///     graph.name and graph.updates (the argument each result overwrites).
+///
+/// Linear in the number of params, times the cost of the block-order
+/// queries (amortized O(1) between insertions, O(ops) after each one).
+struct OptimizerPass : public impl::OptimizerPassBase<OptimizerPass> {
+  void runOnOperation() override;
+
+private:
+  mlir::LogicalResult
+  collectGradients(mlir::func::FuncOp step,
+                   llvm::SmallVectorImpl<ParamGradient> &params);
+};
+
+mlir::LogicalResult
+OptimizerPass::collectGradients(mlir::func::FuncOp step,
+                                llvm::SmallVectorImpl<ParamGradient> &params) {
+  if (step.isExternal() || !step.getBody().hasOneBlock())
+    return step.emitError("@train_step must have a body of one block");
+  auto role = [&](unsigned result) {
+    auto attr =
+        step.getResultAttrOfType<mlir::StringAttr>(result, "graph.role");
+    return attr ? attr.getValue() : llvm::StringRef();
+  };
+  if (step.getNumResults() == 0 || role(0) != "loss")
+    return step.emitError("result #0 of @train_step must be the loss "
+                          "(graph.role = \"loss\"); run -remat-autodiff first");
+
+  auto returnOp = step.getBody().front().getTerminator();
+  llvm::DenseMap<unsigned, unsigned> resultOfParam;
+  for (unsigned result = 1; result < step.getNumResults(); ++result) {
+    auto paramIndex =
+        step.getResultAttrOfType<mlir::IntegerAttr>(result, "graph.param");
+    if (role(result) != "grad" || !paramIndex)
+      return step.emitError("result #")
+             << result
+             << " of @train_step is not a gradient (graph.role = \"grad\" "
+                "with graph.param)";
+    int64_t argIndex = paramIndex.getInt();
+    if (argIndex < 0 ||
+        argIndex >= static_cast<int64_t>(step.getNumArguments()))
+      return step.emitError("result #")
+             << result << " is the gradient of argument #" << argIndex
+             << ", but @train_step has " << step.getNumArguments()
+             << " arguments";
+    auto argRole =
+        step.getArgAttrOfType<mlir::StringAttr>(argIndex, "graph.role");
+    auto argName =
+        step.getArgAttrOfType<mlir::StringAttr>(argIndex, "graph.name");
+    if (!argRole || argRole.getValue() != "param" || !argName)
+      return step.emitError("result #")
+             << result << " is the gradient of argument #" << argIndex
+             << ", which is not a named param (graph.role = \"param\")";
+    auto [it, inserted] = resultOfParam.try_emplace(argIndex, result);
+    if (!inserted)
+      return step.emitError("results #")
+             << it->second << " and #" << result
+             << " are both gradients of argument #" << argIndex;
+    Value grad = returnOp->getOperand(result);
+    if (grad.getType() != step.getArgument(argIndex).getType())
+      return step.emitError("result #")
+             << result << " has type " << grad.getType()
+             << ", but its param (argument #" << argIndex << ") has type "
+             << step.getArgument(argIndex).getType();
+    params.push_back({static_cast<unsigned>(argIndex), argName, grad});
+  }
+  return mlir::success();
+}
+
+void OptimizerPass::runOnOperation() {
+  mlir::ModuleOp module = getOperation();
+  auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step");
+  if (!step) {
+    module.emitError("no func.func @train_step to update (run "
+                     "-remat-autodiff first)");
+    return signalPassFailure();
+  }
+  std::optional<OptimizerConfig> config = readOptimizerConfig(module);
+  llvm::SmallVector<ParamGradient> params;
+  if (!config || mlir::failed(collectGradients(step, params)))
+    return signalPassFailure();
+
+  mlir::MLIRContext *context = &getContext();
+  mlir::OpBuilder builder(context);
+  mlir::Block &body = step.getBody().front();
+  mlir::Operation *returnOp = body.getTerminator();
+  Value loss = returnOp->getOperand(0);
+  mlir::DictionaryAttr lossAttrs = step.getResultAttrDict(0);
+  auto stringAttr = [&](llvm::StringRef value) {
+    return mlir::StringAttr::get(context, value);
+  };
+  auto updatedAttrs = [&](llvm::StringRef role, mlir::StringAttr name,
+                          unsigned argIndex) {
+    return builder.getDictionaryAttr(
+        {builder.getNamedAttr("graph.name", name),
+         builder.getNamedAttr("graph.role", stringAttr(role)),
+         builder.getNamedAttr("graph.updates",
+                              builder.getI64IntegerAttr(argIndex))});
+  };
+
+  llvm::SmallVector<Value> newParams, newStates;
+  llvm::SmallVector<mlir::DictionaryAttr> paramAttrs, stateAttrs;
+  // The last update inserted after each anchor op (null: the body start).
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> lastUpdateAfter;
+  for (const ParamGradient &param : params) {
+    // 3. State arguments.
+    mlir::BlockArgument paramArg = step.getArgument(param.argIndex);
+    llvm::SmallVector<Value, 2> states;
+    for (llvm::StringRef stateName : config->stateNames()) {
+      unsigned argIndex = step.getNumArguments();
+      mlir::StringAttr name =
+          stringAttr(stateName.str() + ":" + param.name.getValue().str());
+      step.insertArgument(
+          argIndex, paramArg.getType(),
+          builder.getDictionaryAttr(
+              {builder.getNamedAttr(
+                   "graph.init", builder.getDictionaryAttr(builder.getNamedAttr(
+                                     "kind", stringAttr("zeros")))),
+               builder.getNamedAttr("graph.name", name),
+               builder.getNamedAttr("graph.param",
+                                    builder.getI64IntegerAttr(param.argIndex)),
+               builder.getNamedAttr("graph.role", stringAttr("optimizer"))}),
+          paramArg.getLoc());
+      states.push_back(step.getArgument(argIndex));
+      stateAttrs.push_back(updatedAttrs("optimizer", name, argIndex));
+    }
+
+    // 4. Placement.
+    mlir::Operation *anchor = param.grad.getDefiningOp();
+    for (mlir::Operation *reader : paramArg.getUsers())
+      if (reader != returnOp && (!anchor || anchor->isBeforeInBlock(reader)))
+        anchor = reader;
+    if (mlir::Operation *previous = lastUpdateAfter.lookup(anchor))
+      builder.setInsertionPointAfter(previous);
+    else if (anchor)
+      builder.setInsertionPointAfter(anchor);
+    else
+      builder.setInsertionPointToStart(&body);
+
+    mlir::Type type = paramArg.getType();
+    mlir::Operation *update;
+    if (config->kind == OptimizerConfig::Kind::Sgd) {
+      auto sgd = builder.create<graph::SgdUpdateOp>(
+          paramArg.getLoc(), type, type, paramArg, param.grad, states[0],
+          static_cast<float>(config->lr), static_cast<float>(config->momentum),
+          static_cast<float>(config->weightDecay));
+      update = sgd;
+    } else {
+      auto adamw = builder.create<graph::AdamwUpdateOp>(
+          paramArg.getLoc(), type, type, type, paramArg, param.grad, states[0],
+          states[1], static_cast<float>(config->lr),
+          static_cast<float>(config->beta1), static_cast<float>(config->beta2),
+          static_cast<float>(config->eps),
+          static_cast<float>(config->weightDecay));
+      update = adamw;
+    }
+    lastUpdateAfter[anchor] = update;
+    newParams.push_back(update->getResult(0));
+    paramAttrs.push_back(updatedAttrs("param", param.name, param.argIndex));
+    for (Value newState : update->getResults().drop_front())
+      newStates.push_back(newState);
+  }
+
+  // 5. Results.
+  llvm::SmallVector<Value> results{loss};
+  results.append(newParams);
+  results.append(newStates);
+  llvm::SmallVector<mlir::DictionaryAttr> resultAttrs{lossAttrs};
+  resultAttrs.append(paramAttrs);
+  resultAttrs.append(stateAttrs);
+  mlir::Location returnLoc = returnOp->getLoc();
+  returnOp->erase();
+  builder.setInsertionPointToEnd(&body);
+  builder.create<mlir::func::ReturnOp>(returnLoc, results);
+  llvm::SmallVector<mlir::Type> resultTypes;
+  for (Value result : results)
+    resultTypes.push_back(result.getType());
+  step.setType(
+      mlir::FunctionType::get(context, step.getArgumentTypes(), resultTypes));
+  step.setAllResultAttrs(resultAttrs);
+}
+
+} // namespace
+} // namespace remat

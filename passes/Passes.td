@@ -1,0 +1,110 @@
+//===- Passes.td - the training-step passes ----------------*- tablegen -*-===//
+//
+// Declares remat's passes (generated with -gen-pass-decls; registered by
+// remat::registerAllPasses in Pipelines.cpp). Each pass's algorithm is the
+// doc comment of its implementation; the description here is its contract:
+// the IR it expects and the IR it leaves, which later stages depend on.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef REMAT_PASSES_PASSES
+#define REMAT_PASSES_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def AutodiffPass : Pass<"remat-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Builds the backward: @forward becomes @train_step";
+  let description = [{
+    Expects `func.func @forward` with one block that returns one 0-d float
+    tensor (the loss). Every argument carries `graph.name` (a string) and
+    `graph.role` = "input" | "param"; params are float tensors.
+
+    Replaces it with `func.func @train_step`, which has the same arguments
+    (and argument attributes) and returns the loss followed by the gradient
+    of every param argument, in argument order:
+
+    ```mlir
+    func.func @train_step(%x: tensor<8x4xf32> {graph.name = "x", graph.role = "input"},
+                          %w: tensor<4x2xf32> {graph.name = "w", graph.role = "param"})
+        -> (tensor<f32> {graph.name = "loss", graph.role = "loss"},
+            tensor<4x2xf32> {graph.name = "grad:w", graph.param = 1 : i64,
+                             graph.role = "grad"})
+    ```
+
+    The forward ops stay first and unchanged; the backward ops follow them
+    and carry the location of the forward op they differentiate. Inputs get
+    no gradient; a param that does not reach the loss gets a
+    `graph.constant 0.0` gradient. Backward ops whose results nothing needs
+    (such as the gradient of an input) are not kept. The pass fails with a
+    located diagnostic when @forward is missing or malformed, or when an op
+    on the path from a param to the loss has no gradient rule.
+  }];
+  let dependentDialects = ["::remat::graph::GraphDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def OptimizerPass : Pass<"remat-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Turns @train_step's gradients into optimizer updates";
+  let description = [{
+    Expects the output of `-remat-autodiff` and the module attribute
+    `graph.optimizer` = {kind = "sgd" | "adamw", lr, momentum, weight_decay,
+    beta1, beta2, eps} (floats; missing fields take the defaults of
+    docs/model-format.md; a field the kind does not have is an error).
+
+    For every param argument `p` (in argument order) the pass appends its
+    optimizer state as new arguments: sgd `momentum:<p>`; adamw
+    `adam_m:<p>` then `adam_v:<p>`. Each has the param's type and the
+    attributes {graph.name, graph.role = "optimizer",
+    graph.init = {kind = "zeros"}, graph.param = <p's arg index : i64>}.
+
+    It inserts one `graph.sgd_update` (operands: param, grad, momentum) or
+    `graph.adamw_update` (param, grad, m, v) per param, with f32
+    hyperparameter attributes, right after the op that defines the final
+    gradient; if a backward op created later still reads the old param
+    value, the update goes after the last such reader instead, so that the
+    update can run in place: after the update, no op reads the param's old
+    value.
+
+    The function then returns (loss, new value of every param in argument
+    order, new value of every state argument in argument order). Each new
+    value carries {graph.role = "param" | "optimizer", graph.name = the
+    argument's name, graph.updates = <the argument's index : i64>}: the
+    runtime keeps it in that argument's buffer. Gradients are no longer
+    returned; each is operand #1 (`grad`) of its update op. The pass fails
+    with a diagnostic when @train_step or graph.optimizer is missing or
+    malformed.
+  }];
+  let dependentDialects = ["::remat::graph::GraphDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def SchedulePass : Pass<"remat-schedule", "::mlir::ModuleOp"> {
+  let summary = "Reorders @train_step into a memory-aware order";
+  let description = [{
+    Expects the output of `-remat-optimizer`. Reorders the ops of
+    `func.func @train_step` (a topological order that keeps every data
+    dependency and runs each in-place update after every other reader of
+    the argument it overwrites): among the ready ops it runs the one that
+    frees the most bytes net of what it allocates, ties broken by program
+    order; ops without operands (constants) move just before their first
+    reader. So a weight gradient that frees an activation runs before the
+    input gradient that would overlap it, and each optimizer update runs as
+    soon as its gradient is final. The algorithm is memory::memoryAwareOrder
+    (passes/memory/StepGraph.h). Greedy; not optimal.
+  }];
+}
+
+def TestPrintMemoryPass : Pass<"remat-test-print-memory", "::mlir::ModuleOp"> {
+  let summary = "Prints @train_step's liveness and arena layout (tests)";
+  let description = [{
+    For lit tests: prints the live bytes while each op of `@train_step`
+    runs, in the current order, and each value's buffer: role, bytes,
+    offset, lifetime (op positions, inclusive) and the buffer it shares.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every buffer">,
+  ];
+}
+
+#endif // REMAT_PASSES_PASSES

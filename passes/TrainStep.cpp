@@ -1,0 +1,317 @@
+//===- TrainStep.cpp - @train_step as plain data, and its plan ------------===//
+//
+// Extraction works in three steps:
+//   1. arguments become argument values (input / param / optimizer) with
+//      their data or init objects;
+//   2. each op becomes a StepOp in IR order; its phase is forward when the
+//      loss depends on it, optimizer for *_update ops, backward otherwise;
+//      update results are in place of their argument, an update's gradient
+//      operand is the parameter's final gradient (role grad);
+//   3. the returned values become the step's outputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/TrainStep.h"
+
+#include "ir/GraphOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+#include <set>
+#include <stdexcept>
+
+using nlohmann::json;
+
+namespace remat {
+
+double DeviceProfile::opSeconds(int64_t flops, int64_t bytes) const {
+  return std::max(double(flops) / flopsPerSecond,
+                  double(bytes) / bytesPerSecond) +
+         launchSeconds;
+}
+
+void TrainStep::reorder(const std::vector<int> &order) {
+  graph = memory::reorder(graph, order);
+  std::vector<OpInfo> permuted;
+  for (int k : order)
+    permuted.push_back(ops[k]);
+  ops = std::move(permuted);
+}
+
+double TrainStep::totalSeconds() const {
+  double total = 0;
+  for (const OpInfo &op : ops)
+    total += op.seconds;
+  return total;
+}
+
+namespace {
+
+std::string dtypeOf(mlir::Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isInteger(32))
+    return "i32";
+  if (type.isInteger(64))
+    return "i64";
+  return "";
+}
+
+json attrToJson(mlir::Attribute attr) {
+  if (auto b = mlir::dyn_cast<mlir::BoolAttr>(attr))
+    return b.getValue();
+  if (auto i = mlir::dyn_cast<mlir::IntegerAttr>(attr))
+    return i.getInt();
+  if (auto f = mlir::dyn_cast<mlir::FloatAttr>(attr))
+    return f.getValueAsDouble();
+  if (auto s = mlir::dyn_cast<mlir::StringAttr>(attr))
+    return s.str();
+  if (auto a = mlir::dyn_cast<mlir::DenseI64ArrayAttr>(attr))
+    return std::vector<int64_t>(a.asArrayRef().begin(), a.asArrayRef().end());
+  if (auto d = mlir::dyn_cast<mlir::DictionaryAttr>(attr)) {
+    json out = json::object();
+    for (mlir::NamedAttribute n : d)
+      out[n.getName().str()] = attrToJson(n.getValue());
+    return out;
+  }
+  if (auto a = mlir::dyn_cast<mlir::ArrayAttr>(attr)) {
+    json out = json::array();
+    for (mlir::Attribute e : a)
+      out.push_back(attrToJson(e));
+    return out;
+  }
+  return nullptr;
+}
+
+/// The model-level name in a location made by the importer
+/// ("/ops/3 'h.0.qk'" -> "h.0.qk"), or empty.
+std::string nameFromLoc(mlir::Location loc) {
+  if (auto fused = mlir::dyn_cast<mlir::FusedLoc>(loc))
+    for (mlir::Location l : fused.getLocations())
+      if (std::string n = nameFromLoc(l); !n.empty())
+        return n;
+  if (auto named = mlir::dyn_cast<mlir::NameLoc>(loc)) {
+    std::string text = named.getName().str();
+    auto open = text.find('\'');
+    auto close = text.rfind('\'');
+    if (open != std::string::npos && close > open)
+      return text.substr(open + 1, close - open - 1);
+    return text;
+  }
+  return "";
+}
+
+/// Elementwise ops whose kernels allow the result to alias an operand of
+/// the same type exactly (runtime/Loader.cpp isInPlaceSafe; reshape too).
+bool isElementwise(const std::string &kind) {
+  static const std::set<std::string> kinds = {
+      "add", "sub", "mul", "div", "relu", "gelu", "tanh", "exp", "dropout",
+      "relu_grad", "gelu_grad", "tanh_grad"};
+  return kinds.count(kind) != 0;
+}
+
+[[noreturn]] void fail(mlir::Operation *op, const std::string &why) {
+  std::string where;
+  if (op)
+    where = "'" + op->getName().getStringRef().str() + "' (" +
+            nameFromLoc(op->getLoc()) + "): ";
+  throw std::runtime_error("train_step: " + where + why);
+}
+
+} // namespace
+
+TrainStep extractTrainStep(mlir::ModuleOp module,
+                           const DeviceProfile &profile) {
+  TrainStep step;
+  auto func = module.lookupSymbol<mlir::func::FuncOp>("train_step");
+  if (!func)
+    fail(nullptr, "no func.func @train_step (run -remat-autodiff "
+                  "-remat-optimizer first)");
+  mlir::Operation *moduleOp = module.getOperation();
+  if (auto a = moduleOp->getAttrOfType<mlir::StringAttr>("graph.model"))
+    step.model = a.str();
+  if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>("graph.seed"))
+    step.seed = a.getInt();
+  if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>("graph.batch"))
+    step.batch = std::max<int64_t>(a.getInt(), 1);
+  if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>(
+          "graph.tokens_per_sample"))
+    step.tokensPerSample = std::max<int64_t>(a.getInt(), 1);
+
+  llvm::DenseMap<mlir::Value, int> ids;
+  std::set<std::string> usedNames;
+  auto uniqueName = [&](std::string name) {
+    if (name.empty())
+      name = "v";
+    std::string candidate = name;
+    for (int i = 1; usedNames.count(candidate); ++i)
+      candidate = name + "#" + std::to_string(i);
+    usedNames.insert(candidate);
+    return candidate;
+  };
+  auto addValue = [&](mlir::Value value, memory::Role role,
+                      const std::string &name, int producer) {
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(value.getType());
+    if (!type || !type.hasStaticShape())
+      fail(value.getDefiningOp(), "a value is not a static tensor");
+    ValueInfo info;
+    info.dtype = dtypeOf(type.getElementType());
+    info.shape.assign(type.getShape().begin(), type.getShape().end());
+    int64_t elementBytes = info.dtype == "f32" || info.dtype == "i32" ? 4
+                           : info.dtype == "i64"                      ? 8
+                                                                      : 2;
+    int64_t bytes = elementBytes;
+    for (int64_t d : info.shape) {
+      if (d <= 0 || bytes > (int64_t(1) << 62) / d)
+        fail(value.getDefiningOp(), "a tensor size overflows 2^62 bytes");
+      bytes *= d;
+    }
+    if (info.dtype.empty())
+      fail(value.getDefiningOp(), "unsupported element type");
+    memory::StepValue v;
+    v.name = uniqueName(name);
+    v.role = role;
+    v.bytes = bytes;
+    v.producer = producer;
+    int id = static_cast<int>(step.graph.values.size());
+    step.graph.values.push_back(v);
+    step.values.push_back(info);
+    ids[value] = id;
+    return id;
+  };
+
+  // 1. Arguments.
+  mlir::Block &body = func.getBody().front();
+  for (unsigned a = 0; a < func.getNumArguments(); ++a) {
+    auto roleAttr = func.getArgAttrOfType<mlir::StringAttr>(a, "graph.role");
+    auto nameAttr = func.getArgAttrOfType<mlir::StringAttr>(a, "graph.name");
+    if (!roleAttr || !nameAttr)
+      fail(nullptr, "argument " + std::to_string(a) +
+                        " lacks graph.role or graph.name");
+    std::string role = roleAttr.str();
+    memory::Role r = role == "input"    ? memory::Role::Input
+                     : role == "param"  ? memory::Role::Param
+                     : role == "optimizer" ? memory::Role::Optimizer
+                                        : memory::Role::Temporary;
+    if (r == memory::Role::Temporary)
+      fail(nullptr, "argument " + std::to_string(a) + " has unknown role '" +
+                        role + "'");
+    int id = addValue(body.getArgument(a), r, nameAttr.str(), -1);
+    if (auto init = func.getArgAttrOfType<mlir::DictionaryAttr>(a, "graph.init"))
+      step.values[id].init = attrToJson(init);
+    if (auto data = func.getArgAttrOfType<mlir::DictionaryAttr>(a, "graph.data"))
+      step.values[id].data = attrToJson(data);
+  }
+
+  // The loss is the first result; the forward ops are those it depends on.
+  auto ret = mlir::cast<mlir::func::ReturnOp>(body.getTerminator());
+  if (ret.getNumOperands() == 0)
+    fail(ret, "@train_step returns nothing (the loss comes first)");
+  std::set<mlir::Operation *> forward;
+  {
+    std::vector<mlir::Value> work{ret.getOperand(0)};
+    while (!work.empty()) {
+      mlir::Value v = work.back();
+      work.pop_back();
+      mlir::Operation *def = v.getDefiningOp();
+      if (!def || !forward.insert(def).second)
+        continue;
+      for (mlir::Value operand : def->getOperands())
+        work.push_back(operand);
+    }
+  }
+
+  // 2. Ops.
+  for (mlir::Operation &op : body.without_terminator()) {
+    std::string full = op.getName().getStringRef().str();
+    if (full.rfind("graph.", 0) != 0)
+      fail(&op, "only graph ops may appear in @train_step");
+    OpInfo info;
+    info.kind = full.substr(6);
+    for (mlir::NamedAttribute attr : op.getAttrs())
+      info.attrs[attr.getName().str()] = attrToJson(attr.getValue());
+    if (auto cost = mlir::dyn_cast<graph::CostOpInterface>(&op)) {
+      info.flops = cost.getFlops();
+      info.bytes = cost.getBytesRead() + cost.getBytesWritten();
+    }
+    info.seconds = profile.opSeconds(info.flops, info.bytes);
+
+    bool isUpdate = info.kind == "sgd_update" || info.kind == "adamw_update";
+    memory::StepOp stepOp;
+    stepOp.phase = isUpdate              ? memory::Phase::Optimizer
+                   : forward.count(&op) ? memory::Phase::Forward
+                                        : memory::Phase::Backward;
+    for (mlir::Value operand : op.getOperands()) {
+      auto it = ids.find(operand);
+      if (it == ids.end())
+        fail(&op, "an operand is defined outside @train_step's body");
+      stepOp.operands.push_back(it->second);
+    }
+    int k = static_cast<int>(step.graph.ops.size());
+    std::string base = nameFromLoc(op.getLoc());
+    if (stepOp.phase == memory::Phase::Backward)
+      base = "d/" + (base.empty() ? info.kind : base) + ":" + info.kind;
+    else if (base.empty())
+      base = info.kind;
+    stepOp.name = base;
+    for (unsigned r = 0; r < op.getNumResults(); ++r) {
+      memory::Role role = stepOp.phase == memory::Phase::Forward
+                              ? memory::Role::Activation
+                              : memory::Role::Temporary;
+      std::string name = base + (op.getNumResults() > 1
+                                     ? "." + std::to_string(r)
+                                     : std::string());
+      int inPlaceOf = -1;
+      if (isUpdate) {
+        // Results are in place of operands 0 (param), 2 (state), 3 (state).
+        int operandIndex = r == 0 ? 0 : int(r) + 1;
+        inPlaceOf = stepOp.operands[operandIndex];
+        role = step.graph.values[inPlaceOf].role;
+        name = step.graph.values[inPlaceOf].name + "'";
+      }
+      int id = addValue(op.getResult(r), role, name, k);
+      step.graph.values[id].inPlaceOf = inPlaceOf;
+      stepOp.results.push_back(id);
+    }
+    if (info.kind == "reshape")
+      stepOp.reusableOperand = 0;
+    else if (isElementwise(info.kind))
+      for (size_t i = 0; i < op.getNumOperands(); ++i)
+        if (op.getNumResults() == 1 &&
+            op.getOperand(i).getType() == op.getResult(0).getType()) {
+          stepOp.reusableOperand = static_cast<int>(i);
+          break;
+        }
+    if (isUpdate) {
+      // The gradient operand is the parameter's final gradient.
+      int grad = stepOp.operands[1];
+      memory::StepValue &g = step.graph.values[grad];
+      if (!g.isArgument()) {
+        usedNames.erase(g.name);
+        // The naming convention of docs/plan-format.md.
+        g.name = uniqueName("grad:" +
+                            step.graph.values[stepOp.operands[0]].name);
+        g.role = memory::Role::Grad;
+      }
+    }
+    step.graph.ops.push_back(stepOp);
+    step.ops.push_back(info);
+  }
+
+  // 3. Outputs.
+  for (mlir::Value v : ret.getOperands())
+    step.graph.outputs.push_back(ids.lookup(v));
+  step.loss = step.graph.outputs.front();
+  if (std::string problem = step.graph.validate(); !problem.empty())
+    fail(nullptr, problem);
+  return step;
+}
+
+} // namespace remat

@@ -1,0 +1,72 @@
+//===- TrainStep.h - @train_step as plain data ------------------*- C++ -*-===//
+//
+// Bridges the MLIR pipeline and the MLIR-free algorithms: extracts the
+// `func.func @train_step` produced by -remat-autodiff -remat-optimizer into
+// a memory::StepGraph plus what the plan file needs per value and op
+// (dtype, shape, initializer, data generator, op kind and attributes,
+// modeled cost). compiler/PlanEmitter.h turns it into the runtime's Plan.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_PASSES_TRAINSTEP_H
+#define REMAT_PASSES_TRAINSTEP_H
+
+#include "passes/memory/StepGraph.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <nlohmann/json.hpp>
+
+namespace remat {
+
+/// A roofline device profile for the modeled cost of an op:
+/// seconds = max(flops / flopsPerSecond, bytes / bytesPerSecond) + launch.
+struct DeviceProfile {
+  double flopsPerSecond = 100e9;
+  double bytesPerSecond = 20e9;
+  double launchSeconds = 2e-6;
+  double opSeconds(int64_t flops, int64_t bytes) const;
+};
+
+struct ValueInfo {
+  std::string dtype; ///< "f32", "i32", ...
+  std::vector<int64_t> shape;
+  nlohmann::json init; ///< params and optimizer state
+  nlohmann::json data; ///< inputs (labels_of names the other input)
+};
+
+struct OpInfo {
+  std::string kind;    ///< docs/ops.md name, e.g. "matmul"
+  nlohmann::json attrs = nlohmann::json::object();
+  int64_t flops = 0;
+  int64_t bytes = 0;   ///< read + written
+  double seconds = 0;  ///< modeled cost
+  bool recompute = false;
+};
+
+/// The training step ready for the memory algorithms and the emitter.
+/// `ops` is parallel to `graph.ops` (same order).
+struct TrainStep {
+  std::string model;
+  int64_t seed = 0;
+  int64_t batch = 1;
+  int64_t tokensPerSample = 1;
+  memory::StepGraph graph;
+  std::vector<ValueInfo> values; ///< parallel to graph.values
+  std::vector<OpInfo> ops;       ///< parallel to graph.ops
+  int loss = -1;
+
+  /// Permutes `graph.ops` and `ops` together.
+  void reorder(const std::vector<int> &order);
+  /// Modeled cost of the whole step, in seconds.
+  double totalSeconds() const;
+};
+
+/// Extracts @train_step from `module`; errors name the op and reason.
+/// Throws std::runtime_error.
+TrainStep extractTrainStep(mlir::ModuleOp module,
+                           const DeviceProfile &profile = {});
+
+} // namespace remat
+
+#endif // REMAT_PASSES_TRAINSTEP_H

@@ -1,0 +1,389 @@
+//===- StepGraph.cpp - Ordering, liveness and arena layout ----------------===//
+
+#include "passes/memory/StepGraph.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace remat::memory {
+
+const char *roleName(Role role) {
+  switch (role) {
+  case Role::Param: return "param";
+  case Role::Optimizer: return "optimizer";
+  case Role::Input: return "input";
+  case Role::Grad: return "grad";
+  case Role::Activation: return "activation";
+  case Role::Temporary: return "temporary";
+  }
+  return "?";
+}
+
+const char *phaseName(Phase phase) {
+  switch (phase) {
+  case Phase::Forward: return "forward";
+  case Phase::Backward: return "backward";
+  case Phase::Optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+int64_t alignUp(int64_t bytes, int64_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+namespace {
+/// Distinct values an op reads, in first-use order.
+std::vector<int> distinctOperands(const StepOp &op) {
+  std::vector<int> out;
+  for (int v : op.operands)
+    if (std::find(out.begin(), out.end(), v) == out.end())
+      out.push_back(v);
+  return out;
+}
+
+/// For each op, the ops that must run before it: producers of its operands
+/// and, for an in-place update, every other reader of the argument it
+/// overwrites (they must see the old value).
+std::vector<std::vector<int>> predecessors(const StepGraph &graph) {
+  std::vector<std::vector<int>> readers(graph.values.size());
+  for (size_t k = 0; k < graph.ops.size(); ++k)
+    for (int v : distinctOperands(graph.ops[k]))
+      readers[v].push_back(static_cast<int>(k));
+  std::vector<std::vector<int>> preds(graph.ops.size());
+  for (size_t k = 0; k < graph.ops.size(); ++k) {
+    std::set<int> before;
+    for (int v : graph.ops[k].operands)
+      if (graph.values[v].producer >= 0)
+        before.insert(graph.values[v].producer);
+    for (int r : graph.ops[k].results) {
+      int arg = graph.values[r].inPlaceOf;
+      if (arg < 0)
+        continue;
+      for (int reader : readers[arg])
+        if (reader != (int)k)
+          before.insert(reader);
+    }
+    preds[k].assign(before.begin(), before.end());
+  }
+  return preds;
+}
+} // namespace
+
+std::string StepGraph::validate() const {
+  int n = static_cast<int>(values.size());
+  std::vector<int> producedBy(values.size(), -1);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    for (int v : ops[k].operands)
+      if (v < 0 || v >= n)
+        return ops[k].name + ": operand id " + std::to_string(v) +
+               " out of range";
+    for (int r : ops[k].results) {
+      if (r < 0 || r >= n)
+        return ops[k].name + ": result id " + std::to_string(r) +
+               " out of range";
+      if (producedBy[r] >= 0)
+        return "value '" + values[r].name + "' is produced twice";
+      producedBy[r] = static_cast<int>(k);
+      if (values[r].producer != (int)k)
+        return "value '" + values[r].name + "' names the wrong producer";
+    }
+  }
+  for (size_t v = 0; v < values.size(); ++v) {
+    if (!values[v].isArgument() && producedBy[v] < 0)
+      return "value '" + values[v].name + "' is never produced";
+    int arg = values[v].inPlaceOf;
+    if (arg >= 0) {
+      if (arg >= n || !values[arg].isArgument())
+        return "value '" + values[v].name +
+               "' is in place of a value that is not an argument";
+      if (values[arg].bytes != values[v].bytes)
+        return "value '" + values[v].name + "' is in place of '" +
+               values[arg].name + "' but sized differently";
+    }
+  }
+  // Program order must respect data and in-place (anti-) dependencies.
+  auto preds = predecessors(*this);
+  for (size_t k = 0; k < ops.size(); ++k)
+    for (int p : preds[k])
+      if (p >= (int)k)
+        return ops[k].name + " runs before " + ops[p].name +
+               ", which it depends on";
+  for (int o : outputs)
+    if (o < 0 || o >= n)
+      return "output id " + std::to_string(o) + " out of range";
+  return "";
+}
+
+std::vector<int> memoryAwareOrder(const StepGraph &graph) {
+  size_t numOps = graph.ops.size();
+  auto preds = predecessors(graph);
+  std::vector<std::vector<int>> succs(numOps);
+  std::vector<int> pending(numOps, 0);
+  for (size_t k = 0; k < numOps; ++k) {
+    pending[k] = static_cast<int>(preds[k].size());
+    for (int p : preds[k])
+      succs[p].push_back(static_cast<int>(k));
+  }
+  std::vector<char> isOutput(graph.values.size(), 0);
+  for (int o : graph.outputs)
+    isOutput[o] = 1;
+  std::vector<int> readersLeft(graph.values.size(), 0);
+  for (const StepOp &op : graph.ops)
+    for (int v : distinctOperands(op))
+      ++readersLeft[v];
+
+  auto score = [&](int k) {
+    const StepOp &op = graph.ops[k];
+    int64_t s = 0;
+    for (int v : distinctOperands(op)) {
+      const StepValue &value = graph.values[v];
+      if (!value.isArgument() && !isOutput[v] && readersLeft[v] == 1)
+        s += value.bytes;
+    }
+    for (int r : op.results)
+      if (graph.values[r].inPlaceOf < 0)
+        s -= graph.values[r].bytes;
+    return s;
+  };
+
+  // Ops without operands (constants) are placed afterwards, just before
+  // their first reader, so they do not sit in memory from the start.
+  std::vector<int> order;
+  std::vector<int> ready;
+  std::vector<char> deferred(numOps, 0);
+  for (size_t k = 0; k < numOps; ++k)
+    if (graph.ops[k].operands.empty() && preds[k].empty())
+      deferred[k] = 1;
+  auto release = [&](int k) {
+    for (int s : succs[k])
+      if (--pending[s] == 0)
+        ready.push_back(s);
+  };
+  for (size_t k = 0; k < numOps; ++k)
+    if (deferred[k])
+      release(static_cast<int>(k));
+  for (size_t k = 0; k < numOps; ++k)
+    if (!deferred[k] && pending[k] == 0)
+      ready.push_back(static_cast<int>(k));
+  while (!ready.empty()) {
+    size_t best = 0;
+    int64_t bestScore = score(ready[0]);
+    for (size_t i = 1; i < ready.size(); ++i) {
+      int64_t s = score(ready[i]);
+      if (s > bestScore || (s == bestScore && ready[i] < ready[best])) {
+        best = i;
+        bestScore = s;
+      }
+    }
+    int k = ready[best];
+    ready.erase(ready.begin() + best);
+    order.push_back(k);
+    for (int v : distinctOperands(graph.ops[k]))
+      --readersLeft[v];
+    release(k);
+  }
+  // Insert each deferred op right before its first reader (or at the end).
+  std::vector<int> position(numOps, -1);
+  std::vector<int> placedBefore(numOps, static_cast<int>(order.size()));
+  for (size_t i = 0; i < order.size(); ++i)
+    position[order[i]] = static_cast<int>(i);
+  for (size_t k = 0; k < numOps; ++k) {
+    if (!deferred[k])
+      continue;
+    for (int s : succs[k])
+      placedBefore[k] = std::min(placedBefore[k], position[s]);
+  }
+  std::vector<int> result;
+  for (size_t i = 0; i <= order.size(); ++i) {
+    for (size_t k = 0; k < numOps; ++k)
+      if (deferred[k] && placedBefore[k] == (int)i)
+        result.push_back(static_cast<int>(k));
+    if (i < order.size())
+      result.push_back(order[i]);
+  }
+  return result;
+}
+
+StepGraph reorder(const StepGraph &graph, const std::vector<int> &order) {
+  StepGraph out;
+  out.values = graph.values;
+  out.outputs = graph.outputs;
+  std::vector<int> newIndex(graph.ops.size(), -1);
+  for (size_t i = 0; i < order.size(); ++i) {
+    newIndex[order[i]] = static_cast<int>(i);
+    out.ops.push_back(graph.ops[order[i]]);
+  }
+  for (StepValue &v : out.values)
+    if (v.producer >= 0)
+      v.producer = newIndex[v.producer];
+  return out;
+}
+
+Liveness computeLiveness(const StepGraph &graph, int64_t alignment) {
+  Liveness live;
+  int numOps = static_cast<int>(graph.ops.size());
+  int last = std::max(numOps - 1, 0);
+  size_t n = graph.values.size();
+
+  // 1. Each value's own lifetime: producer to last reader.
+  std::vector<Interval> own(n);
+  std::vector<char> isOutput(n, 0);
+  for (int o : graph.outputs)
+    isOutput[o] = 1;
+  for (size_t v = 0; v < n; ++v) {
+    const StepValue &value = graph.values[v];
+    own[v] = value.isArgument() ? Interval{0, last}
+                                : Interval{value.producer, value.producer};
+  }
+  for (int k = 0; k < numOps; ++k)
+    for (int v : graph.ops[k].operands)
+      own[v].end = std::max(own[v].end, k);
+  for (int o : graph.outputs)
+    own[o].end = last;
+
+  // 2. Buffers: in-place results join their argument, reusing results join
+  //    their dying operand's buffer (ids of earlier values, so one pass in
+  //    op order settles every chain).
+  live.bufferOf.resize(n);
+  for (size_t v = 0; v < n; ++v)
+    live.bufferOf[v] = static_cast<int>(v);
+  for (size_t v = 0; v < n; ++v)
+    if (graph.values[v].inPlaceOf >= 0)
+      live.bufferOf[v] = graph.values[v].inPlaceOf;
+  for (int k = 0; k < numOps; ++k) {
+    const StepOp &op = graph.ops[k];
+    if (op.reusableOperand < 0 || op.results.size() != 1)
+      continue;
+    int operand = op.operands[op.reusableOperand];
+    int result = op.results[0];
+    const StepValue &in = graph.values[operand];
+    const StepValue &out = graph.values[result];
+    if (in.isArgument() || isOutput[operand] || isOutput[result] ||
+        in.inPlaceOf >= 0 || out.inPlaceOf >= 0 || own[operand].end != k ||
+        alignUp(in.bytes, alignment) != alignUp(out.bytes, alignment))
+      continue;
+    live.bufferOf[result] = live.bufferOf[operand];
+  }
+  live.intervals.assign(n, Interval{numOps, -1});
+  for (size_t v = 0; v < n; ++v) {
+    Interval &b = live.intervals[live.bufferOf[v]];
+    b.begin = std::min(b.begin, own[v].begin);
+    b.end = std::max(b.end, own[v].end);
+  }
+  for (size_t v = 0; v < n; ++v)
+    live.intervals[v] = live.intervals[live.bufferOf[v]];
+
+  // 3. Live bytes per op and the peak, counting each buffer once.
+  live.liveBytesAt.assign(numOps, 0);
+  live.peakBreakdown.assign(6, 0);
+  std::vector<int64_t> delta(numOps + 1, 0);
+  for (size_t v = 0; v < n; ++v) {
+    if (live.bufferOf[v] != (int)v || live.intervals[v].end < 0)
+      continue;
+    int64_t bytes = alignUp(graph.values[v].bytes, alignment);
+    delta[live.intervals[v].begin] += bytes;
+    delta[live.intervals[v].end + 1] -= bytes;
+  }
+  int64_t running = 0;
+  for (int k = 0; k < numOps; ++k) {
+    running += delta[k];
+    live.liveBytesAt[k] = running;
+    if (running > live.peakBytes || live.peakOp < 0) {
+      live.peakBytes = running;
+      live.peakOp = k;
+    }
+  }
+  // The breakdown charges each buffer to the value that occupies it at the
+  // peak (the latest one defined by then).
+  if (live.peakOp >= 0) {
+    std::vector<int> occupant(n, -1);
+    for (size_t v = 0; v < n; ++v) {
+      int b = live.bufferOf[v];
+      const StepValue &value = graph.values[v];
+      int defined = value.isArgument() ? 0 : value.producer;
+      if (defined <= live.peakOp &&
+          (occupant[b] < 0 ||
+           defined >= (graph.values[occupant[b]].isArgument()
+                           ? 0
+                           : graph.values[occupant[b]].producer)))
+        occupant[b] = static_cast<int>(v);
+    }
+    for (size_t b = 0; b < n; ++b) {
+      const Interval &i = live.intervals[b];
+      if (live.bufferOf[b] != (int)b || occupant[b] < 0 ||
+          i.begin > live.peakOp || live.peakOp > i.end)
+        continue;
+      live.peakBreakdown[static_cast<int>(graph.values[occupant[b]].role)] +=
+          alignUp(graph.values[b].bytes, alignment);
+    }
+  }
+  return live;
+}
+
+ArenaLayout assignOffsets(const StepGraph &graph, const Liveness &liveness,
+                          int64_t alignment) {
+  ArenaLayout layout;
+  size_t n = graph.values.size();
+  layout.offsets.assign(n, -1);
+  std::vector<int> placed;
+  auto place = [&](int v) {
+    int64_t size = alignUp(graph.values[v].bytes, alignment);
+    std::vector<std::pair<int64_t, int64_t>> busy; // [offset, end)
+    for (int p : placed)
+      if (liveness.intervals[p].overlaps(liveness.intervals[v]))
+        busy.push_back({layout.offsets[p],
+                        layout.offsets[p] +
+                            alignUp(graph.values[p].bytes, alignment)});
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (auto [start, end] : busy) {
+      if (start - offset >= size)
+        break;
+      offset = std::max(offset, end);
+    }
+    layout.offsets[v] = offset;
+    layout.arenaBytes = std::max(layout.arenaBytes, offset + size);
+    placed.push_back(v);
+  };
+  std::vector<int> transient;
+  for (size_t v = 0; v < n; ++v) {
+    if (liveness.bufferOf[v] != (int)v)
+      continue;
+    if (graph.values[v].isArgument())
+      place(static_cast<int>(v));
+    else
+      transient.push_back(static_cast<int>(v));
+  }
+  std::stable_sort(transient.begin(), transient.end(), [&](int a, int b) {
+    return graph.values[a].bytes > graph.values[b].bytes;
+  });
+  for (int v : transient)
+    place(v);
+  for (size_t v = 0; v < n; ++v)
+    layout.offsets[v] = layout.offsets[liveness.bufferOf[v]];
+  return layout;
+}
+
+std::string findOverlap(const StepGraph &graph, const Liveness &liveness,
+                        const ArenaLayout &layout) {
+  for (size_t a = 0; a < graph.values.size(); ++a) {
+    if (liveness.bufferOf[a] != (int)a)
+      continue;
+    for (size_t b = a + 1; b < graph.values.size(); ++b) {
+      if (liveness.bufferOf[b] != (int)b)
+        continue;
+      if (!liveness.intervals[a].overlaps(liveness.intervals[b]))
+        continue;
+      int64_t aEnd = layout.offsets[a] + graph.values[a].bytes;
+      int64_t bEnd = layout.offsets[b] + graph.values[b].bytes;
+      if (layout.offsets[a] < bEnd && layout.offsets[b] < aEnd &&
+          graph.values[a].bytes > 0 && graph.values[b].bytes > 0)
+        return graph.values[a].name + " and " + graph.values[b].name;
+    }
+  }
+  return "";
+}
+
+} // namespace remat::memory

@@ -1,0 +1,304 @@
+//===- Heuristic.cpp - DTR-style eviction with lookahead ------------------===//
+//
+// The heuristic solver, for any DAG and size:
+//   1. Run the stages in order. Stage t computes, in index order, node t and
+//      (recursively) every operand that is not live: recompute on demand.
+//   2. After each compute, a value with no further read in the stage is
+//      freed when no later node reads it; otherwise it stays (lazily).
+//   3. Before a compute that would exceed the budget, evict live values
+//      with no further read in this stage, lowest score first:
+//        score(v) = (cost(v) + cost of v's non-live operands)
+//                   / (bytes(v) * (nextUse(v) - t)^alpha)
+//      i.e. DTR's cost / (memory x staleness) with staleness replaced by the
+//      known distance to the next use (Belady), since the schedule is static.
+//   4. Repeat with several alpha values and eviction headrooms; keep the
+//      cheapest run that completed.
+// One run is O(sum over computes of live-set size); no optimality claim:
+// on Checkmate's graphs it is typically within tens of percent of the MILP
+// at tight budgets (see docs/planner.md).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/planner/Solvers.h"
+#include "passes/planner/Staged.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace remat {
+namespace planner {
+
+using detail::StagedBuilder;
+
+namespace {
+
+struct HeuristicParams {
+  double alpha = 1.0;
+  /// Evict down to budget * (1 - headroom) when evicting at all, so that
+  /// evictions are batched (fewer, larger recompute runs).
+  double headroom = 0.0;
+};
+
+/// DTR's e*: the cost of rematerializing v now, i.e. v plus every non-live
+/// ancestor reached through non-live values (capped at 64 nodes; beyond
+/// that the cascade is expensive anyway).
+class RecomputeCost {
+public:
+  explicit RecomputeCost(const Problem &problem)
+      : problem(problem), stamp(problem.size(), 0) {}
+  double operator()(int v, const std::vector<char> &live) {
+    ++stampValue;
+    double total = 0;
+    stack.assign(1, v);
+    stamp[v] = stampValue;
+    int visited = 0;
+    while (!stack.empty() && visited < 64) {
+      int node = stack.back();
+      stack.pop_back();
+      ++visited;
+      total += problem.nodes[node].cost;
+      for (int op : problem.nodes[node].operands) {
+        if (!live[op] && stamp[op] != stampValue) {
+          stamp[op] = stampValue;
+          stack.push_back(op);
+        }
+      }
+    }
+    // Unvisited non-live ancestors: charge them as much again.
+    return stack.empty() ? total : 2 * total;
+  }
+
+private:
+  const Problem &problem;
+  std::vector<int> stamp;
+  std::vector<int> stack;
+  int stampValue = 0;
+};
+
+bool runOnce(const Problem &problem, const UseInfo &uses, int64_t budget,
+             const HeuristicParams &params, Schedule &schedule, double &cost,
+             std::string &error) {
+  int n = problem.size();
+  StagedBuilder builder(problem, uses);
+  RecomputeCost recomputeCost(problem);
+  cost = 0;
+  for (int t = 0; t < n; ++t) {
+    std::vector<int> stageNodes = builder.closure(t, error);
+    if (!error.empty())
+      return false;
+    builder.computeLastReads(stageNodes);
+    for (int pos = 0; pos < static_cast<int>(stageNodes.size()); ++pos) {
+      int k = stageNodes[pos];
+      int64_t need = problem.nodes[k].bytes;
+      if (builder.memory + need > budget) {
+        int64_t target =
+            budget - static_cast<int64_t>(double(budget) * params.headroom);
+        while (builder.memory + need > budget ||
+               (params.headroom > 0 && builder.memory + need > target)) {
+          int bestNode = -1;
+          double bestScore = 0;
+          for (int v : builder.liveList) {
+            const Node &node = problem.nodes[v];
+            if (!node.recomputable || uses.required[v] || node.bytes == 0)
+              continue;
+            // Still read later in this stage (or read by k itself).
+            if (builder.lastReadPos[v] >= pos)
+              continue;
+            int next = uses.nextUseAfter(v, t);
+            double distance = next < 0 ? 1e9 : double(next - t);
+            double recompute = recomputeCost(v, builder.live);
+            double score = (recompute + 1e-9) /
+                           (double(node.bytes) * std::pow(distance, params.alpha));
+            if (bestNode < 0 || score < bestScore) {
+              bestNode = v;
+              bestScore = score;
+            }
+          }
+          if (bestNode < 0) {
+            if (builder.memory + need <= budget)
+              break; // Only the optional headroom is unmet.
+            error = "no value can be evicted before computing node " +
+                    std::to_string(k) + " ('" + problem.nodes[k].name +
+                    "'): " + std::to_string(builder.memory) + " bytes live, " +
+                    std::to_string(builder.liveList.size()) + " values";
+            return false;
+          }
+          builder.free(bestNode);
+        }
+      }
+      builder.compute(k);
+      cost += problem.nodes[k].cost;
+      auto settle = [&](int v) {
+        if (!builder.live[v] || builder.lastReadPos[v] > pos)
+          return;
+        if (!uses.neededAfter(v, t))
+          builder.free(v);
+      };
+      for (int op : problem.nodes[k].operands)
+        settle(op);
+      settle(k);
+    }
+  }
+  schedule = std::move(builder.schedule);
+  return true;
+}
+
+/// Event-mode variant (DTR proper): node t's missing operands are
+/// rematerialized recursively on demand, locking only the operands of the
+/// node being computed, so a value may be recomputed more than once per
+/// stage. Not stage-structured; used only in Event mode.
+class EventDtr {
+public:
+  EventDtr(const Problem &problem, const UseInfo &uses, int64_t budget,
+           const HeuristicParams &params)
+      : problem(problem), uses(uses), budget(budget), params(params),
+        builder(problem, uses), recomputeCost(problem),
+        locks(problem.size(), 0),
+        pending(problem.size(), 0) {}
+
+  bool run(Schedule &schedule, double &cost, std::string &error) {
+    int n = problem.size();
+    for (stage = 0; stage < n; ++stage) {
+      touched.clear();
+      if (!builder.live[stage] && !materialize(stage, error, 0))
+        return false;
+      // Free what this stage computed or read and nobody needs later.
+      for (int v : touched)
+        if (builder.live[v] && !locks[v] && !uses.neededAfter(v, stage))
+          builder.free(v);
+    }
+    cost = totalCost;
+    schedule = std::move(builder.schedule);
+    return true;
+  }
+
+private:
+  bool materialize(int v, std::string &error, int depth) {
+    const Node &node = problem.nodes[v];
+    if (builder.everComputed[v] && !node.recomputable) {
+      error = "node '" + node.name + "' cannot be recomputed but was evicted";
+      return false;
+    }
+    if (depth > 20000) {
+      error = "rematerialization recursion too deep";
+      return false;
+    }
+    for (int op : node.operands)
+      ++pending[op];
+    bool ok = true;
+    size_t locked = 0;
+    for (int op : node.operands) {
+      if (!builder.live[op] && !materialize(op, error, depth + 1)) {
+        ok = false;
+        break;
+      }
+      ++locks[op];
+      ++locked;
+    }
+    if (ok)
+      ok = makeRoom(node.bytes, v, error);
+    if (ok) {
+      builder.compute(v);
+      totalCost += node.cost;
+      touched.push_back(v);
+    }
+    for (int op : node.operands) {
+      --pending[op];
+      touched.push_back(op);
+    }
+    for (size_t j = 0; j < locked; ++j)
+      --locks[node.operands[j]];
+    return ok;
+  }
+
+  bool makeRoom(int64_t bytes, int computing, std::string &error) {
+    while (builder.memory + bytes > budget) {
+      int bestNode = -1;
+      double bestScore = 0;
+      for (int v : builder.liveList) {
+        const Node &node = problem.nodes[v];
+        if (locks[v] || !node.recomputable || uses.required[v] ||
+            node.bytes == 0 || v == computing)
+          continue;
+        int next = uses.nextUseAfter(v, stage - 1);
+        double distance = pending[v] ? 0.5 : next < 0 ? 1e9 : double(next - stage + 1);
+        if (!pending[v] && !uses.neededAfter(v, stage - 1))
+          distance = 1e9;
+        double recompute = recomputeCost(v, builder.live);
+        double score = (recompute + 1e-9) /
+                       (double(node.bytes) * std::pow(distance, params.alpha));
+        if (bestNode < 0 || score < bestScore) {
+          bestNode = v;
+          bestScore = score;
+        }
+      }
+      if (bestNode < 0) {
+        error = "no value can be evicted before computing node " +
+                std::to_string(computing) + " ('" +
+                problem.nodes[computing].name + "')";
+        return false;
+      }
+      builder.free(bestNode);
+    }
+    return true;
+  }
+
+  const Problem &problem;
+  const UseInfo &uses;
+  int64_t budget;
+  HeuristicParams params;
+  StagedBuilder builder;
+  RecomputeCost recomputeCost;
+  std::vector<int> locks;
+  std::vector<int> pending;
+  std::vector<int> touched;
+  int stage = 0;
+  double totalCost = 0;
+};
+
+} // namespace
+
+SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
+                            double timeLimitSeconds, CountingMode mode) {
+  auto start = std::chrono::steady_clock::now();
+  UseInfo uses(problem);
+  SolverOutput out;
+  double bestCost = 0;
+  const HeuristicParams variants[] = {
+      {1.0, 0.0}, {2.0, 0.0}, {0.5, 0.0}, {1.0, 0.1}, {0.0, 0.0}, {3.0, 0.0},
+      {1.0, 0.25}, {2.0, 0.1}};
+  for (const HeuristicParams &params : variants) {
+    for (int variant = 0; variant < (mode == CountingMode::Event ? 2 : 1);
+         ++variant) {
+      Schedule schedule;
+      double cost = 0;
+      std::string error;
+      bool ok = variant == 0
+                    ? runOnce(problem, uses, budgetBytes, params, schedule,
+                              cost, error)
+                    : EventDtr(problem, uses, budgetBytes, params)
+                          .run(schedule, cost, error);
+      if (ok) {
+        if (!out.found || cost < bestCost) {
+          out.found = true;
+          bestCost = cost;
+          out.schedule = std::move(schedule);
+        }
+      } else if (out.message.empty()) {
+        out.message = error;
+      }
+    }
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    // Stop when the next run would likely exceed the limit.
+    if (elapsed * 2 > timeLimitSeconds)
+      break;
+  }
+  out.status = out.found ? "feasible" : "failed";
+  if (out.found)
+    out.message.clear();
+  return out;
+}
+
+} // namespace planner
+} // namespace remat

@@ -1,0 +1,264 @@
+//===- Solve.cpp - The solve() entry point and the auto strategy ----------===//
+#include "passes/planner/ChainDp.h"
+#include "passes/planner/Solvers.h"
+
+#include <chrono>
+#include <sstream>
+
+namespace remat {
+namespace planner {
+
+const char *solverKindName(SolverKind kind) {
+  switch (kind) {
+  case SolverKind::Auto:
+    return "auto";
+  case SolverKind::Exact:
+    return "exact";
+  case SolverKind::ChainDp:
+    return "dp";
+  case SolverKind::Heuristic:
+    return "heuristic";
+  case SolverKind::StoreAll:
+    return "store-all";
+  case SolverKind::PerBlock:
+    return "per-block";
+  case SolverKind::SqrtN:
+    return "sqrt";
+  }
+  return "unknown";
+}
+
+bool parseSolverKind(const std::string &text, SolverKind &kind) {
+  struct Entry {
+    const char *name;
+    SolverKind kind;
+  };
+  static const Entry entries[] = {
+      {"auto", SolverKind::Auto},          {"exact", SolverKind::Exact},
+      {"milp", SolverKind::Exact},         {"dp", SolverKind::ChainDp},
+      {"chain-dp", SolverKind::ChainDp},   {"heuristic", SolverKind::Heuristic},
+      {"store-all", SolverKind::StoreAll}, {"storeall", SolverKind::StoreAll},
+      {"per-block", SolverKind::PerBlock}, {"perblock", SolverKind::PerBlock},
+      {"sqrt", SolverKind::SqrtN},         {"sqrtn", SolverKind::SqrtN}};
+  for (const Entry &entry : entries)
+    if (text == entry.name) {
+      kind = entry.kind;
+      return true;
+    }
+  return false;
+}
+
+int64_t storeAllPeak(const Problem &problem) {
+  SolverOutput out = solveStoreAll(problem);
+  return checkSchedule(problem, out.schedule).peakBytes;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Checks one solver's output and fills a SolveResult.
+SolveResult finish(const Problem &problem, int64_t budget,
+                   const SolveOptions &options, const char *name,
+                   SolverOutput output, Clock::time_point start) {
+  SolveResult result;
+  result.stats.solverName = name;
+  result.stats.baseCost = problem.totalCost();
+  result.stats.bestBound = output.bestBound;
+  result.stats.status = output.status.empty() ? "failed" : output.status;
+  if (!output.found) {
+    result.error = std::string(name) + ": " +
+                   (output.message.empty() ? "no schedule found"
+                                           : output.message);
+    result.stats.solveSeconds = secondsSince(start);
+    return result;
+  }
+  CheckResult check = checkSchedule(problem, output.schedule, options.mode);
+  result.stats.solveSeconds = secondsSince(start);
+  if (!check.ok) {
+    result.error = std::string(name) +
+                   " produced a schedule the checker rejects: " + check.error;
+    result.stats.status = "failed";
+    return result;
+  }
+  result.stats.peakBytes = check.peakBytes;
+  result.stats.cost = check.totalCost;
+  double base = result.stats.baseCost;
+  result.stats.overhead = base > 0 ? (check.totalCost - base) / base : 0.0;
+  double bound = base;
+  if (output.bestBound == output.bestBound) // not NaN
+    bound = std::max(bound, output.bestBound);
+  if (check.totalCost <= base * (1 + 1e-12)) {
+    result.stats.provenGap = 0.0;
+  } else if (output.bestBound == output.bestBound && check.totalCost > 0) {
+    result.stats.provenGap =
+        std::max(0.0, (check.totalCost - bound) / check.totalCost);
+  }
+  if (result.stats.provenGap <= kOptimalGap)
+    result.stats.status = "optimal";
+  result.schedule = std::move(output.schedule);
+  if (check.peakBytes > budget) {
+    std::ostringstream os;
+    os << name << ": peak " << check.peakBytes << " bytes exceeds the budget "
+       << budget << " bytes";
+    result.error = os.str();
+    result.stats.status = "over-budget";
+    return result;
+  }
+  result.ok = true;
+  return result;
+}
+
+SolveResult solveOne(const Problem &problem, int64_t budget, SolverKind kind,
+                     const SolveOptions &options, const Schedule &warm,
+                     Clock::time_point start) {
+  const char *name = solverKindName(kind);
+  switch (kind) {
+  case SolverKind::StoreAll:
+    return finish(problem, budget, options, name, solveStoreAll(problem),
+                  start);
+  case SolverKind::PerBlock:
+    return finish(problem, budget, options, name, solvePerBlock(problem),
+                  start);
+  case SolverKind::SqrtN:
+    return finish(problem, budget, options, name, solveSqrtN(problem), start);
+  case SolverKind::Heuristic:
+    return finish(problem, budget, options, name,
+                  solveHeuristic(problem, budget,
+                                 std::max(1.0, options.timeLimitSeconds),
+                                 options.mode),
+                  start);
+  case SolverKind::ChainDp:
+    return finish(problem, budget, options, name,
+                  solveChainDpProblem(problem, budget, options.mode,
+                                      options.dpMemorySlots,
+                                      std::min(5.0, options.timeLimitSeconds / 4)),
+                  start);
+  case SolverKind::Exact:
+    return finish(problem, budget, options, name,
+                  solveExact(problem, budget, warm, options), start);
+  case SolverKind::Auto:
+    break;
+  }
+  return SolveResult();
+}
+
+bool better(const SolveResult &candidate, const SolveResult &best) {
+  if (!candidate.ok)
+    return false;
+  if (!best.ok)
+    return true;
+  return candidate.stats.cost < best.stats.cost;
+}
+
+} // namespace
+
+SolveResult solve(const Problem &input, int64_t budgetBytes, SolverKind kind,
+                  const SolveOptions &options) {
+  auto start = Clock::now();
+  SolveResult result;
+  result.stats.solverName = solverKindName(kind);
+  std::string invalid = input.validate();
+  if (!invalid.empty()) {
+    result.error = "invalid problem: " + invalid;
+    result.stats.status = "failed";
+    return result;
+  }
+  Problem problem = input;
+  problem.normalize();
+  LowerBound bound = computeLowerBound(problem);
+  result.minimumBytes = bound.bytes;
+  if (budgetBytes < bound.bytes) {
+    std::ostringstream os;
+    os << "budget " << budgetBytes
+       << " bytes is below the minimum feasible peak " << bound.bytes
+       << " bytes (" << bound.describe(problem) << ")";
+    result.error = os.str();
+    result.stats.status = "infeasible";
+    result.stats.baseCost = problem.totalCost();
+    return result;
+  }
+  if (kind == SolverKind::Exact) {
+    // Warm start from the better of store-all and the heuristic.
+    SolveResult warm = solveOne(problem, budgetBytes, SolverKind::StoreAll,
+                                options, Schedule(), start);
+    if (!warm.ok)
+      warm = solveOne(problem, budgetBytes, SolverKind::Heuristic, options,
+                      Schedule(), start);
+    SolveOptions exactOptions = options;
+    exactOptions.timeLimitSeconds =
+        std::max(1.0, options.timeLimitSeconds - secondsSince(start));
+    result = solveOne(problem, budgetBytes, kind, exactOptions,
+                      warm.ok ? warm.schedule : Schedule(), start);
+    result.minimumBytes = bound.bytes;
+    return result;
+  }
+  if (kind != SolverKind::Auto) {
+    result = solveOne(problem, budgetBytes, kind, options, Schedule(), start);
+    result.minimumBytes = bound.bytes;
+    return result;
+  }
+
+  // Auto: cheap solvers first; the MILP last, warm-started from the best.
+  SolveResult best;
+  std::string errors;
+  auto consider = [&](SolveResult candidate) {
+    if (!candidate.ok) {
+      errors += (errors.empty() ? "" : "; ") + candidate.error;
+      return;
+    }
+    if (better(candidate, best))
+      best = std::move(candidate);
+  };
+  consider(solveOne(problem, budgetBytes, SolverKind::StoreAll, options,
+                    Schedule(), start));
+  if (!(best.ok && best.stats.provenGap == 0.0)) {
+    for (SolverKind baseline :
+         {SolverKind::PerBlock, SolverKind::SqrtN, SolverKind::Heuristic})
+      consider(solveOne(problem, budgetBytes, baseline, options, Schedule(),
+                        start));
+    // The DP's memory bisection gets a short leash here (at least one run):
+    // it rarely beats the heuristic off pure chains.
+    SolveOptions dpOptions = options;
+    dpOptions.timeLimitSeconds = std::min(2.0, options.timeLimitSeconds / 4);
+    consider(solveOne(problem, budgetBytes, SolverKind::ChainDp, dpOptions,
+                      Schedule(), start));
+    double left = options.timeLimitSeconds - secondsSince(start);
+    if (problem.size() <= options.exactMaxNodes && left >= 1.0) {
+      SolveOptions exactOptions = options;
+      exactOptions.timeLimitSeconds = left;
+      SolveResult exact =
+          solveOne(problem, budgetBytes, SolverKind::Exact, exactOptions,
+                   best.ok ? best.schedule : Schedule(), start);
+      double exactBound = exact.stats.bestBound;
+      consider(std::move(exact));
+      if (best.ok && exactBound == exactBound && best.stats.cost > 0 &&
+          best.stats.provenGap != 0.0) {
+        double lower = std::max(exactBound, best.stats.baseCost);
+        best.stats.provenGap =
+            std::max(0.0, (best.stats.cost - lower) / best.stats.cost);
+        best.stats.bestBound = exactBound;
+      }
+    }
+  }
+  if (!best.ok) {
+    result.error = "no solver found a schedule within the budget: " + errors;
+    result.stats.status = "failed";
+    result.stats.baseCost = problem.totalCost();
+    result.stats.solveSeconds = secondsSince(start);
+    return result;
+  }
+  best.stats.solverName = "auto(" + best.stats.solverName + ")";
+  if (best.stats.provenGap <= kOptimalGap)
+    best.stats.status = "optimal";
+  best.stats.solveSeconds = secondsSince(start);
+  best.minimumBytes = bound.bytes;
+  return best;
+}
+
+} // namespace planner
+} // namespace remat

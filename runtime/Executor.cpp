@@ -3,7 +3,10 @@
 
 #include "runtime/Synthetic.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -17,6 +20,7 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
   const Plan &p = loaded.plan;
   backend.checkSupport(loaded);
   workspace = backend.workspaceBytes(loaded);
+  baselineRss = readCurrentRssBytes();
   arena = backend.allocateArena(p.arenaBytes, p.alignment);
   try {
     backend.prepare(loaded);
@@ -131,6 +135,12 @@ void Executor::setInputData(const std::string &name, NpyArray data) {
 
 void Executor::fillInputs() {
   const Plan &p = loaded.plan;
+  // Host copies are kept only of inputs some labels_of reads.
+  std::set<size_t> needed;
+  for (const BufferDesc &b : p.buffers)
+    if (b.role == BufferRole::Input && b.data &&
+        b.data->kind == DataSpec::Kind::LabelsOf)
+      needed.insert(size_t(b.data->of));
   std::map<size_t, std::vector<char>> host;
   // Pass 0: everything but labels_of; pass 1: labels_of, whose source
   // sequence is now known.
@@ -143,24 +153,45 @@ void Executor::fillInputs() {
                       !userData.count(i);
       if (isLabels != (pass == 1))
         continue;
-      std::vector<char> bytes;
       if (auto it = userData.find(i); it != userData.end()) {
+        // Straight from the loaded array: no staging copy.
         const NpyArray &a = it->second;
         uint64_t numBatches = a.bytes.size() / b.bytes;
         uint64_t batch = uint64_t(numStepsRun) % numBatches;
-        bytes.assign(a.bytes.begin() + int64_t(batch * b.bytes),
-                     a.bytes.begin() + int64_t((batch + 1) * b.bytes));
-      } else if (b.data) {
-        const std::vector<char> *source =
-            isLabels ? &host.at(size_t(b.data->of)) : nullptr;
-        bytes = syntheticInput(p, i, runSeed, numStepsRun, source);
-      } else {
+        const char *src = a.bytes.data() + batch * b.bytes;
+        backend.copyIn(bufferAddress(i), src, b.bytes);
+        if (needed.count(i))
+          host.emplace(i, std::vector<char>(src, src + b.bytes));
+        continue;
+      }
+      if (!b.data)
         throw ExecutionError(loaded.bufferPlace(i) +
                              ": input has no data generator; pass --data " +
                              b.name + "=FILE.npy");
+      if (!needed.count(i) && (b.data->kind == DataSpec::Kind::Randn ||
+                               b.data->kind == DataSpec::Kind::Randint)) {
+        // Large inputs are generated and copied in pieces, so the host
+        // never holds a second copy of the whole tensor.
+        uint64_t n = *checkedNumElements(b.shape);
+        uint64_t elementBytes = dtypeSize(b.dtype);
+        constexpr uint64_t kChunk = uint64_t(1) << 18; // a multiple of 4
+        for (uint64_t begin = 0; begin < n; begin += kChunk) {
+          uint64_t count = std::min(kChunk, n - begin);
+          std::vector<char> piece = syntheticInputRange(
+              p, i, runSeed, numStepsRun, begin, count);
+          backend.copyIn(static_cast<char *>(bufferAddress(i)) +
+                             begin * elementBytes,
+                         piece.data(), piece.size());
+        }
+        continue;
       }
+      const std::vector<char> *source =
+          isLabels ? &host.at(size_t(b.data->of)) : nullptr;
+      std::vector<char> bytes =
+          syntheticInput(p, i, runSeed, numStepsRun, source);
       writeBuffer(i, bytes);
-      host.emplace(i, std::move(bytes));
+      if (needed.count(i))
+        host.emplace(i, std::move(bytes));
     }
 }
 
@@ -236,6 +267,15 @@ float Executor::readLoss() {
   default:
     return 0;
   }
+}
+
+uint64_t readCurrentRssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return uint64_t(std::stoull(line.substr(6))) * 1024;
+  return 0;
 }
 
 uint64_t readPeakRssBytes() {

@@ -85,6 +85,10 @@ public:
   const LoadedPlan &plan() const { return loaded; }
   uint64_t arenaBytes() const { return loaded.plan.arenaBytes; }
   uint64_t workspaceBytes() const { return workspace; }
+  /// VmRSS just before the arena was allocated: peak RSS minus this is the
+  /// memory the run itself added (arena, workspace, staging, libraries'
+  /// buffers), the figure to compare with the planned arena.
+  uint64_t baselineRssBytes() const { return baselineRss; }
   int64_t stepsRun() const { return numStepsRun; }
   uint64_t seed() const { return runSeed; }
 
@@ -98,6 +102,7 @@ private:
   uint64_t runSeed;
   void *arena = nullptr;
   uint64_t workspace = 0;
+  uint64_t baselineRss = 0;
   int64_t numStepsRun = 0;
   /// Per plan step: resolved operand and result views into the arena.
   std::vector<std::vector<TensorRef>> stepInputs, stepOutputs;
@@ -107,6 +112,8 @@ private:
 /// The process's peak resident set size (VmHWM of /proc/self/status) in
 /// bytes, or 0 where unavailable.
 uint64_t readPeakRssBytes();
+/// The process's current resident set (VmRSS), 0 where unknown.
+uint64_t readCurrentRssBytes();
 
 } // namespace remat::runtime
 

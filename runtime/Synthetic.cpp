@@ -194,4 +194,38 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
   return bytes;
 }
 
+std::vector<char> syntheticInputRange(const Plan &plan, size_t index,
+                                      uint64_t seed, int64_t step,
+                                      uint64_t begin, uint64_t count) {
+  const BufferDesc &b = plan.buffers[index];
+  const DataSpec &d = *b.data;
+  if (begin % 4 != 0)
+    throw PlanError("syntheticInputRange: begin must be a multiple of 4");
+  Stream s(seed, bufferStreamId(b.name), uint32_t(step), kDataDomain);
+  std::vector<char> bytes;
+  if (d.kind == DataSpec::Kind::Randn) {
+    bytes.resize(count * sizeof(float));
+    float *out = reinterpret_cast<float *>(bytes.data());
+    for (uint64_t i = 0; i < count; i += 4) {
+      PhiloxBlock blk = s.block((begin + i) / 4);
+      double z[4];
+      boxMuller(blk.word[0], blk.word[1], z[0], z[1]);
+      boxMuller(blk.word[2], blk.word[3], z[2], z[3]);
+      for (uint64_t k = 0; k < 4 && i + k < count; ++k)
+        out[i + k] = float(d.mean + d.std * z[k]);
+    }
+    return bytes;
+  }
+  if (d.kind != DataSpec::Kind::Randint)
+    throw PlanError("syntheticInputRange: only randn and randint inputs");
+  std::vector<int64_t> values(count);
+  for (uint64_t i = 0; i < count; ++i)
+    values[i] = drawInt(s.word(begin + i), d.low, d.high);
+  if (b.dtype == DType::I32)
+    storeInts<int32_t>(values, bytes);
+  else
+    storeInts<int64_t>(values, bytes);
+  return bytes;
+}
+
 } // namespace remat::runtime

@@ -43,6 +43,14 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
                                  int64_t step,
                                  const std::vector<char> *sourceTokens);
 
+/// Elements [begin, begin + count) of a randn or randint input at `step`,
+/// equal to the same range of syntheticInput's result; `begin` must be a
+/// multiple of 4. Lets the executor fill a large input in small pieces
+/// instead of staging the whole tensor in host memory.
+std::vector<char> syntheticInputRange(const Plan &plan, size_t index,
+                                      uint64_t seed, int64_t step,
+                                      uint64_t begin, uint64_t count);
+
 /// The next token of the sequence rule: (a*x + c) mod vocab.
 int64_t nextToken(const DataSpec &spec, int64_t token);
 

@@ -48,7 +48,9 @@ std::string runUsage() {
          "  --save OUT.safetensors    save params and optimizer state after\n"
          "                            the last step\n"
          "  --log LOG.jsonl           one JSON object per step: step, loss,\n"
-         "                            ms, peak_rss_bytes, samples_per_s\n"
+         "                            ms, peak_rss_bytes, rss_growth_bytes\n"
+         "                            (peak RSS minus RSS before the arena),\n"
+         "                            samples_per_s\n"
          "                            (tokens_per_s for sequence models)\n"
          "  --data NAME=FILE.npy      feed input NAME from FILE instead of "
          "its\n"
@@ -124,6 +126,10 @@ int runCommand(const RunOptions &opt) {
                                 {"loss", r.loss},
                                 {"ms", r.milliseconds},
                                 {"peak_rss_bytes", r.peakRssBytes},
+                                {"rss_growth_bytes",
+                                 r.peakRssBytes > exec.baselineRssBytes()
+                                     ? r.peakRssBytes - exec.baselineRssBytes()
+                                     : 0},
                                 {"samples_per_s", r.samplesPerSecond}};
         if (p.tokensPerSample > 1)
           entry["tokens_per_s"] = r.tokensPerSecond;

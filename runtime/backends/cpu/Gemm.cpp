@@ -1,6 +1,8 @@
 //===- Gemm.cpp - Row-major GEMM for the CPU backend ----------------------===//
 #include "runtime/backends/cpu/Gemm.h"
 
+#include <algorithm>
+
 #ifdef REMAT_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -52,9 +54,19 @@ void gemm<float>(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  int64_t ldb, float beta, float *c, int64_t ldc) {
 #ifdef REMAT_HAVE_OPENBLAS
   if (m > 0 && n > 0 && k > 0) {
-    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-                transB ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-                alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+    // OpenBLAS sizes its internal packing buffer with M; row blocks keep
+    // that library workspace small and bounded (it is memory the plan does
+    // not see). Each block is the same GEMM on a slice of C's rows, so the
+    // result does not depend on how M is split.
+    constexpr int64_t kRowBlock = 4096;
+    for (int64_t i0 = 0; i0 < m; i0 += kRowBlock) {
+      int64_t rows = std::min(kRowBlock, m - i0);
+      const float *aBlock = transA ? a + i0 : a + i0 * lda;
+      cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                  transB ? CblasTrans : CblasNoTrans, int(rows), int(n),
+                  int(k), alpha, aBlock, int(lda), b, int(ldb), beta,
+                  c + i0 * ldc, int(ldc));
+    }
     return;
   }
 #endif

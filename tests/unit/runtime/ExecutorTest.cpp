@@ -559,3 +559,36 @@ TEST_CASE("the executor drives a backend through the documented call order",
   CHECK(c[15] == "run matmul t1");
   CHECK(c.back() == "freeArena");
 }
+
+TEST_CASE("a large input filled in pieces equals the whole-tensor generator",
+          "[runtime]") {
+  using namespace remat::runtime;
+  Plan plan;
+  BufferDesc b;
+  b.name = "x";
+  b.role = BufferRole::Input;
+  b.shape = {3, 100003};
+  b.bytes = 3 * 100003 * 4;
+  b.data = DataSpec{};
+  plan.buffers.push_back(b);
+  std::vector<char> whole = syntheticInput(plan, 0, 5, 2, nullptr);
+  std::vector<char> pieces;
+  uint64_t n = 3 * 100003;
+  for (uint64_t begin = 0; begin < n; begin += 4096) {
+    std::vector<char> piece = syntheticInputRange(
+        plan, 0, 5, 2, begin, std::min<uint64_t>(4096, n - begin));
+    pieces.insert(pieces.end(), piece.begin(), piece.end());
+  }
+  CHECK(pieces == whole);
+  plan.buffers[0].dtype = DType::I32;
+  plan.buffers[0].data->kind = DataSpec::Kind::Randint;
+  plan.buffers[0].data->high = 1000;
+  whole = syntheticInput(plan, 0, 5, 2, nullptr);
+  pieces.clear();
+  for (uint64_t begin = 0; begin < n; begin += 4096) {
+    std::vector<char> piece = syntheticInputRange(
+        plan, 0, 5, 2, begin, std::min<uint64_t>(4096, n - begin));
+    pieces.insert(pieces.end(), piece.begin(), piece.end());
+  }
+  CHECK(pieces == whole);
+}

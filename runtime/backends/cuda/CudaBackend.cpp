@@ -1,0 +1,571 @@
+//===- CudaBackend.cpp - The CUDA backend (cuBLAS + kernels, CUDA graphs) -===//
+#include "runtime/backends/cuda/CudaBackend.h"
+
+#include "runtime/backends/cuda/CudaCheck.h"
+#include "runtime/backends/cuda/kernels/Kernels.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace remat::runtime {
+
+using cuda::DeviceContext;
+using cuda::DeviceStatus;
+
+namespace {
+
+constexpr uint64_t kStatusBytes = 256;
+constexpr uint64_t kDefaultCublasWorkspace = uint64_t(32) << 20;
+/// Capture attempts interrupted by host access before graphs are given up.
+constexpr int kMaxCaptureAttempts = 3;
+
+uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+bool envFlag(const char *name, bool fallback) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return fallback;
+  return std::strcmp(v, "0") != 0;
+}
+
+uint64_t envBytes(const char *name, uint64_t fallback) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return fallback;
+  char *end = nullptr;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  return end && *end == '\0' ? uint64_t(n) : fallback;
+}
+
+bool usesGemm(const LoadedPlan &plan) {
+  for (const ResolvedStep &s : plan.steps)
+    if (s.op == OpKind::Matmul || s.op == OpKind::Attention ||
+        s.op == OpKind::AttentionGrad)
+      return true;
+  return false;
+}
+
+uint64_t cublasWorkspaceFor(const LoadedPlan &plan) {
+  if (!usesGemm(plan))
+    return 0;
+  return alignUp(
+      envBytes("REMAT_CUDA_CUBLAS_WORKSPACE_BYTES", kDefaultCublasWorkspace),
+      256);
+}
+
+uint64_t scratchFor(const LoadedPlan &plan) {
+  uint64_t most = 0;
+  const Plan &p = plan.plan;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    std::vector<TensorType> ins, outs;
+    for (int64_t b : p.steps[i].inputs)
+      ins.push_back({p.buffers[size_t(b)].dtype, p.buffers[size_t(b)].shape});
+    for (int64_t b : p.steps[i].outputs)
+      outs.push_back({p.buffers[size_t(b)].dtype, p.buffers[size_t(b)].shape});
+    most =
+        std::max(most, cuda::scratchBytesFor(plan.steps[i].op,
+                                             plan.steps[i].attrs, ins, outs));
+  }
+  return alignUp(most, 256);
+}
+
+void dispatch(const KernelCall &call, const DeviceContext &ctx) {
+  switch (call.op) {
+  case OpKind::Matmul:
+    return cuda::launchMatmul(call, ctx);
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+    return cuda::launchBinary(call, ctx);
+  case OpKind::Relu:
+  case OpKind::Gelu:
+  case OpKind::Tanh:
+  case OpKind::Exp:
+    return cuda::launchUnary(call, ctx);
+  case OpKind::ReluGrad:
+  case OpKind::GeluGrad:
+  case OpKind::TanhGrad:
+    return cuda::launchUnaryGrad(call, ctx);
+  case OpKind::Softmax:
+    return cuda::launchSoftmax(call, ctx);
+  case OpKind::SoftmaxGrad:
+    return cuda::launchSoftmaxGrad(call, ctx);
+  case OpKind::LayerNorm:
+    return cuda::launchLayerNorm(call, ctx);
+  case OpKind::LayerNormGrad:
+    return cuda::launchLayerNormGrad(call, ctx);
+  case OpKind::Embedding:
+    return cuda::launchEmbedding(call, ctx);
+  case OpKind::EmbeddingGrad:
+    return cuda::launchEmbeddingGrad(call, ctx);
+  case OpKind::Reshape:
+    return cuda::launchReshape(call, ctx);
+  case OpKind::Transpose:
+    return cuda::launchTranspose(call, ctx);
+  case OpKind::BroadcastTo:
+    return cuda::launchBroadcastTo(call, ctx);
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean:
+    return cuda::launchReduce(call, ctx);
+  case OpKind::SumTo:
+    return cuda::launchSumTo(call, ctx);
+  case OpKind::CrossEntropy:
+    return cuda::launchCrossEntropy(call, ctx);
+  case OpKind::CrossEntropyGrad:
+    return cuda::launchCrossEntropyGrad(call, ctx);
+  case OpKind::Mse:
+    return cuda::launchMse(call, ctx);
+  case OpKind::MseGrad:
+    return cuda::launchMseGrad(call, ctx);
+  case OpKind::Dropout:
+    return cuda::launchDropout(call, ctx);
+  case OpKind::Attention:
+    return cuda::launchAttention(call, ctx);
+  case OpKind::AttentionGrad:
+    return cuda::launchAttentionGrad(call, ctx);
+  case OpKind::Constant:
+    return cuda::launchConstant(call, ctx);
+  case OpKind::SgdUpdate:
+    return cuda::launchSgdUpdate(call, ctx);
+  case OpKind::AdamwUpdate:
+    return cuda::launchAdamwUpdate(call, ctx);
+  }
+}
+
+/// What a replayed step must match in the captured graph.
+struct StepSignature {
+  OpKind op;
+  size_t stepIndex;
+  std::vector<void *> pointers;
+
+  static StepSignature of(const KernelCall &call) {
+    StepSignature s{call.op, call.stepIndex, {}};
+    for (int i = 0; i < call.numInputs; ++i)
+      s.pointers.push_back(call.inputs[i].data);
+    for (int i = 0; i < call.numOutputs; ++i)
+      s.pointers.push_back(call.outputs[i].data);
+    return s;
+  }
+  bool operator==(const StepSignature &o) const {
+    return op == o.op && stepIndex == o.stepIndex && pointers == o.pointers;
+  }
+};
+
+enum class Mode { Eager, Capturing, Replaying };
+
+} // namespace
+
+struct CudaBackend::State {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  DeviceStatus *hostStatus = nullptr; ///< pinned copy read at synchronize
+
+  int numArenaAllocations = 0;
+  std::map<void *, void *> arenaAllocations; ///< aligned base -> cudaMalloc
+  mutable uint64_t plannedWorkspace = 0;     ///< from workspaceBytes
+  char *workspace = nullptr;
+  uint64_t workspaceSize = 0;
+  DeviceContext ctx;
+  std::vector<std::string> stepPlaces;
+  int64_t deviceStepValue = -1; ///< last training step written to status
+
+  uint64_t contextBytes = 0, peakBytes = 0;
+  bool errorThrown = false;
+
+  // Training-step bracketing and CUDA graphs.
+  bool graphsEnabled = true;
+  bool inStep = false;
+  bool anyStepBegun = false;
+  int64_t currentStep = 0;
+  bool hostTouched = false;
+  bool previousStepClean = false;
+  int captureAttempts = 0;
+  Mode mode = Mode::Eager;
+  cudaGraphExec_t graphExec = nullptr;
+  std::vector<StepSignature> captured;
+  std::vector<KernelCall> pending;
+  int64_t numCaptured = 0, numReplays = 0;
+
+  void samplePeak() {
+    size_t freeBytes = 0, totalBytes = 0;
+    if (cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess)
+      peakBytes = std::max<uint64_t>(peakBytes, totalBytes - freeBytes);
+  }
+
+  void setTrainingStep(int64_t step) {
+    if (deviceStepValue == step)
+      return;
+    cuda::launchSetTrainingStep(ctx.status, step, stream);
+    deviceStepValue = step;
+  }
+
+  void destroyGraph() {
+    if (graphExec)
+      cudaGraphExecDestroy(graphExec);
+    graphExec = nullptr;
+    captured.clear();
+  }
+
+  /// Ends the capture in progress, launches what it recorded (the work
+  /// enqueued so far, which has not run yet) and returns to eager mode.
+  /// With keep, the graph is kept for replay.
+  void finishCapture(bool keep) {
+    cudaGraph_t graph = nullptr;
+    mode = Mode::Eager;
+    REMAT_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    REMAT_CUDA_CHECK(err);
+    err = cudaGraphLaunch(exec, stream);
+    if (err != cudaSuccess) {
+      cudaGraphExecDestroy(exec);
+      REMAT_CUDA_CHECK(err);
+    }
+    if (keep) {
+      graphExec = exec;
+      ++numCaptured;
+    } else {
+      REMAT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      cudaGraphExecDestroy(exec);
+      captured.clear();
+    }
+  }
+
+  /// Runs the calls queued while replaying, eagerly, and stays eager for
+  /// the rest of this training step.
+  void flushPending() {
+    mode = Mode::Eager;
+    std::vector<KernelCall> calls;
+    calls.swap(pending);
+    for (const KernelCall &call : calls)
+      dispatch(call, ctx);
+  }
+
+  /// A host access (copy or synchronize) between begin/endTrainingStep.
+  void hostAccess() {
+    if (!inStep)
+      return;
+    hostTouched = true;
+    if (mode == Mode::Capturing)
+      finishCapture(false);
+    else if (mode == Mode::Replaying)
+      flushPending();
+  }
+
+  void abortCapture() {
+    if (mode != Mode::Capturing)
+      return;
+    cudaGraph_t graph = nullptr;
+    cudaStreamEndCapture(stream, &graph);
+    if (graph)
+      cudaGraphDestroy(graph);
+    mode = Mode::Eager;
+    captured.clear();
+    graphsEnabled = false;
+  }
+};
+
+CudaBackend::CudaBackend() : state(std::make_unique<State>()) {
+  State &s = *state;
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0)
+    throw std::runtime_error(
+        std::string("cuda backend: no CUDA device (cudaGetDeviceCount: ") +
+        (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices") + ")");
+  REMAT_CUDA_CHECK(cudaSetDevice(s.device));
+  REMAT_CUDA_CHECK(cudaFree(nullptr)); // create the context now
+  size_t freeBytes = 0, totalBytes = 0;
+  REMAT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+  s.contextBytes = totalBytes - freeBytes;
+  s.peakBytes = s.contextBytes;
+  REMAT_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+  REMAT_CUBLAS_CHECK(cublasCreate(&s.cublas));
+  REMAT_CUBLAS_CHECK(cublasSetStream(s.cublas, s.stream));
+  REMAT_CUBLAS_CHECK(cublasSetMathMode(
+      s.cublas, envFlag("REMAT_CUDA_TF32", false) ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                  : CUBLAS_DEFAULT_MATH));
+  REMAT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void **>(&s.hostStatus),
+                                  sizeof(DeviceStatus)));
+  std::memset(s.hostStatus, 0, sizeof(DeviceStatus));
+  s.graphsEnabled = envFlag("REMAT_CUDA_GRAPHS", true);
+  s.ctx.stream = s.stream;
+  s.ctx.cublas = s.cublas;
+}
+
+CudaBackend::~CudaBackend() {
+  State &s = *state;
+  if (s.mode == Mode::Capturing)
+    s.abortCapture();
+  if (s.stream)
+    cudaStreamSynchronize(s.stream);
+  s.destroyGraph();
+  for (auto &[aligned, raw] : s.arenaAllocations)
+    cudaFree(raw);
+  if (s.workspace)
+    cudaFree(s.workspace);
+  if (s.cublas)
+    cublasDestroy(s.cublas);
+  if (s.stream)
+    cudaStreamDestroy(s.stream);
+  if (s.hostStatus)
+    cudaFreeHost(s.hostStatus);
+}
+
+void CudaBackend::checkSupport(const LoadedPlan &plan) const {
+  const Plan &p = plan.plan;
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    DType d = p.buffers[i].dtype;
+    if (d == DType::F16 || d == DType::BF16)
+      throw PlanError(plan.bufferPlace(i) + ": dtype " + dtypeName(d) +
+                      " is not supported by the cuda backend (f32 only)");
+    if (p.buffers[i].shape.size() > size_t(cuda::kMaxRank))
+      throw PlanError(plan.bufferPlace(i) + ": rank " +
+                      std::to_string(p.buffers[i].shape.size()) +
+                      " exceeds the cuda backend's limit of " +
+                      std::to_string(cuda::kMaxRank));
+  }
+}
+
+uint64_t CudaBackend::workspaceBytes(const LoadedPlan &plan) const {
+  uint64_t bytes = kStatusBytes + cublasWorkspaceFor(plan) + scratchFor(plan);
+  state->plannedWorkspace = bytes;
+  return bytes;
+}
+
+void *CudaBackend::allocateArena(uint64_t bytes, uint64_t alignment) {
+  State &s = *state;
+  // cudaMalloc returns 256-byte aligned memory; larger alignments pad.
+  uint64_t pad = alignment > 256 ? alignment : 0;
+  size_t freeBytes = 0, totalBytes = 0;
+  REMAT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+  uint64_t need = bytes + pad + s.plannedWorkspace;
+  if (need > freeBytes)
+    throw std::runtime_error(
+        "cuda: the arena (" + std::to_string(bytes) + " B) and workspace (" +
+        std::to_string(s.plannedWorkspace) + " B) need " +
+        std::to_string(need) + " B but the device has only " +
+        std::to_string(freeBytes) + " B free (of " +
+        std::to_string(totalBytes) + " B)");
+  void *raw = nullptr;
+  REMAT_CUDA_CHECK(cudaMalloc(&raw, size_t(bytes + pad)));
+  REMAT_CUDA_CHECK(cudaMemsetAsync(raw, 0, size_t(bytes + pad), s.stream));
+  REMAT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  uintptr_t addr = reinterpret_cast<uintptr_t>(raw);
+  if (pad)
+    addr = (addr + alignment - 1) / alignment * alignment;
+  void *base = reinterpret_cast<void *>(addr);
+  s.arenaAllocations[base] = raw;
+  ++s.numArenaAllocations;
+  s.samplePeak();
+  return base;
+}
+
+void CudaBackend::freeArena(void *base) {
+  State &s = *state;
+  auto it = s.arenaAllocations.find(base);
+  if (it == s.arenaAllocations.end())
+    return;
+  if (s.mode == Mode::Capturing)
+    s.abortCapture();
+  cudaStreamSynchronize(s.stream); // no throw: called from destructors
+  s.destroyGraph();
+  cudaFree(it->second);
+  s.arenaAllocations.erase(it);
+}
+
+void CudaBackend::prepare(const LoadedPlan &plan) {
+  State &s = *state;
+  uint64_t bytes = workspaceBytes(plan);
+  if (s.workspace) {
+    REMAT_CUDA_CHECK(cudaFree(s.workspace));
+    s.workspace = nullptr;
+  }
+  s.destroyGraph();
+  REMAT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&s.workspace), bytes));
+  REMAT_CUDA_CHECK(cudaMemsetAsync(s.workspace, 0, bytes, s.stream));
+  s.workspaceSize = bytes;
+  uint64_t cublasBytes = cublasWorkspaceFor(plan);
+  s.ctx.status = reinterpret_cast<DeviceStatus *>(s.workspace);
+  if (cublasBytes)
+    REMAT_CUBLAS_CHECK(cublasSetWorkspace(s.cublas, s.workspace + kStatusBytes,
+                                          size_t(cublasBytes)));
+  s.ctx.scratch = s.workspace + kStatusBytes + cublasBytes;
+  s.ctx.scratchBytes = bytes - kStatusBytes - cublasBytes;
+  s.deviceStepValue = -1;
+  s.stepPlaces.clear();
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    s.stepPlaces.push_back(plan.stepPlace(i));
+  REMAT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  s.samplePeak();
+}
+
+void CudaBackend::copyIn(void *dst, const void *src, uint64_t bytes) {
+  State &s = *state;
+  s.hostAccess();
+  // Pageable source: returns once staged, so the caller may reuse it.
+  REMAT_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(bytes),
+                                   cudaMemcpyHostToDevice, s.stream));
+}
+
+void CudaBackend::copyOut(void *dst, const void *src, uint64_t bytes) {
+  State &s = *state;
+  s.hostAccess();
+  REMAT_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(bytes),
+                                   cudaMemcpyDeviceToHost, s.stream));
+  REMAT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+}
+
+void CudaBackend::runStep(const KernelCall &call) {
+  State &s = *state;
+  if (!s.ctx.status)
+    throw std::logic_error("cuda backend: runStep before prepare");
+  if (!s.inStep)
+    s.setTrainingStep(call.trainingStep);
+  if (s.mode == Mode::Replaying) {
+    size_t position = s.pending.size();
+    if (position < s.captured.size() &&
+        s.captured[position] == StepSignature::of(call)) {
+      s.pending.push_back(call);
+      return;
+    }
+    // Not the captured sequence: run what was queued, drop the graph.
+    s.flushPending();
+    s.destroyGraph();
+    s.graphsEnabled = false;
+  }
+  try {
+    if (s.mode == Mode::Capturing)
+      s.captured.push_back(StepSignature::of(call));
+    dispatch(call, s.ctx);
+  } catch (...) {
+    s.abortCapture();
+    throw;
+  }
+}
+
+void CudaBackend::beginTrainingStep(int64_t trainingStep) {
+  State &s = *state;
+  s.inStep = true;
+  s.anyStepBegun = true;
+  s.currentStep = trainingStep;
+  s.hostTouched = false;
+  s.mode = Mode::Eager;
+  s.setTrainingStep(trainingStep);
+  if (!s.graphsEnabled)
+    return;
+  if (s.graphExec) {
+    s.mode = Mode::Replaying;
+    s.pending.clear();
+  } else if (trainingStep >= 1 && s.previousStepClean &&
+             s.captureAttempts < kMaxCaptureAttempts) {
+    ++s.captureAttempts;
+    s.captured.clear();
+    REMAT_CUDA_CHECK(
+        cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeRelaxed));
+    s.mode = Mode::Capturing;
+  }
+}
+
+void CudaBackend::endTrainingStep(int64_t trainingStep) {
+  State &s = *state;
+  if (s.mode == Mode::Capturing) {
+    s.finishCapture(true);
+  } else if (s.mode == Mode::Replaying) {
+    if (s.pending.size() == s.captured.size()) {
+      REMAT_CUDA_CHECK(cudaGraphLaunch(s.graphExec, s.stream));
+      s.pending.clear();
+      ++s.numReplays;
+    } else {
+      s.flushPending(); // a shorter step than the one captured
+      s.destroyGraph();
+      s.graphsEnabled = false;
+    }
+  }
+  s.mode = Mode::Eager;
+  s.previousStepClean = !s.hostTouched;
+  s.inStep = false;
+}
+
+void CudaBackend::synchronize() {
+  State &s = *state;
+  try {
+    s.hostAccess();
+    if (!s.ctx.status) {
+      REMAT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+      return;
+    }
+    REMAT_CUDA_CHECK(cudaMemcpyAsync(s.hostStatus, s.ctx.status,
+                                     sizeof(DeviceStatus),
+                                     cudaMemcpyDeviceToHost, s.stream));
+    REMAT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  } catch (const std::exception &) {
+    if (s.errorThrown)
+      return;
+    s.errorThrown = true;
+    throw;
+  }
+  s.samplePeak();
+  const DeviceStatus &st = *s.hostStatus;
+  if (!st.errorFlag)
+    return;
+  std::string place =
+      st.errorStep >= 0 && size_t(st.errorStep) < s.stepPlaces.size()
+          ? s.stepPlaces[size_t(st.errorStep)]
+          : "step " + std::to_string(st.errorStep);
+  std::string message = place + ": " +
+                        (st.errorKind == 0 ? "index " : "label ") +
+                        std::to_string(st.errorValue) + " at position " +
+                        std::to_string(st.errorPosition) + " is outside [0, " +
+                        std::to_string(st.errorLimit) + ")";
+  if (s.inStep)
+    message += " (training step " + std::to_string(s.currentStep + 1) + ")";
+  message += " (detected on the device, reported at synchronize)";
+  // Clear the record so the next synchronize (e.g. the executor's
+  // destructor) does not throw the same error again.
+  REMAT_CUDA_CHECK(cudaMemsetAsync(&s.ctx.status->errorFlag, 0,
+                                   sizeof(DeviceStatus) - sizeof(int64_t),
+                                   s.stream));
+  REMAT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  s.hostStatus->errorFlag = 0;
+  throw std::runtime_error(message);
+}
+
+uint64_t CudaBackend::contextBytes() const { return state->contextBytes; }
+
+uint64_t CudaBackend::devicePeakBytes() const {
+  state->samplePeak();
+  return state->peakBytes;
+}
+
+int CudaBackend::arenaAllocations() const { return state->numArenaAllocations; }
+
+int64_t CudaBackend::graphsCaptured() const { return state->numCaptured; }
+int64_t CudaBackend::graphReplays() const { return state->numReplays; }
+
+std::unique_ptr<Backend> createCudaBackend() {
+  return std::make_unique<CudaBackend>();
+}
+
+int cudaDeviceCount() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess)
+    return 0;
+  return count;
+}
+
+uint64_t cudaDeviceUsedBytes() {
+  size_t freeBytes = 0, totalBytes = 0;
+  if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess)
+    return 0;
+  return totalBytes - freeBytes;
+}
+
+} // namespace remat::runtime

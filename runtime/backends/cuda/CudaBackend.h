@@ -1,0 +1,99 @@
+//===- CudaBackend.h - The CUDA backend (cuBLAS + kernels, CUDA graphs) --===//
+//
+// Memory: ONE cudaMalloc for the arena (allocateArena) and ONE for the
+// workspace (prepare), reported by workspaceBytes so it counts toward the
+// budget:
+//
+//   [256 B DeviceStatus][cuBLAS workspace][kernel scratch]
+//
+// cuBLAS workspace: 32 MiB when the plan has a GEMM (matmul, attention),
+// overridable with REMAT_CUDA_CUBLAS_WORKSPACE_BYTES; kernel scratch: the
+// largest single step's need (reductions' partials, layer_norm_grad's row
+// statistics, embedding_grad's sort, attention's probabilities, losses'
+// partials). Before allocating, arena + workspace is checked against
+// cudaMemGetInfo's free bytes. The CUDA context and cuBLAS's handle are
+// outside the budget (contextBytes reports them).
+//
+// Execution: one non-blocking stream; every kernel mirrors the CPU twin's
+// math (runtime/backends/cpu/Kernels.cpp) with deterministic reductions (no
+// float atomics), so results are bitwise reproducible across runs and
+// budgets. GEMMs are f32 cuBLAS; REMAT_CUDA_TF32=1 allows TF32 tensor cores.
+//
+// CUDA graphs (REMAT_CUDA_GRAPHS=0 turns them off): training step 0 runs
+// eagerly; the first later step that follows a step with no host access
+// between beginTrainingStep and endTrainingStep is captured and launched;
+// later steps replay it. Step-dependent values (dropout's counter, adamw's
+// t) live in device memory, set before each step. A host access inside a
+// step (copyIn / copyOut / synchronize from onStepExecuted) ends a capture
+// (the part captured so far is launched, the rest runs eagerly) or, while
+// replaying, runs the steps queued so far eagerly, so mid-step reads always
+// see exactly the steps before them.
+//
+// Errors: every CUDA / cuBLAS call is checked (CudaCheck.h). An embedding
+// index or cross_entropy label out of range is recorded on the device and
+// thrown at the next synchronize() as std::runtime_error naming the plan
+// step. After one error has been thrown, later synchronize() calls do not
+// throw again (the executor's destructor synchronizes).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_BACKENDS_CUDA_CUDABACKEND_H
+#define REMAT_RUNTIME_BACKENDS_CUDA_CUDABACKEND_H
+
+#include "runtime/Backend.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace remat::runtime {
+
+class CudaBackend : public Backend {
+public:
+  /// Selects device 0 (honours CUDA_VISIBLE_DEVICES), creates the stream and
+  /// the cuBLAS handle. Throws std::runtime_error when there is no device.
+  CudaBackend();
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  void checkSupport(const LoadedPlan &plan) const override;
+  uint64_t workspaceBytes(const LoadedPlan &plan) const override;
+  void *allocateArena(uint64_t bytes, uint64_t alignment) override;
+  void freeArena(void *base) override;
+  void prepare(const LoadedPlan &plan) override;
+  void copyIn(void *deviceDst, const void *hostSrc, uint64_t bytes) override;
+  void copyOut(void *hostDst, const void *deviceSrc, uint64_t bytes) override;
+  void runStep(const KernelCall &call) override;
+  void synchronize() override;
+  void beginTrainingStep(int64_t trainingStep) override;
+  void endTrainingStep(int64_t trainingStep) override;
+
+  /// Device bytes in use (cudaMemGetInfo total - free) when the backend was
+  /// created: the CUDA context plus anything else on the device.
+  uint64_t contextBytes() const;
+  /// The largest device-bytes-in-use seen (sampled after allocations and at
+  /// every synchronize): context + arena + workspace + cuBLAS internals.
+  /// The `device_peak_bytes` log key.
+  uint64_t devicePeakBytes() const;
+  /// Number of arena allocations made (tests: exactly one per executor).
+  int arenaAllocations() const;
+  /// Graph statistics (tests): steps captured, steps replayed.
+  int64_t graphsCaptured() const;
+  int64_t graphReplays() const;
+
+  struct State;
+
+private:
+  std::unique_ptr<State> state;
+};
+
+/// The CUDA backend as a Backend (what createBackend("cuda") returns).
+std::unique_ptr<Backend> createCudaBackend();
+
+/// Number of CUDA devices; 0 when the driver reports none or fails.
+int cudaDeviceCount();
+
+/// cudaMemGetInfo's total - free on the current device, now.
+uint64_t cudaDeviceUsedBytes();
+
+} // namespace remat::runtime
+
+#endif // REMAT_RUNTIME_BACKENDS_CUDA_CUDABACKEND_H

@@ -1,0 +1,112 @@
+//===- common.cu - Shared host helpers, status kernel, scratch sizing ----===//
+#include "runtime/backends/cuda/kernels/common.cuh"
+
+#include <stdexcept>
+
+namespace remat::runtime::cuda {
+
+std::vector<int64_t> stridesOf(const Shape &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
+    s[size_t(d)] = s[size_t(d) + 1] * shape[size_t(d) + 1];
+  return s;
+}
+
+std::vector<int64_t> broadcastStrides(const Shape &small, const Shape &big) {
+  std::vector<int64_t> own = stridesOf(small);
+  std::vector<int64_t> out(big.size(), 0);
+  size_t offset = big.size() - small.size();
+  for (size_t d = 0; d < small.size(); ++d)
+    out[offset + d] = small[d] == 1 ? 0 : own[d];
+  return out;
+}
+
+StridedIndex makeStridedIndex(const Shape &shape,
+                              const std::vector<int64_t> &strides) {
+  if (shape.size() > size_t(kMaxRank))
+    throw std::runtime_error("cuda: rank " + std::to_string(shape.size()) +
+                             " exceeds the strided kernels' limit of " +
+                             std::to_string(kMaxRank));
+  StridedIndex ix;
+  ix.rank = int(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    ix.size[d] = shape[d];
+    ix.stride[d] = strides[d];
+  }
+  return ix;
+}
+
+int64_t numElementsOf(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+void checkLaunch(const char *kernel, const char *file, int line) {
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string("cuda: launch of ") + kernel +
+                             " failed: " + cudaGetErrorString(err) + " (" +
+                             file + ":" + std::to_string(line) + ")");
+}
+
+namespace {
+
+__global__ void setTrainingStepKernel(DeviceStatus *status, int64_t step) {
+  status->trainingStep = step;
+}
+
+/// One block: per-thread strided double sums, then the fixed block tree.
+__global__ void sumDoublesKernel(const double *values, int64_t count,
+                                 double divisor, float *out) {
+  __shared__ double shared[32];
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
+    sum += values[i];
+  sum = blockSum(sum, shared);
+  if (threadIdx.x == 0)
+    *out = float(sum / divisor);
+}
+
+} // namespace
+
+void launchSetTrainingStep(DeviceStatus *status, int64_t step,
+                           cudaStream_t stream) {
+  setTrainingStepKernel<<<1, 1, 0, stream>>>(status, step);
+  REMAT_CUDA_CHECK_LAUNCH("setTrainingStepKernel");
+}
+
+void launchSumDoubles(const double *values, int64_t count, double divisor,
+                      float *out, cudaStream_t stream) {
+  sumDoublesKernel<<<1, 1024, 0, stream>>>(values, count, divisor, out);
+  REMAT_CUDA_CHECK_LAUNCH("sumDoublesKernel");
+}
+
+uint64_t scratchBytesFor(OpKind op, const OpAttrs &attrs,
+                         const std::vector<TensorType> &inputs,
+                         const std::vector<TensorType> &outputs) {
+  switch (op) {
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean:
+    return reduceScratchBytes(inputs[0].shape, outputs[0].shape, false,
+                              attrs.axes);
+  case OpKind::SumTo:
+    return reduceScratchBytes(inputs[0].shape, outputs[0].shape, true, {});
+  case OpKind::LayerNormGrad:
+    return layerNormGradScratchBytes(inputs[0].shape);
+  case OpKind::EmbeddingGrad:
+    return embeddingGradScratchBytes(numElementsOf(inputs[0].shape),
+                                     outputs[0].shape[0]);
+  case OpKind::CrossEntropy:
+  case OpKind::Mse:
+    return lossScratchBytes(op, inputs[0].shape);
+  case OpKind::Attention:
+  case OpKind::AttentionGrad:
+    return attentionScratchBytes(op, inputs[0].shape);
+  default:
+    return 0;
+  }
+}
+
+} // namespace remat::runtime::cuda

@@ -1,0 +1,149 @@
+//===- loss.cu - cross_entropy, mse and their gradients ------------------===//
+//
+// Losses accumulate in double as on the CPU: cross_entropy writes each
+// row's -log softmax[label] (double) to scratch, mse one double partial
+// per block of a fixed grid (a function of the size only), and one block
+// adds them in a fixed order. A label outside [0, C) is recorded in
+// DeviceStatus (reported at synchronize) and its row contributes 0 (its
+// gradient row is 0).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/backends/cuda/kernels/common.cuh"
+
+#include <algorithm>
+
+namespace remat::runtime::cuda {
+
+namespace {
+
+constexpr int kMseBlocks = 1024;
+
+int64_t mseBlocks(int64_t n) {
+  return std::min<int64_t>(kMseBlocks, (n + kThreads - 1) / kThreads);
+}
+
+__global__ void crossEntropyRowKernel(const float *logits, const void *labels,
+                                      bool labels64, int64_t c, double *rowLoss,
+                                      DeviceStatus *status, int64_t stepIndex) {
+  __shared__ float sharedMax[32];
+  __shared__ double sharedSum[32];
+  int64_t r = blockIdx.x;
+  const float *row = logits + r * c;
+  int64_t label = loadIndex(labels, labels64, r);
+  if (label < 0 || label >= c) {
+    if (threadIdx.x == 0) {
+      recordIndexError(status, 1, stepIndex, label, r, c);
+      rowLoss[r] = 0;
+    }
+    return; // the whole block takes this branch
+  }
+  float localMax = -FLT_MAX;
+  for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+    localMax = fmaxf(localMax, row[j]);
+  float rowMax = blockMax(localMax, sharedMax, -FLT_MAX);
+  double local = 0;
+  for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+    local += exp(double(row[j] - rowMax));
+  double sum = blockSum(local, sharedSum);
+  if (threadIdx.x == 0)
+    rowLoss[r] = double(rowMax) + log(sum) - double(row[label]);
+}
+
+__global__ void crossEntropyGradKernel(const float *logits, const void *labels,
+                                       bool labels64, const float *dloss,
+                                       int64_t rows, int64_t c, float *dlogits,
+                                       DeviceStatus *status,
+                                       int64_t stepIndex) {
+  int64_t r = blockIdx.x;
+  float *out = dlogits + r * c;
+  int64_t label = loadIndex(labels, labels64, r);
+  if (label < 0 || label >= c) {
+    if (threadIdx.x == 0)
+      recordIndexError(status, 1, stepIndex, label, r, c);
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+      out[j] = 0.0f;
+    return;
+  }
+  float scale = float(double(*dloss) / double(rows));
+  softmaxRow(logits + r * c, out, c, c);
+  __syncthreads();
+  if (threadIdx.x == 0)
+    out[label] -= 1.0f;
+  __syncthreads();
+  for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+    out[j] *= scale;
+}
+
+__global__ void msePartialKernel(const float *a, const float *b, int64_t n,
+                                 double *partial) {
+  __shared__ double shared[32];
+  double local = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    double d = double(a[i]) - double(b[i]);
+    local += d * d;
+  }
+  double sum = blockSum(local, shared);
+  if (threadIdx.x == 0)
+    partial[blockIdx.x] = sum;
+}
+
+__global__ void mseGradKernel(const float *a, const float *b,
+                              const float *dloss, float *da, int64_t n) {
+  float scale = float(2.0 * double(*dloss) / double(n));
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    da[i] = scale * (a[i] - b[i]);
+}
+
+} // namespace
+
+uint64_t lossScratchBytes(OpKind op, const Shape &x) {
+  if (op == OpKind::CrossEntropy)
+    return uint64_t(numElementsOf(x) / x.back()) * sizeof(double);
+  return uint64_t(mseBlocks(numElementsOf(x))) * sizeof(double);
+}
+
+void launchCrossEntropy(const KernelCall &call, const DeviceContext &ctx) {
+  const TensorRef &logits = call.inputs[0], &labels = call.inputs[1];
+  int64_t c = logits.shape.back(), rows = logits.numElements / c;
+  double *rowLoss = static_cast<double *>(ctx.scratch);
+  crossEntropyRowKernel<<<unsigned(rows), rowThreads(c), 0, ctx.stream>>>(
+      logits.as<const float>(), labels.data, labels.dtype == DType::I64, c,
+      rowLoss, ctx.status, int64_t(call.stepIndex));
+  REMAT_CUDA_CHECK_LAUNCH("crossEntropyRowKernel");
+  launchSumDoubles(rowLoss, rows, double(rows), call.outputs[0].as<float>(),
+                   ctx.stream);
+}
+
+void launchCrossEntropyGrad(const KernelCall &call, const DeviceContext &ctx) {
+  const TensorRef &logits = call.inputs[0], &labels = call.inputs[1];
+  int64_t c = logits.shape.back(), rows = logits.numElements / c;
+  crossEntropyGradKernel<<<unsigned(rows), rowThreads(c), 0, ctx.stream>>>(
+      logits.as<const float>(), labels.data, labels.dtype == DType::I64,
+      call.inputs[2].as<const float>(), rows, c, call.outputs[0].as<float>(),
+      ctx.status, int64_t(call.stepIndex));
+  REMAT_CUDA_CHECK_LAUNCH("crossEntropyGradKernel");
+}
+
+void launchMse(const KernelCall &call, const DeviceContext &ctx) {
+  int64_t n = call.inputs[0].numElements;
+  int64_t blocks = mseBlocks(n);
+  double *partial = static_cast<double *>(ctx.scratch);
+  msePartialKernel<<<unsigned(blocks), kThreads, 0, ctx.stream>>>(
+      call.inputs[0].as<const float>(), call.inputs[1].as<const float>(), n,
+      partial);
+  REMAT_CUDA_CHECK_LAUNCH("msePartialKernel");
+  launchSumDoubles(partial, blocks, double(n), call.outputs[0].as<float>(),
+                   ctx.stream);
+}
+
+void launchMseGrad(const KernelCall &call, const DeviceContext &ctx) {
+  int64_t n = call.inputs[0].numElements;
+  mseGradKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
+      call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
+      call.inputs[2].as<const float>(), call.outputs[0].as<float>(), n);
+  REMAT_CUDA_CHECK_LAUNCH("mseGradKernel");
+}
+
+} // namespace remat::runtime::cuda

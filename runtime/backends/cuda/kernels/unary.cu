@@ -1,0 +1,86 @@
+//===- unary.cu - relu, gelu, tanh, exp and their gradients --------------===//
+//
+// gelu is the tanh form with the CPU's constants, evaluated in f32.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/backends/cuda/kernels/common.cuh"
+
+namespace remat::runtime::cuda {
+
+namespace {
+
+constexpr float kGeluC = 0.7978845608028654f; // sqrt(2/pi)
+constexpr float kGeluA = 0.044715f;
+
+__device__ inline float gelu(float x) {
+  float u = kGeluC * (x + kGeluA * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(u));
+}
+
+__device__ inline float geluDerivative(float x) {
+  float u = kGeluC * (x + kGeluA * x * x * x);
+  float t = tanhf(u);
+  float du = kGeluC * (1.0f + 3.0f * kGeluA * x * x);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+}
+
+__global__ void unaryKernel(OpKind op, const float *x, float *y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float v = x[i];
+    switch (op) {
+    case OpKind::Relu:
+      y[i] = v > 0.0f ? v : 0.0f;
+      break;
+    case OpKind::Gelu:
+      y[i] = gelu(v);
+      break;
+    case OpKind::Tanh:
+      y[i] = tanhf(v);
+      break;
+    default:
+      y[i] = expf(v);
+      break;
+    }
+  }
+}
+
+/// dx from (x or y, dy): relu_grad and gelu_grad take x, tanh_grad y.
+__global__ void unaryGradKernel(OpKind op, const float *x, const float *dy,
+                                float *dx, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float v = x[i], g = dy[i];
+    switch (op) {
+    case OpKind::ReluGrad:
+      dx[i] = v > 0.0f ? g : 0.0f;
+      break;
+    case OpKind::GeluGrad:
+      dx[i] = g * geluDerivative(v);
+      break;
+    default:
+      dx[i] = g * (1.0f - v * v);
+      break;
+    }
+  }
+}
+
+} // namespace
+
+void launchUnary(const KernelCall &call, const DeviceContext &ctx) {
+  int64_t n = call.inputs[0].numElements;
+  unaryKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
+      call.op, call.inputs[0].as<const float>(), call.outputs[0].as<float>(),
+      n);
+  REMAT_CUDA_CHECK_LAUNCH("unaryKernel");
+}
+
+void launchUnaryGrad(const KernelCall &call, const DeviceContext &ctx) {
+  int64_t n = call.inputs[0].numElements;
+  unaryGradKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
+      call.op, call.inputs[0].as<const float>(),
+      call.inputs[1].as<const float>(), call.outputs[0].as<float>(), n);
+  REMAT_CUDA_CHECK_LAUNCH("unaryGradKernel");
+}
+
+} // namespace remat::runtime::cuda

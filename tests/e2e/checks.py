@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""End-to-end checks of `remat` on the CPU (run by ctest; stdlib only).
+
+  checks.py REMAT train-falls      gpt2 tiny trains: loss falls well below its start
+  checks.py REMAT forum-plan       seed_mlp at batch 100000 plans ~3 activation buffers
+  checks.py REMAT dropout-replay   same seed: identical losses with dropout on;
+                                   the masks change the result (vs dropout 0)
+  checks.py REMAT cli-errors       usage and input errors exit non-zero with a message
+Exit 0 on success, 1 with a message on failure.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def model(name):
+    return os.path.join(ROOT, "models", name)
+
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
+
+
+def losses(remat, args, work, tag):
+    log = os.path.join(work, tag + ".jsonl")
+    result = subprocess.run([remat, "train"] + args + ["--log", log],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        fail(f"remat train {' '.join(args)} failed:\n{result.stderr}")
+    with open(log) as f:
+        return [json.loads(line)["loss"] for line in f]
+
+
+def train_falls(remat, work):
+    values = losses(remat, [model("gpt2.json"), "--preset", "tiny",
+                            "--steps", "300"], work, "train")
+    first, last = values[0], sum(values[-10:]) / 10
+    print(f"gpt2 tiny: loss {first:.4f} at step 1, {last:.4f} averaged over "
+          f"steps 291-300")
+    if not last < 0.5 * first:
+        fail("the loss did not fall below half its start")
+
+
+def forum_plan(remat, work):
+    report = os.path.join(work, "forum.json")
+    subprocess.run([remat, "compile", model("seed_mlp.json"), "--set",
+                    "batch=100000", "--emit=plan", "-o",
+                    os.path.join(work, "forum.plan"), "--report", report],
+                   check=True, capture_output=True)
+    with open(report) as f:
+        r = json.load(f)
+    buffer = 100000 * 1024 * 4
+    persistent = sum(r["breakdown"][k] for k in ("params", "grads", "optimizer"))
+    activations = (r["planned_peak_bytes"] - persistent) / buffer
+    print(f"forum model: planned peak = {activations:.3f} activation buffers "
+          f"(input x included) + {persistent} bytes of params, grads, state")
+    if not 2.9 < activations < 3.2:
+        fail("expected about 3 activation buffers")
+    if r["arena_bytes"] > 1.01 * r["planned_peak_bytes"]:
+        fail("the arena is more than 1% above the planned peak")
+
+
+def dropout_replay(remat, work):
+    args = [model("gpt2.json"), "--preset", "tiny", "--set", "dropout=0.2",
+            "--steps", "5", "--seed", "7"]
+    a = losses(remat, args, work, "a")
+    b = losses(remat, args, work, "b")
+    if a != b:
+        fail(f"two runs with the same seed differ: {a} vs {b}")
+    c = losses(remat, [model("gpt2.json"), "--preset", "tiny", "--set",
+                       "dropout=0", "--steps", "5", "--seed", "7"], work, "c")
+    if a == c:
+        fail("dropout 0.2 gave the same losses as dropout 0")
+    print(f"dropout 0.2: identical losses in two runs {a[:2]}...; "
+          f"dropout 0: {c[:2]}...")
+
+
+def cli_errors(remat, work):
+    bad = os.path.join(work, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"format": "remat-model", "version": 1, "name": "b", '
+                '"ops": [{"name": "y", "op": "relu", "inputs": ["x"]}], '
+                '"loss": "y"}')
+    cases = [
+        ([remat, "compile", bad], 1, "/ops/0 'y': 'x' is not defined"),
+        ([remat, "compile", model("gpt2.json"), "--emit=nope"], 2,
+         "unknown --emit stage 'nope'"),
+        ([remat, "compile", model("gpt2.json"), "--set", "n_layr=2"], 1,
+         "unknown config variable 'n_layr'"),
+        ([remat, "compile", model("gpt2.json"), "--budget", "lots"], 2,
+         "is not a byte size"),
+        ([remat, "compile", os.path.join(work, "missing.json")], 1,
+         "cannot open"),
+        ([remat, "frobnicate"], 2, "unknown command 'frobnicate'"),
+        ([remat, "run", os.path.join(work, "missing.plan")], 1, "missing.plan"),
+    ]
+    for argv, code, text in cases:
+        r = subprocess.run(argv, capture_output=True, text=True)
+        if r.returncode != code or text not in r.stderr:
+            fail(f"{' '.join(argv[1:])}: exit {r.returncode} (want {code}), "
+                 f"stderr {r.stderr!r} lacks {text!r}")
+    out = os.path.join(work, "never.mlir")
+    subprocess.run([remat, "compile", bad, "-o", out], capture_output=True)
+    if os.path.exists(out) or os.path.exists(out + ".tmp"):
+        fail("a failed compile left an output file behind")
+    for argv in ([remat, "--help"], [remat, "compile", "--help"],
+                 [remat, "run", "--help"], [remat, "train", "--help"]):
+        r = subprocess.run(argv, capture_output=True, text=True)
+        if r.returncode != 0 or "usage" not in r.stdout:
+            fail(f"{' '.join(argv[1:])} printed no usage")
+    print(f"{len(cases)} error cases and 4 --help texts as expected")
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    remat, check = sys.argv[1], sys.argv[2]
+    checks = {"train-falls": train_falls, "forum-plan": forum_plan,
+              "dropout-replay": dropout_replay, "cli-errors": cli_errors}
+    if check not in checks:
+        print(f"unknown check {check}; one of {', '.join(checks)}")
+        return 2
+    with tempfile.TemporaryDirectory() as work:
+        checks[check](remat, work)
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+//===- CudaPlanTest.cpp - Whole plans, graphs, errors, memory on cuda -----===//
+#include "CudaTestUtil.h"
+
+#include "runtime/Executor.h"
+#include "runtime/Loader.h"
+#include "runtime/backends/cuda/CudaBackend.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+using namespace remat::runtime;
+using namespace remat::runtime::test;
+using nlohmann::json;
+
+namespace {
+
+std::string tinyPlanPath() {
+  return std::string(REMAT_SOURCE_DIR) + "/tests/e2e/plans/tiny_linear.plan";
+}
+
+struct Run {
+  std::vector<float> losses;
+  std::map<std::string, NamedTensor> state;
+};
+
+Run runPlan(Backend &backend, const LoadedPlan &plan, int steps) {
+  Executor exec(plan, backend);
+  Run run;
+  for (int s = 0; s < steps; ++s)
+    run.losses.push_back(float(exec.runStep().loss));
+  run.state = exec.stateTensors();
+  return run;
+}
+
+/// Sets an environment variable for one scope.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char *n, const char *value) : name(n) { setenv(n, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+} // namespace
+
+TEST_CASE("the tiny plan gives the same losses on the cuda and cpu backends",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  LoadedPlan plan = loadPlan(tinyPlanPath());
+  auto cpu = createCpuBackend();
+  CudaBackend gpu;
+  Run expected = runPlan(*cpu, plan, 8);
+  Run actual = runPlan(gpu, plan, 8);
+  REQUIRE(actual.losses.size() == expected.losses.size());
+  for (size_t i = 0; i < actual.losses.size(); ++i) {
+    INFO("step " << i + 1 << ": cuda " << actual.losses[i] << ", cpu "
+                 << expected.losses[i]);
+    CHECK(actual.losses[i] ==
+          Approx(expected.losses[i]).epsilon(1e-4).margin(1e-6));
+  }
+  CHECK(actual.losses.back() < actual.losses.front());
+  CHECK(gpu.arenaAllocations() == 1);
+}
+
+TEST_CASE("cuda graph replay gives bitwise the results of eager execution",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  LoadedPlan plan = loadPlan(tinyPlanPath());
+  CudaBackend withGraphs;
+  Run replayed = runPlan(withGraphs, plan, 6);
+  CHECK(withGraphs.graphsCaptured() == 1);
+  CHECK(withGraphs.graphReplays() == 4); // step 0 eager, 1 captured, 2..5
+  Run eager;
+  {
+    ScopedEnv off("REMAT_CUDA_GRAPHS", "0");
+    CudaBackend noGraphs;
+    eager = runPlan(noGraphs, plan, 6);
+    CHECK(noGraphs.graphsCaptured() == 0);
+  }
+  CHECK(replayed.losses == eager.losses);
+  for (const auto &[name, t] : eager.state)
+    CHECK(replayed.state.at(name).bytes == t.bytes);
+}
+
+TEST_CASE("cuda results are bitwise reproducible across runs", "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  LoadedPlan plan = loadPlan(tinyPlanPath());
+  CudaBackend first, second;
+  Run a = runPlan(first, plan, 4), b = runPlan(second, plan, 4);
+  CHECK(a.losses == b.losses);
+  for (const auto &[name, t] : a.state)
+    CHECK(b.state.at(name).bytes == t.bytes);
+}
+
+TEST_CASE("mid-step reads see the steps before them with graphs on", "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  LoadedPlan plan = loadPlan(tinyPlanPath());
+  size_t gradW = 6; // grad:w, written by step 6
+  auto readEveryStep = [&](Backend &backend) {
+    Executor exec(plan, backend);
+    std::vector<std::vector<char>> reads;
+    exec.onStepExecuted = [&](size_t stepIndex) {
+      if (stepIndex == 6 && exec.stepsRun() >= 2)
+        reads.push_back(exec.readBuffer(gradW));
+    };
+    for (int s = 0; s < 5; ++s)
+      exec.runStep();
+    return reads;
+  };
+  CudaBackend gpu;
+  auto withGraphs = readEveryStep(gpu);
+  ScopedEnv off("REMAT_CUDA_GRAPHS", "0");
+  CudaBackend eagerGpu;
+  auto eager = readEveryStep(eagerGpu);
+  CHECK(withGraphs == eager);
+}
+
+TEST_CASE("an embedding index out of range is reported at synchronize "
+          "naming the step",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(20);
+  OpCase c{OpKind::Embedding,
+           json::object(),
+           {randomTensor({5, 4}, rng), tensorOf({3}, {1, 9, 2}, DType::I32)},
+           {typeOf({3, 4})}};
+  CudaBackend gpu;
+  try {
+    runOnBackend(gpu, c);
+    FAIL("no error");
+  } catch (const std::runtime_error &e) {
+    std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find("op_test.plan: /steps/0 'embedding'") != std::string::npos);
+    CHECK(msg.find("index 9 at position 1 is outside [0, 5)") !=
+          std::string::npos);
+  }
+  CHECK_NOTHROW(gpu.synchronize()); // reported once
+}
+
+TEST_CASE("a cross_entropy label out of range is reported at synchronize",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(21);
+  for (OpKind op : {OpKind::CrossEntropy, OpKind::CrossEntropyGrad}) {
+    std::vector<HostTensor> ins = {randomTensor({2, 6}, rng),
+                                   tensorOf({2}, {0, -1}, DType::I64)};
+    std::vector<TensorType> outs = {typeOf({})};
+    if (op == OpKind::CrossEntropyGrad) {
+      ins.push_back(tensorOf({}, {1.0}));
+      outs = {typeOf({2, 6})};
+    }
+    CudaBackend gpu;
+    try {
+      runOnBackend(gpu, {op, json::object(), ins, outs});
+      FAIL("no error");
+    } catch (const std::runtime_error &e) {
+      std::string msg = e.what();
+      INFO(msg);
+      CHECK(msg.find("/steps/0") != std::string::npos);
+      CHECK(msg.find("label -1 at position 1 is outside [0, 6)") !=
+            std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("an arena larger than the free device memory is refused with both "
+          "numbers",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  std::ifstream in(tinyPlanPath());
+  json plan = json::parse(in);
+  plan["arena_bytes"] = uint64_t(1) << 52; // 4 PiB
+  LoadedPlan loaded = loadPlanText(plan.dump(), "huge.plan");
+  CudaBackend gpu;
+  try {
+    Executor exec(loaded, gpu);
+    FAIL("no error");
+  } catch (const std::runtime_error &e) {
+    std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find(std::to_string(uint64_t(1) << 52) + " B") !=
+          std::string::npos);
+    CHECK(msg.find("B free") != std::string::npos);
+  }
+  CHECK(gpu.arenaAllocations() == 0);
+}
+
+TEST_CASE("the cuda device peak covers the arena and the workspace", "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  LoadedPlan plan = loadPlan(tinyPlanPath());
+  CudaBackend gpu;
+  Executor exec(plan, gpu);
+  exec.runStep();
+  CHECK(exec.workspaceBytes() > 0);
+  CHECK(gpu.devicePeakBytes() >=
+        gpu.contextBytes() + exec.arenaBytes() + exec.workspaceBytes());
+  CHECK(cudaDeviceUsedBytes() > 0);
+}
+
+TEST_CASE("createBackend knows the cuda backend", "[cuda]") {
+  CHECK(availableBackends().find("cuda") != std::string::npos);
+  if (!haveCudaDevice()) {
+    WARN("no CUDA device; skipping");
+    CHECK_THROWS_WITH(createBackend("cuda"), Catch::Contains("no CUDA device"));
+    return;
+  }
+  CHECK(createBackend("cuda")->name() == "cuda");
+}

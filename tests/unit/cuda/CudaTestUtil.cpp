@@ -1,0 +1,185 @@
+//===- CudaTestUtil.cpp - Run one op on a backend -------------------------===//
+#include "CudaTestUtil.h"
+
+#include "runtime/Loader.h"
+#include "runtime/backends/cuda/CudaBackend.h"
+
+#include <cstring>
+
+namespace remat::runtime::test {
+
+bool haveCudaDevice() {
+  static const bool present = cudaDeviceCount() > 0;
+  return present;
+}
+
+namespace {
+
+size_t elementSize(DType dtype) { return dtype == DType::I64 ? 8 : 4; }
+
+std::vector<char> bytesOf(const HostTensor &t) {
+  std::vector<char> bytes(t.values.size() * elementSize(t.dtype));
+  for (size_t i = 0; i < t.values.size(); ++i) {
+    if (t.dtype == DType::I32) {
+      int32_t v = int32_t(t.values[i]);
+      std::memcpy(&bytes[i * 4], &v, 4);
+    } else if (t.dtype == DType::I64) {
+      int64_t v = int64_t(t.values[i]);
+      std::memcpy(&bytes[i * 8], &v, 8);
+    } else {
+      float v = float(t.values[i]);
+      std::memcpy(&bytes[i * 4], &v, 4);
+    }
+  }
+  return bytes;
+}
+
+HostTensor tensorFromBytes(const TensorType &type,
+                           const std::vector<char> &bytes) {
+  HostTensor t{type.dtype, type.shape, {}};
+  size_t size = elementSize(type.dtype);
+  for (size_t off = 0; off < bytes.size(); off += size) {
+    if (type.dtype == DType::I32) {
+      int32_t v;
+      std::memcpy(&v, &bytes[off], 4);
+      t.values.push_back(v);
+    } else if (type.dtype == DType::I64) {
+      int64_t v;
+      std::memcpy(&v, &bytes[off], 8);
+      t.values.push_back(double(v));
+    } else {
+      float v;
+      std::memcpy(&v, &bytes[off], 4);
+      t.values.push_back(double(v));
+    }
+  }
+  return t;
+}
+
+int64_t count(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+} // namespace
+
+std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c) {
+  using nlohmann::json;
+  constexpr uint64_t kAlign = 256;
+  json buffers = json::array();
+  uint64_t offset = 0;
+  auto addBuffer = [&](const std::string &name, const std::string &role,
+                       DType dtype, const Shape &shape) {
+    uint64_t bytes = uint64_t(count(shape)) * elementSize(dtype);
+    json b = {{"name", name},   {"role", role},     {"dtype", dtypeName(dtype)},
+              {"shape", shape}, {"offset", offset}, {"bytes", bytes}};
+    if (role == "param" || role == "optimizer")
+      b["init"] = {{"kind", "zeros"}};
+    buffers.push_back(b);
+    offset += (bytes + kAlign - 1) / kAlign * kAlign;
+    return int64_t(buffers.size()) - 1;
+  };
+  bool optimizer = isOptimizerOp(c.op);
+  std::vector<int64_t> inputIds, outputIds;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    std::string role = "input";
+    if (optimizer)
+      role = i == 0 ? "param" : i == 1 ? "input" : "optimizer";
+    inputIds.push_back(addBuffer("in" + std::to_string(i), role,
+                                 c.inputs[i].dtype, c.inputs[i].shape));
+  }
+  if (optimizer) {
+    outputIds.push_back(inputIds[0]);
+    for (size_t i = 2; i < inputIds.size(); ++i)
+      outputIds.push_back(inputIds[i]);
+  } else {
+    for (size_t i = 0; i < c.outputs.size(); ++i)
+      outputIds.push_back(addBuffer("out" + std::to_string(i), "activation",
+                                    c.outputs[i].dtype, c.outputs[i].shape));
+  }
+  int64_t loss = addBuffer("loss", "activation", DType::F32, {});
+  json steps = json::array();
+  steps.push_back({{"op", opName(c.op)},
+                   {"inputs", inputIds},
+                   {"outputs", outputIds},
+                   {"attrs", c.attrs},
+                   {"phase", optimizer ? "optimizer" : "forward"},
+                   {"recompute", false}});
+  steps.push_back({{"op", "constant"},
+                   {"inputs", json::array()},
+                   {"outputs", {loss}},
+                   {"attrs", {{"value", 0.0}}},
+                   {"phase", "forward"},
+                   {"recompute", false}});
+  json plan = {
+      {"format", "remat-plan"}, {"version", 1},          {"model", "op_test"},
+      {"alignment", kAlign},    {"arena_bytes", offset}, {"buffers", buffers},
+      {"steps", steps},         {"loss", loss},          {"batch", 1}};
+  LoadedPlan loaded = loadPlanText(plan.dump(), "op_test.plan");
+
+  backend.checkSupport(loaded);
+  backend.workspaceBytes(loaded);
+  char *base = static_cast<char *>(
+      backend.allocateArena(loaded.plan.arenaBytes, loaded.plan.alignment));
+  std::vector<HostTensor> results;
+  try {
+    backend.prepare(loaded);
+    auto refOf = [&](int64_t id) {
+      const BufferDesc &b = loaded.plan.buffers[size_t(id)];
+      return TensorRef{base + b.offset, b.dtype, b.shape, count(b.shape)};
+    };
+    std::vector<TensorRef> ins, outs;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      std::vector<char> bytes = bytesOf(c.inputs[i]);
+      backend.copyIn(base + loaded.plan.buffers[size_t(inputIds[i])].offset,
+                     bytes.data(), bytes.size());
+      ins.push_back(refOf(inputIds[i]));
+    }
+    for (int64_t id : outputIds)
+      outs.push_back(refOf(id));
+    KernelCall call;
+    call.op = c.op;
+    call.attrs = &loaded.steps[0].attrs;
+    call.inputs = ins.data();
+    call.numInputs = int(ins.size());
+    call.outputs = outs.data();
+    call.numOutputs = int(outs.size());
+    call.trainingStep = c.trainingStep;
+    call.stepIndex = 0;
+    backend.runStep(call);
+    backend.synchronize();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      TensorType type{outs[i].dtype, outs[i].shape};
+      std::vector<char> bytes(size_t(outs[i].numElements) *
+                              elementSize(type.dtype));
+      backend.copyOut(bytes.data(), outs[i].data, bytes.size());
+      results.push_back(tensorFromBytes(type, bytes));
+    }
+  } catch (...) {
+    backend.freeArena(base);
+    throw;
+  }
+  backend.freeArena(base);
+  return results;
+}
+
+void checkAgainstCpu(const OpCase &c, double tolerance) {
+  auto cpu = createCpuBackend();
+  auto gpu = createCudaBackend();
+  std::vector<HostTensor> expected = runOnBackend(*cpu, c);
+  std::vector<HostTensor> actual = runOnBackend(*gpu, c);
+  REQUIRE(actual.size() == expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    double err = normalizedError(actual[i], expected[i]);
+    INFO(opName(c.op) << " result " << i << ": normalized error " << err
+                      << " (tolerance " << tolerance << ")");
+    if (tolerance == 0)
+      CHECK(actual[i].values == expected[i].values);
+    else
+      CHECK(err <= tolerance);
+  }
+}
+
+} // namespace remat::runtime::test

@@ -25,18 +25,20 @@ std::optional<Stage> parseStage(const std::string &name) {
     return Stage::Train;
   if (name == "scheduled")
     return Stage::Scheduled;
+  if (name == "planned")
+    return Stage::Planned;
   if (name == "plan")
     return Stage::Plan;
   return std::nullopt;
 }
 
 const char *stageNames() {
-  return "flat, graph, grad, train, scheduled, plan";
+  return "flat, graph, grad, train, scheduled, planned, plan";
 }
 
-mlir::OwningOpRef<mlir::ModuleOp> buildModule(const model::ModelGraph &graph,
-                                              mlir::MLIRContext &context,
-                                              Stage stage) {
+mlir::OwningOpRef<mlir::ModuleOp>
+buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
+            Stage stage, const CompileOptions &options) {
   auto module = importModel(graph, context);
   if (stage == Stage::Graph)
     return module;
@@ -45,16 +47,34 @@ mlir::OwningOpRef<mlir::ModuleOp> buildModule(const model::ModelGraph &graph,
     pm.addPass(createAutodiffPass());
   else
     buildTrainStepPipeline(pm);
-  if (stage == Stage::Scheduled || stage == Stage::Plan)
+  if (stage >= Stage::Scheduled)
     pm.addPass(createSchedulePass());
+  if (stage >= Stage::Planned && options.budgetBytes) {
+    RematerializePassOptions remat;
+    remat.budgetBytes = *options.budgetBytes;
+    remat.solver = options.solver;
+    remat.timeLimit = options.timeLimitSeconds;
+    remat.alignment = options.alignment;
+    remat.progress = options.progress;
+    pm.addPass(createRematerializePass(remat));
+  }
   std::string messages;
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
     llvm::raw_string_ostream os(messages);
-    os << d.getLocation() << ": " << d.str() << "\n";
+    // Module-level diagnostics carry the model file's location (line 0):
+    // the message alone says it better.
+    auto file = mlir::dyn_cast<mlir::FileLineColLoc>(d.getLocation());
+    if (!file || file.getLine() != 0)
+      os << d.getLocation() << ": ";
+    os << d.str() << "\n";
     return mlir::success();
   });
-  if (mlir::failed(pm.run(*module)))
-    throw std::runtime_error("pass pipeline failed:\n" + messages);
+  if (mlir::failed(pm.run(*module))) {
+    while (!messages.empty() && messages.back() == '\n')
+      messages.pop_back();
+    throw std::runtime_error(messages.empty() ? "pass pipeline failed"
+                                              : messages);
+  }
   return module;
 }
 
@@ -62,8 +82,8 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
                           const CompileOptions &options,
                           nlohmann::json &report) {
   mlir::MLIRContext context;
-  auto module = buildModule(graph, context, Stage::Scheduled);
   auto start = std::chrono::steady_clock::now();
+  auto module = buildModule(graph, context, Stage::Plan, options);
   TrainStep step = extractTrainStep(*module);
   memory::Liveness liveness =
       memory::computeLiveness(step.graph, options.alignment);
@@ -74,12 +94,27 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
                        .count();
   report = memoryReport(step, liveness, layout, options.budgetBytes, 0.0,
                         "store-all", seconds);
+  report["optimality_gap"] = 0.0;
+  report["min_feasible_bytes"] = nullptr;
+  if (auto plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("remat.plan")) {
+    auto num = [&](const char *key) {
+      auto f = plan.getAs<mlir::FloatAttr>(key);
+      return f ? f.getValueAsDouble() : 0.0;
+    };
+    report["solver"] = plan.getAs<mlir::StringAttr>("solver").str();
+    report["solve_seconds"] = num("solve_seconds");
+    report["recompute_overhead"] = num("recompute_overhead");
+    double gap = num("optimality_gap");
+    report["optimality_gap"] = gap < 0 ? nlohmann::json(nullptr) : nlohmann::json(gap);
+    report["min_feasible_bytes"] =
+        plan.getAs<mlir::IntegerAttr>("min_feasible_bytes").getInt();
+  }
+  // The contract: never an arena over the budget.
   if (options.budgetBytes && layout.arenaBytes > *options.budgetBytes)
-    throw std::runtime_error(
-        "the step needs " + formatBytes(layout.arenaBytes) +
-        " of arena without rematerialization, over the budget of " +
-        formatBytes(*options.budgetBytes) +
-        " (budgeted rematerialization is not implemented yet)");
+    throw std::runtime_error("internal error: arena of " +
+                             std::to_string(layout.arenaBytes) +
+                             " bytes exceeds the budget of " +
+                             std::to_string(*options.budgetBytes));
   return emitPlan(step, liveness, layout, options.alignment, report);
 }
 

@@ -22,20 +22,24 @@
 namespace remat::compiler {
 
 /// The stages `--emit` can stop at, in pipeline order.
-enum class Stage { Flat, Graph, Grad, Train, Scheduled, Plan };
+enum class Stage { Flat, Graph, Grad, Train, Scheduled, Planned, Plan };
 std::optional<Stage> parseStage(const std::string &name);
-const char *stageNames(); ///< "flat, graph, grad, train, scheduled, plan"
+const char *stageNames(); ///< "flat, graph, grad, train, scheduled, planned, plan"
 
 struct CompileOptions {
   int64_t alignment = 64;
+  /// Without a budget the step runs store-all (the memory-aware order).
   std::optional<int64_t> budgetBytes;
+  std::string solver = "auto";
+  double timeLimitSeconds = 30;
+  bool progress = false;
 };
 
 /// Imports the model and runs the passes up to `stage` (at most Scheduled).
 /// Throws model::ModelError (user errors) or std::runtime_error.
-mlir::OwningOpRef<mlir::ModuleOp> buildModule(const model::ModelGraph &graph,
-                                              mlir::MLIRContext &context,
-                                              Stage stage);
+mlir::OwningOpRef<mlir::ModuleOp>
+buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
+            Stage stage, const CompileOptions &options = {});
 
 /// The whole pipeline to a plan; `report` receives the memory report.
 runtime::Plan compilePlan(const model::ModelGraph &graph,

@@ -107,4 +107,34 @@ def TestPrintMemoryPass : Pass<"remat-test-print-memory", "::mlir::ModuleOp"> {
   ];
 }
 
+def RematerializePass : Pass<"remat-rematerialize", "::mlir::ModuleOp"> {
+  let summary = "Recomputes activations so the step fits a byte budget";
+  let description = [{
+    Expects the output of `-remat-schedule`. Plans which forward values to
+    keep and which to recompute so that the step's arena fits
+    `budget-bytes` at the least added modeled cost (passes/planner), then
+    rewrites `@train_step` in the planned order: recomputations are clones
+    of forward ops tagged `remat.recompute`, each op reads the latest copy
+    of its operands, and each in-place update runs after every other reader
+    of its parameter. The buffer layout is checked against the budget and
+    the plan retried with a lower target when fragmentation overflows it.
+    Writes the module attribute `remat.plan` = {solver, status,
+    budget_bytes, min_feasible_bytes, solve_seconds, optimality_gap (-1
+    when not proven), recompute_overhead}. Fails, naming the minimum
+    feasible budget, when no schedule fits. Do not run CSE afterwards.
+  }];
+  let options = [
+    Option<"budgetBytes", "budget-bytes", "int64_t", /*default=*/"0",
+           "Memory budget in bytes (arena of the whole step)">,
+    Option<"solver", "solver", "std::string", /*default=*/"\"auto\"",
+           "auto, exact, dp, heuristic, store-all, per-block or sqrt">,
+    Option<"timeLimit", "time-limit", "double", /*default=*/"30.0",
+           "Time limit of the exact solver, seconds">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every buffer">,
+    Option<"progress", "progress", "bool", /*default=*/"false",
+           "Print solver progress on stderr">,
+  ];
+}
+
 #endif // REMAT_PASSES_PASSES

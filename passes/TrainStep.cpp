@@ -235,8 +235,13 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
       fail(&op, "only graph ops may appear in @train_step");
     OpInfo info;
     info.kind = full.substr(6);
-    for (mlir::NamedAttribute attr : op.getAttrs())
-      info.attrs[attr.getName().str()] = attrToJson(attr.getValue());
+    for (mlir::NamedAttribute attr : op.getAttrs()) {
+      std::string name = attr.getName().str();
+      if (name == "remat.recompute")
+        info.recompute = true;
+      else if (name.rfind("remat.", 0) != 0)
+        info.attrs[name] = attrToJson(attr.getValue());
+    }
     if (auto cost = mlir::dyn_cast<graph::CostOpInterface>(&op)) {
       info.flops = cost.getFlops();
       info.bytes = cost.getBytesRead() + cost.getBytesWritten();
@@ -245,9 +250,10 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
 
     bool isUpdate = info.kind == "sgd_update" || info.kind == "adamw_update";
     memory::StepOp stepOp;
-    stepOp.phase = isUpdate              ? memory::Phase::Optimizer
-                   : forward.count(&op) ? memory::Phase::Forward
-                                        : memory::Phase::Backward;
+    stepOp.phase = isUpdate ? memory::Phase::Optimizer
+                   : forward.count(&op) || info.recompute
+                       ? memory::Phase::Forward
+                       : memory::Phase::Backward;
     for (mlir::Value operand : op.getOperands()) {
       auto it = ids.find(operand);
       if (it == ids.end())

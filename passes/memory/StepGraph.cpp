@@ -221,6 +221,79 @@ StepGraph reorder(const StepGraph &graph, const std::vector<int> &order) {
   return out;
 }
 
+RecomputedStep applyComputeOrder(const StepGraph &graph,
+                                 const std::vector<int> &computes) {
+  RecomputedStep out;
+  out.graph.values = graph.values;
+  std::vector<int> current(graph.values.size());
+  for (size_t v = 0; v < current.size(); ++v)
+    current[v] = static_cast<int>(v);
+  std::vector<int> timesComputed(graph.ops.size(), 0);
+  for (int k : computes) {
+    const StepOp &op = graph.ops[k];
+    StepOp copy = op;
+    for (int &v : copy.operands)
+      v = current[v];
+    int newIndex = static_cast<int>(out.graph.ops.size());
+    int count = timesComputed[k]++;
+    for (int &r : copy.results) {
+      if (count == 0) {
+        out.graph.values[r].producer = newIndex;
+        continue;
+      }
+      StepValue value = graph.values[r];
+      value.name += "@r" + std::to_string(count);
+      value.producer = newIndex;
+      value.inPlaceOf = -1;
+      int id = static_cast<int>(out.graph.values.size());
+      out.graph.values.push_back(value);
+      current[r] = id;
+      r = id;
+    }
+    if (count == 0)
+      for (int r : op.results)
+        current[r] = r;
+    out.graph.ops.push_back(copy);
+    out.origin.push_back(k);
+    out.recompute.push_back(count > 0);
+  }
+  for (int o : graph.outputs)
+    out.graph.outputs.push_back(current[o]);
+
+  // Move each in-place update after the last other reader of its argument.
+  bool moved = true;
+  while (moved) {
+    moved = false;
+    for (size_t k = 0; k < out.graph.ops.size() && !moved; ++k) {
+      int lastReader = -1;
+      for (int r : out.graph.ops[k].results) {
+        int arg = out.graph.values[r].inPlaceOf;
+        if (arg < 0)
+          continue;
+        for (size_t j = k + 1; j < out.graph.ops.size(); ++j)
+          for (int v : out.graph.ops[j].operands)
+            if (v == arg)
+              lastReader = std::max(lastReader, static_cast<int>(j));
+      }
+      if (lastReader < 0)
+        continue;
+      // Rotate op k to just after lastReader.
+      auto rotate = [&](auto &vec) {
+        std::rotate(vec.begin() + k, vec.begin() + k + 1,
+                    vec.begin() + lastReader + 1);
+      };
+      rotate(out.graph.ops);
+      rotate(out.origin);
+      rotate(out.recompute);
+      moved = true;
+    }
+  }
+  for (size_t k = 0; k < out.graph.ops.size(); ++k)
+    for (int r : out.graph.ops[k].results)
+      out.graph.values[r].producer = static_cast<int>(k);
+  return out;
+}
+
 Liveness computeLiveness(const StepGraph &graph, int64_t alignment) {
   Liveness live;
   int numOps = static_cast<int>(graph.ops.size());

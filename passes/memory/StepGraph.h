@@ -83,6 +83,23 @@ std::vector<int> memoryAwareOrder(const StepGraph &graph);
 /// Returns the graph with its ops permuted by `order` (value ids kept).
 StepGraph reorder(const StepGraph &graph, const std::vector<int> &order);
 
+/// The step after rematerialization: `computes` lists op ids in execution
+/// order; an op's first occurrence is the op itself, later ones are
+/// recomputations, whose results are new values (copies named
+/// "NAME@rK"). Each op reads the latest copy of every operand. In-place
+/// updates are then moved after every other reader of the argument they
+/// overwrite (a recomputation that reads a parameter must see the old
+/// value). `origin[k]` is the op id new op k copies, `recompute[k]` whether
+/// it is a recomputation. Ops missing from `computes` are dropped (only
+/// ops nothing needs may be missing; validate() catches the rest).
+struct RecomputedStep {
+  StepGraph graph;
+  std::vector<int> origin;
+  std::vector<char> recompute;
+};
+RecomputedStep applyComputeOrder(const StepGraph &graph,
+                                 const std::vector<int> &computes);
+
 /// A value's lifetime over op positions, both ends inclusive: while op k
 /// runs, its operands and results are all live. Arguments and outputs span
 /// the whole step.

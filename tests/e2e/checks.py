@@ -6,6 +6,10 @@
   checks.py REMAT dropout-replay   same seed: identical losses with dropout on;
                                    the masks change the result (vs dropout 0)
   checks.py REMAT cli-errors       usage and input errors exit non-zero with a message
+  checks.py REMAT budgets-bitwise  gpt2 tiny (dropout on) and seed_mlp: loss and
+                                   every gradient bitwise equal at store-all, half
+                                   the activation memory and the minimum budget;
+                                   arenas within budget; recompute steps present
 Exit 0 on success, 1 with a message on failure.
 """
 import json
@@ -116,13 +120,81 @@ def cli_errors(remat, work):
     print(f"{len(cases)} error cases and 4 --help texts as expected")
 
 
+def compile_plan(remat, args, work, tag):
+    plan = os.path.join(work, tag + ".plan")
+    report = os.path.join(work, tag + ".json")
+    r = subprocess.run([remat, "compile"] + args + ["--emit=plan", "-o", plan,
+                                                    "--report", report],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr
+    with open(report) as f:
+        return plan, json.load(f)
+
+
+def run_plan(remat, plan, work, tag, steps=2):
+    log = os.path.join(work, tag + ".jsonl")
+    grads = os.path.join(work, tag + ".grads")
+    r = subprocess.run([remat, "run", plan, "--steps", str(steps), "--seed",
+                        "3", "--log", log, "--dump-grads", grads],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"remat run {plan} failed:\n{r.stderr}")
+    with open(log) as f:
+        losses = [json.loads(line)["loss"] for line in f]
+    with open(grads, "rb") as f:
+        return losses, f.read()
+
+
+def budgets_bitwise(remat, work):
+    for name, config in (("gpt2", ["--preset", "tiny", "--set", "dropout=0.1"]),
+                         ("seed_mlp", ["--preset", "tiny"])):
+        args = [model(name + ".json")] + config
+        plan, rep = compile_plan(remat, args, work, name + "-all")
+        if plan is None:
+            fail(rep)
+        b = rep["breakdown"]
+        persistent = rep["planned_peak_bytes"] - b["activations"] - b["grads"]
+        half = persistent + b["activations"] // 2
+        # The minimum: the error of a budget of 1 byte names it.
+        _, error = compile_plan(remat, args + ["--budget", "1"], work, "x")
+        marker = "minimum feasible budget: "
+        if marker not in error:
+            fail(f"an infeasible budget did not name the minimum: {error}")
+        minimum = int(error.split(marker)[1].split()[0])
+        ref_losses, ref_grads = run_plan(remat, plan, work, name + "-all")
+        budgets = [("half", max(half, minimum)), ("minimum", minimum)]
+        for tag, budget in budgets:
+            plan_b, rep_b = compile_plan(remat, args + ["--budget", str(budget)],
+                                         work, f"{name}-{tag}")
+            if plan_b is None:
+                fail(f"{name} at budget {budget} ({tag}): {rep_b}")
+            if rep_b["arena_bytes"] > budget:
+                fail(f"{name}: arena {rep_b['arena_bytes']} > budget {budget}")
+            with open(plan_b) as f:
+                recomputes = sum(1 for s in json.load(f)["steps"]
+                                 if s.get("recompute"))
+            losses, grads = run_plan(remat, plan_b, work, f"{name}-{tag}")
+            if losses != ref_losses or grads != ref_grads:
+                fail(f"{name} at budget {budget} ({tag}): results differ from "
+                     f"store-all: {losses} vs {ref_losses}")
+            print(f"{name}: {tag} budget {budget} B (store-all arena "
+                  f"{rep['arena_bytes']} B): arena {rep_b['arena_bytes']} B, "
+                  f"{recomputes} recompute steps, overhead "
+                  f"{rep_b['recompute_overhead']:.1%}, losses and gradients "
+                  f"bitwise equal")
+            if tag == "minimum" and name == "gpt2" and recomputes == 0:
+                fail("the minimum budget recomputed nothing")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
         return 2
     remat, check = sys.argv[1], sys.argv[2]
     checks = {"train-falls": train_falls, "forum-plan": forum_plan,
-              "dropout-replay": dropout_replay, "cli-errors": cli_errors}
+              "dropout-replay": dropout_replay, "cli-errors": cli_errors,
+              "budgets-bitwise": budgets_bitwise}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

@@ -40,10 +40,17 @@ static const char *kCompileHelp =
     "                     grad       after -remat-autodiff (@train_step)\n"
     "                     train      after -remat-optimizer\n"
     "                     scheduled  after -remat-schedule\n"
+    "                     planned    after -remat-rematerialize (--budget)\n"
     "                     plan       the plan file (docs/plan-format.md)\n"
     "  -o FILE            write to FILE instead of stdout (- is stdout)\n"
     "  --report FILE      with --emit=plan: write the memory report (JSON)\n"
-    "  --budget BYTES     memory budget, e.g. 1.5GiB, 800MB, 123456\n"
+    "  --budget BYTES     memory budget for the whole step's arena, e.g.\n"
+    "                     1.5GiB, 800MB, 123456; without it nothing is\n"
+    "                     recomputed\n"
+    "  --solver NAME      auto (default), exact, dp, heuristic, store-all,\n"
+    "                     per-block, sqrt\n"
+    "  --time-limit S     time limit of the exact solver (default 30)\n"
+    "  --progress         solver progress on stderr\n"
     "  --preset NAME      apply a named preset of the model's config\n"
     "  --set NAME=VALUE   override a config variable (repeatable)\n"
     "  -h, --help         this text\n";
@@ -55,6 +62,7 @@ static const char *kTrainHelp =
     "`remat compile MODEL --emit=plan -o P` then `remat run P`.\n"
     "\n"
     "compile options: --preset NAME, --set NAME=VALUE, --budget BYTES,\n"
+    "  --solver NAME, --time-limit S, --progress,\n"
     "  --plan FILE (keep the plan there; default: a temporary file),\n"
     "  --report FILE\n"
     "run options (passed to remat run; see remat run --help): --steps N,\n"
@@ -68,6 +76,9 @@ struct Options {
   std::string output = "-";
   std::string report;
   std::optional<int64_t> budget;
+  std::string solver = "auto";
+  double timeLimit = 30;
+  bool progress = false;
   model::ModelOptions modelOptions;
   std::vector<std::string> passThrough; ///< train: options for `run`
 };
@@ -117,6 +128,17 @@ int parse(const char *command, int argc, char **argv, Options &options,
           return usageError(command, "--budget '" + value +
                                          "' is not a byte size (e.g. "
                                          "1.5GiB, 800MB, 123456)");
+      } else if (takeValue(argc, argv, i, "--solver", value)) {
+        options.solver = value;
+      } else if (takeValue(argc, argv, i, "--time-limit", value)) {
+        try {
+          options.timeLimit = std::stod(value);
+        } catch (const std::exception &) {
+          return usageError(command, "--time-limit '" + value +
+                                         "' is not a number of seconds");
+        }
+      } else if (arg == "--progress") {
+        options.progress = true;
       } else if (takeValue(argc, argv, i, "--preset", value)) {
         options.modelOptions.preset = value;
       } else if (takeValue(argc, argv, i, "--set", value)) {
@@ -184,6 +206,12 @@ void writeOutput(const std::string &path, const std::string &text) {
 void printSummary(const nlohmann::json &report) {
   using compiler::formatBytes;
   const auto &b = report["breakdown"];
+  if (!report["budget_bytes"].is_null())
+    std::cerr << "remat: budget "
+              << formatBytes(report["budget_bytes"].get<int64_t>())
+              << ", solver " << report["solver"].get<std::string>()
+              << ", recompute overhead "
+              << report["recompute_overhead"].get<double>() * 100 << "%\n";
   std::cerr << "remat: planned peak "
             << formatBytes(report["planned_peak_bytes"].get<int64_t>())
             << ", arena " << formatBytes(report["arena_bytes"].get<int64_t>())
@@ -195,14 +223,22 @@ void printSummary(const nlohmann::json &report) {
             << formatBytes(b["activations"].get<int64_t>()) << ")\n";
 }
 
+compiler::CompileOptions toCompileOptions(const Options &options) {
+  compiler::CompileOptions c;
+  c.budgetBytes = options.budget;
+  c.solver = options.solver;
+  c.timeLimitSeconds = options.timeLimit;
+  c.progress = options.progress;
+  return c;
+}
+
 /// Compiles to a plan file at `path` (and the report); returns the report.
 nlohmann::json compileToPlanFile(const Options &options,
                                  const std::string &path) {
   std::string source = options.model == "-" ? "<stdin>" : options.model;
   model::ModelGraph graph =
       model::loadModel(readModel(options.model), source, options.modelOptions);
-  compiler::CompileOptions compileOptions;
-  compileOptions.budgetBytes = options.budget;
+  compiler::CompileOptions compileOptions = toCompileOptions(options);
   nlohmann::json report;
   runtime::Plan plan = compiler::compilePlan(graph, compileOptions, report);
   writeOutput(path, runtime::serializePlanText(plan));
@@ -237,7 +273,8 @@ int compileMain(int argc, char **argv) {
       return 0;
     }
     mlir::MLIRContext context;
-    auto module = compiler::buildModule(graph, context, *stage);
+    auto module = compiler::buildModule(graph, context, *stage,
+                                        toCompileOptions(options));
     std::string printed;
     llvm::raw_string_ostream os(printed);
     module->print(os);

@@ -1,0 +1,288 @@
+//===- Rematerialize.cpp - -remat-rematerialize{budget-bytes=...} ---------===//
+//
+// Applies a budgeted rematerialization schedule to @train_step. Algorithm:
+//   1. extract @train_step (in its current, scheduled order) as a
+//      TrainStep and turn it into a planner::Problem: one node per op
+//      (output bytes: its results, aligned, none for in-place updates;
+//      cost: the modeled seconds), arguments as persistent bytes, forward
+//      ops recomputable, the loss and the updates required outputs;
+//   2. solve it under the budget with the chosen solver (every schedule
+//      goes through the planner's checker);
+//   3. replay the schedule's compute events on the plain step
+//      (memory::applyComputeOrder: recomputations become copies, in-place
+//      updates move after the last reader of their parameter), then compute
+//      the real liveness (with buffer reuse) and arena layout; if the arena
+//      exceeds the budget (fragmentation, or updates moved later), solve
+//      again with the target lowered by the excess, up to 6 times;
+//   4. rewrite the IR in that order: first computes move, recomputations
+//      are clones tagged `remat.recompute`, every op reads the latest copy
+//      of each operand. The solver's statistics go to the module attribute
+//      `remat.plan`.
+// Run it after -remat-schedule and never run CSE after it: CSE would merge
+// the clones back (the tag keeps MLIR's CSE from doing so).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/Rematerialize.h"
+#include "passes/TrainStep.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <chrono>
+#include <cmath>
+#include <regex>
+
+namespace remat {
+#define GEN_PASS_DEF_REMATERIALIZEPASS
+#include "passes/Passes.h.inc"
+
+planner::Problem buildPlannerProblem(const TrainStep &step,
+                                     int64_t alignment) {
+  const memory::StepGraph &graph = step.graph;
+  planner::Problem problem;
+  for (const memory::StepValue &v : graph.values)
+    if (v.isArgument())
+      problem.persistentBytes += memory::alignUp(v.bytes, alignment);
+  // Block ids from the flattened names of repeated blocks ("h.3.q_lin").
+  static const std::regex layer(R"(^(?:d/)?([^.]+)\.(\d+)\.)");
+  std::map<std::string, int> blockIds;
+  for (size_t k = 0; k < graph.ops.size(); ++k) {
+    const memory::StepOp &op = graph.ops[k];
+    int64_t bytes = 0;
+    for (int r : op.results)
+      if (graph.values[r].inPlaceOf < 0)
+        bytes += memory::alignUp(graph.values[r].bytes, alignment);
+    std::vector<int> operands;
+    for (int v : op.operands)
+      if (!graph.values[v].isArgument())
+        operands.push_back(graph.values[v].producer);
+    int block = -1;
+    std::smatch match;
+    if (std::regex_search(op.name, match, layer)) {
+      std::string key = match[1].str() + "." + match[2].str();
+      block = blockIds.emplace(key, (int)blockIds.size()).first->second;
+    }
+    problem.addNode(op.name, step.ops[k].seconds, bytes, operands,
+                    op.phase == memory::Phase::Forward, block,
+                    op.phase != memory::Phase::Forward);
+  }
+  for (int o : graph.outputs)
+    if (!graph.values[o].isArgument())
+      problem.requiredOutputs.push_back(graph.values[o].producer);
+  problem.normalize();
+  return problem;
+}
+
+namespace {
+
+/// One planning attempt under `budget`: solve, replay on the plain step,
+/// lay out the arena; while the arena overflows the budget, solve again
+/// with the target lowered by the excess (up to 6 solves).
+struct Attempt {
+  bool ok = false;
+  std::string error;
+  planner::SolveResult result;
+  memory::RecomputedStep applied;
+  int64_t arenaBytes = 0;
+};
+
+Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
+                    int64_t budget, planner::SolverKind kind,
+                    const planner::SolveOptions &options, int64_t alignment) {
+  Attempt a;
+  int64_t target = budget;
+  for (int solves = 0; solves < 6; ++solves) {
+    a.result = planner::solve(problem, target, kind, options);
+    if (!a.result.ok) {
+      a.error = a.result.error;
+      return a;
+    }
+    std::vector<int> computes;
+    for (const planner::Event &e : a.result.schedule.events)
+      if (e.kind == planner::EventKind::Compute)
+        computes.push_back(e.node);
+    a.applied = memory::applyComputeOrder(step.graph, computes);
+    if (std::string problemText = a.applied.graph.validate();
+        !problemText.empty()) {
+      a.error = "rematerialized step is invalid: " + problemText;
+      return a;
+    }
+    memory::Liveness live = memory::computeLiveness(a.applied.graph, alignment);
+    a.arenaBytes =
+        memory::assignOffsets(a.applied.graph, live, alignment).arenaBytes;
+    if (a.arenaBytes <= budget) {
+      a.ok = true;
+      return a;
+    }
+    target -= (a.arenaBytes - budget) + alignment;
+  }
+  a.error = "the schedules found fit the planner's count but their arena "
+            "needs " + std::to_string(a.arenaBytes) + " bytes after layout";
+  return a;
+}
+
+/// The fallbacks tried when the requested solver's schedule does not fit.
+Attempt attemptWithFallbacks(const planner::Problem &problem,
+                             const TrainStep &step, int64_t budget,
+                             planner::SolverKind kind,
+                             const planner::SolveOptions &options,
+                             int64_t alignment) {
+  Attempt a = attemptPlan(problem, step, budget, kind, options, alignment);
+  if (a.ok || kind != planner::SolverKind::Auto)
+    return a;
+  for (planner::SolverKind fallback :
+       {planner::SolverKind::Heuristic, planner::SolverKind::PerBlock}) {
+    Attempt b = attemptPlan(problem, step, budget, fallback, options,
+                            alignment);
+    if (b.ok)
+      return b;
+  }
+  return a;
+}
+
+/// The smallest budget, to within 0.5%, that the whole pipeline (heuristic
+/// or per-block schedule, then the real arena) meets: a bisection between
+/// the planner's lower bound (no schedule can use less) and the store-all
+/// arena. 0 when none is found.
+int64_t minimumFeasibleBudget(const planner::Problem &problem,
+                              const TrainStep &step, int64_t lowerBound,
+                              const planner::SolveOptions &options,
+                              int64_t alignment) {
+  auto meets = [&](int64_t budget) {
+    for (planner::SolverKind kind :
+         {planner::SolverKind::Heuristic, planner::SolverKind::PerBlock})
+      if (attemptPlan(problem, step, budget, kind, options, alignment).ok)
+        return true;
+    return false;
+  };
+  memory::Liveness live = memory::computeLiveness(step.graph, alignment);
+  int64_t high =
+      memory::assignOffsets(step.graph, live, alignment).arenaBytes;
+  if (!meets(high))
+    return 0;
+  int64_t low = lowerBound - 1; // no schedule can use less
+  while (high - low > std::max<int64_t>(high / 200, 64)) {
+    int64_t mid = low + (high - low) / 2;
+    (meets(mid) ? high : low) = mid;
+  }
+  return high;
+}
+
+struct RematerializePass
+    : public impl::RematerializePassBase<RematerializePass> {
+  using RematerializePassBase::RematerializePassBase;
+
+  void runOnOperation() override {
+    mlir::ModuleOp module = getOperation();
+    if (budgetBytes <= 0) {
+      module.emitError("-remat-rematerialize needs budget-bytes > 0");
+      return signalPassFailure();
+    }
+    planner::SolverKind kind;
+    if (!planner::parseSolverKind(solver, kind)) {
+      module.emitError("unknown solver '" + solver +
+                       "' (auto, exact, dp, heuristic, store-all, "
+                       "per-block, sqrt)");
+      return signalPassFailure();
+    }
+    TrainStep step;
+    try {
+      step = extractTrainStep(module);
+    } catch (const std::exception &e) {
+      module.emitError(e.what());
+      return signalPassFailure();
+    }
+    auto start = std::chrono::steady_clock::now();
+    planner::Problem problem = buildPlannerProblem(step, alignment);
+    planner::SolveOptions options;
+    options.timeLimitSeconds = timeLimit;
+    options.progress = progress;
+
+    // 1-3. Solve, replay, check the real arena.
+    Attempt attempt = attemptWithFallbacks(problem, step, budgetBytes, kind,
+                                           options, alignment);
+    if (!attempt.ok) {
+      planner::SolveOptions quiet = options;
+      quiet.progress = false;
+      int64_t feasible = minimumFeasibleBudget(
+          problem, step, attempt.result.minimumBytes, quiet, alignment);
+      auto diag = module.emitError();
+      diag << "no schedule fits the budget of "
+           << static_cast<int64_t>(budgetBytes) << " bytes";
+      if (feasible > 0)
+        diag << "; minimum feasible budget: " << feasible
+             << " bytes (the smallest the heuristic or per-block schedule "
+                "meets after layout, to within 0.5%)";
+      diag << "; " << attempt.error;
+      return signalPassFailure();
+    }
+    const planner::SolveResult &result = attempt.result;
+    const memory::RecomputedStep &applied = attempt.applied;
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+
+    // 4. Rewrite the IR.
+    auto func = module.lookupSymbol<mlir::func::FuncOp>("train_step");
+    mlir::Block &body = func.getBody().front();
+    std::vector<mlir::Operation *> ops;
+    for (mlir::Operation &op : body.without_terminator())
+      ops.push_back(&op);
+    mlir::Operation *terminator = body.getTerminator();
+    mlir::IRMapping latest; // original value -> latest copy
+    mlir::OpBuilder b(terminator);
+    double recomputeSeconds = 0;
+    for (size_t k = 0; k < applied.origin.size(); ++k) {
+      mlir::Operation *original = ops[applied.origin[k]];
+      if (!applied.recompute[k]) {
+        for (mlir::OpOperand &operand : original->getOpOperands())
+          operand.set(latest.lookupOrDefault(operand.get()));
+        original->moveBefore(terminator);
+        for (mlir::Value r : original->getResults())
+          latest.map(r, r);
+        continue;
+      }
+      mlir::Operation *clone = b.clone(*original, latest);
+      clone->setAttr("remat.recompute", b.getUnitAttr());
+      for (unsigned r = 0; r < original->getNumResults(); ++r)
+        latest.map(original->getResult(r), clone->getResult(r));
+      recomputeSeconds += step.ops[applied.origin[k]].seconds;
+    }
+    for (mlir::OpOperand &operand : terminator->getOpOperands())
+      operand.set(latest.lookupOrDefault(operand.get()));
+    // Ops the schedule never computes (nothing needs them) go, users first.
+    std::vector<char> computed(ops.size(), 0);
+    for (int k : applied.origin)
+      computed[k] = 1;
+    for (size_t k = ops.size(); k-- > 0;)
+      if (!computed[k] && ops[k]->use_empty())
+        ops[k]->erase();
+
+    mlir::Builder attrs(module.getContext());
+    double gap = result.stats.provenGap;
+    module->setAttr(
+        "remat.plan",
+        attrs.getDictionaryAttr({
+            attrs.getNamedAttr("solver",
+                               attrs.getStringAttr(result.stats.solverName)),
+            attrs.getNamedAttr("status",
+                               attrs.getStringAttr(result.stats.status)),
+            attrs.getNamedAttr("budget_bytes",
+                               attrs.getI64IntegerAttr(budgetBytes)),
+            attrs.getNamedAttr("min_feasible_bytes",
+                               attrs.getI64IntegerAttr(result.minimumBytes)),
+            attrs.getNamedAttr("solve_seconds", attrs.getF64FloatAttr(seconds)),
+            attrs.getNamedAttr(
+                "optimality_gap",
+                attrs.getF64FloatAttr(std::isnan(gap) ? -1.0 : gap)),
+            attrs.getNamedAttr(
+                "recompute_overhead",
+                attrs.getF64FloatAttr(recomputeSeconds / step.totalSeconds())),
+        }));
+  }
+};
+
+} // namespace
+} // namespace remat

@@ -14,6 +14,37 @@ namespace remat {
 /// repeated blocks get a block id per repetition ("h.3.*").
 planner::Problem buildPlannerProblem(const TrainStep &step, int64_t alignment);
 
+/// One planning attempt under `budget`: solve, replay the schedule on the
+/// plain step (memory::applyComputeOrder), lay out the arena; while the
+/// arena overflows the budget, solve again with the target lowered by the
+/// excess (up to 6 solves).
+struct Attempt {
+  bool ok = false;
+  std::string error;
+  planner::SolveResult result;
+  memory::RecomputedStep applied;
+  int64_t arenaBytes = 0;
+};
+Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
+                    int64_t budget, planner::SolverKind kind,
+                    const planner::SolveOptions &options, int64_t alignment);
+
+/// attemptPlan, then for `auto` the heuristic and per-block schedules when
+/// the best-cost schedule does not fit after layout.
+Attempt attemptWithFallbacks(const planner::Problem &problem,
+                             const TrainStep &step, int64_t budget,
+                             planner::SolverKind kind,
+                             const planner::SolveOptions &options,
+                             int64_t alignment);
+
+/// The smallest budget, to within 0.5%, that the heuristic or per-block
+/// schedule meets after layout: a bisection between `lowerBound` (no
+/// schedule can use less) and the store-all arena. 0 when none is found.
+int64_t minimumFeasibleBudget(const planner::Problem &problem,
+                              const TrainStep &step, int64_t lowerBound,
+                              const planner::SolveOptions &options,
+                              int64_t alignment);
+
 } // namespace remat
 
 #endif // REMAT_PASSES_REMATERIALIZE_H

@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <random>
 
 namespace remat {
 namespace planner {
@@ -87,6 +88,54 @@ private:
 struct FreeVar {
   int t, i, k, col;
 };
+
+/// Checkmate's two-phase rounding (Jain et al. 2020, section 5): keep value
+/// i into stage t when the LP relaxation's S[t][i] >= threshold (random
+/// thresholds for randomized rounding), then take the least recomputation R
+/// that produces each stage's node and the values to keep. Frees follow
+/// scheduleFromRecomputeMatrix; the caller checks the result.
+Schedule roundResident(const Problem &problem, const UseInfo &uses,
+                       const std::vector<std::vector<double>> &residentLp,
+                       double threshold, std::mt19937 *rng) {
+  int n = problem.size();
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  auto keep = [&](int t, int i) {
+    if (t >= n)
+      return uses.required[i] != 0;
+    if (!problem.nodes[i].recomputable)
+      return i < t && t <= uses.pinnedUntil[i];
+    double cut = rng ? uniform(*rng) : threshold;
+    return residentLp[t][i] >= cut && residentLp[t][i] > 1e-6;
+  };
+  std::vector<std::vector<char>> r(n, std::vector<char>(n, 0));
+  std::vector<char> resident(n, 0), next(n, 0), visited(n, 0);
+  std::vector<int> stack;
+  for (int t = 0; t < n; ++t) {
+    for (int i = 0; i < n; ++i)
+      next[i] = i <= t && keep(t + 1, i);
+    std::fill(visited.begin(), visited.end(), 0);
+    stack.clear();
+    auto want = [&](int v) {
+      if (!resident[v] && !visited[v]) {
+        visited[v] = 1;
+        stack.push_back(v);
+      }
+    };
+    want(t);
+    for (int i = 0; i < t; ++i)
+      if (next[i])
+        want(i);
+    while (!stack.empty()) {
+      int v = stack.back();
+      stack.pop_back();
+      r[t][v] = 1;
+      for (int op : problem.nodes[v].operands)
+        want(op);
+    }
+    resident = next;
+  }
+  return scheduleFromRecomputeMatrix(problem, r);
+}
 
 } // namespace
 
@@ -275,62 +324,112 @@ SolverOutput solveExact(const Problem &problem, int64_t budgetBytes,
     std::fprintf(stderr,
                  "[exact] %d nodes: %d columns, %zu rows, built in %.1fs\n",
                  n, numColumns, rowLower.size(), elapsedSetup);
+  // The LP relaxation first: its value is a bound even if the search never
+  // starts, and its S drives the rounding heuristic below.
+  model.solver()->initialSolve();
+  bool lpSolved = model.solver()->isProvenOptimal();
+  double lpBound = lpSolved ? model.solver()->getObjValue() : NAN;
+  if (options.progress)
+    std::fprintf(stderr, "[exact] LP relaxation %s in %.1fs: %.6g\n",
+                 lpSolved ? "solved" : "not solved",
+                 std::chrono::duration<double>(Clock::now() - start).count(),
+                 lpBound);
   ProgressHandler handler(start, options.timeLimitSeconds, options.progress);
   model.passInEventHandler(&handler);
 
-  // Warm start: the warm schedule's R with the least S (see header).
-  CheckmateSolution warm;
-  if (!warmStart.events.empty() &&
-      CheckmateSolution::fromSchedule(problem, warmStart, warm)) {
-    Schedule minimal = scheduleFromRecomputeMatrix(problem, warm.recompute);
-    CheckmateSolution tight;
-    CheckResult check = checkSchedule(problem, minimal, CountingMode::Checkmate);
-    if (check.ok && check.peakBytes <= budgetBytes &&
-        CheckmateSolution::fromSchedule(problem, minimal, tight)) {
-      std::vector<double> values(numColumns, 0.0);
-      double cost = 0;
-      for (int t = 0; t < n; ++t)
-        for (int i = 0; i <= t; ++i)
-          if (tight.recompute[t][i]) {
-            values[rCol[t][i]] = 1.0;
-            cost += problem.nodes[i].cost;
-          }
-      for (int t = 1; t < n; ++t)
-        for (int i = 0; i < t; ++i)
-          values[sCol[t][i]] = tight.resident[t][i];
-      auto sNext = [&](int t, int i) {
-        return t + 1 < n ? tight.resident[t + 1][i] != 0
-                         : uses.required[i] != 0;
-      };
-      for (const FreeVar &f : frees) {
-        bool freed = tight.recompute[f.t][f.k] && !sNext(f.t, f.i);
-        for (int j : uses.consumers[f.i])
-          if (j > f.k && j <= f.t && tight.recompute[f.t][j])
-            freed = false;
-        values[f.col] = freed ? 1.0 : 0.0;
-      }
-      bool fits = true;
-      for (int t = 0; t < n; ++t) {
-        double memory = scaled(problem.persistentBytes);
-        for (int i = 0; i < t; ++i)
-          memory += tight.resident[t][i] * scaled(problem.nodes[i].bytes);
-        memory += tight.recompute[t][0] * scaled(problem.nodes[0].bytes);
-        values[uCol[t][0]] = memory;
-        for (int k = 1; k <= t; ++k) {
-          memory += tight.recompute[t][k] * scaled(problem.nodes[k].bytes);
-          for (int index : freesAfter[t][k - 1])
-            memory -= values[frees[index].col] *
-                      scaled(problem.nodes[frees[index].i].bytes);
-          values[uCol[t][k]] = memory;
-        }
-        for (int k = 0; k <= t; ++k)
-          fits &= values[uCol[t][k]] <= budgetScaled + 1e-7;
-      }
-      if (fits)
-        model.setBestSolution(values.data(), numColumns, cost, true);
+  // Warm start: the cheapest of the given schedule and the LP-rounded
+  // ones, as R with the least S (see the header comment).
+  Schedule bestWarm;
+  double bestWarmCost = 0;
+  auto offer = [&](const Schedule &candidate) {
+    CheckmateSolution parsed;
+    if (candidate.events.empty() ||
+        !CheckmateSolution::fromSchedule(problem, candidate, parsed))
+      return;
+    Schedule minimal = scheduleFromRecomputeMatrix(problem, parsed.recompute);
+    CheckResult check =
+        checkSchedule(problem, minimal, CountingMode::Checkmate);
+    if (!check.ok || check.peakBytes > budgetBytes)
+      return;
+    if (bestWarm.events.empty() || check.totalCost < bestWarmCost) {
+      bestWarm = std::move(minimal);
+      bestWarmCost = check.totalCost;
+    }
+  };
+  offer(warmStart);
+  if (lpSolved) {
+    const double *lp = model.solver()->getColSolution();
+    std::vector<std::vector<double>> residentLp(
+        n + 1, std::vector<double>(n, 0.0));
+    for (int t = 1; t < n; ++t)
+      for (int i = 0; i < t; ++i)
+        residentLp[t][i] = lp[sCol[t][i]];
+    for (double threshold : {0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7,
+                             0.8, 0.9, 0.99}) {
+      offer(roundResident(problem, uses, residentLp, threshold, nullptr));
+    }
+    std::mt19937 rng(12345);
+    for (int sample = 0; sample < 50; ++sample) {
+      if (std::chrono::duration<double>(Clock::now() - start).count() >
+          options.timeLimitSeconds / 2)
+        break;
+      offer(roundResident(problem, uses, residentLp, 0.0, &rng));
     }
   }
+  if (options.progress && !bestWarm.events.empty())
+    std::fprintf(stderr, "[exact] warm start cost %.6g\n", bestWarmCost);
+  CheckmateSolution tight;
+  if (!bestWarm.events.empty() &&
+      CheckmateSolution::fromSchedule(problem, bestWarm, tight)) {
+    std::vector<double> values(numColumns, 0.0);
+    double cost = 0;
+    for (int t = 0; t < n; ++t)
+      for (int i = 0; i <= t; ++i)
+        if (tight.recompute[t][i]) {
+          values[rCol[t][i]] = 1.0;
+          cost += problem.nodes[i].cost;
+        }
+    for (int t = 1; t < n; ++t)
+      for (int i = 0; i < t; ++i)
+        values[sCol[t][i]] = tight.resident[t][i];
+    auto sNext = [&](int t, int i) {
+      return t + 1 < n ? tight.resident[t + 1][i] != 0
+                       : uses.required[i] != 0;
+    };
+    for (const FreeVar &f : frees) {
+      bool freed = tight.recompute[f.t][f.k] && !sNext(f.t, f.i);
+      for (int j : uses.consumers[f.i])
+        if (j > f.k && j <= f.t && tight.recompute[f.t][j])
+          freed = false;
+      values[f.col] = freed ? 1.0 : 0.0;
+    }
+    bool fits = true;
+    for (int t = 0; t < n; ++t) {
+      double memory = scaled(problem.persistentBytes);
+      for (int i = 0; i < t; ++i)
+        memory += tight.resident[t][i] * scaled(problem.nodes[i].bytes);
+      memory += tight.recompute[t][0] * scaled(problem.nodes[0].bytes);
+      values[uCol[t][0]] = memory;
+      for (int k = 1; k <= t; ++k) {
+        memory += tight.recompute[t][k] * scaled(problem.nodes[k].bytes);
+        for (int index : freesAfter[t][k - 1])
+          memory -= values[frees[index].col] *
+                    scaled(problem.nodes[frees[index].i].bytes);
+        values[uCol[t][k]] = memory;
+      }
+      for (int k = 0; k <= t; ++k)
+        fits &= values[uCol[t][k]] <= budgetScaled + 1e-7;
+    }
+    if (fits)
+      model.setBestSolution(values.data(), numColumns, cost, true);
+  }
 
+  // CBC's clock starts here: give it what is left.
+  double left = options.timeLimitSeconds -
+                std::chrono::duration<double>(Clock::now() - start).count();
+  model.setMaximumSeconds(std::max(0.5, left));
+  if (auto *clp = dynamic_cast<OsiClpSolverInterface *>(model.solver()))
+    clp->getModelPtr()->setMaximumSeconds(std::max(0.5, left));
   model.branchAndBound();
 
   // CBC reports +-1e50 (or worse) when the root LP did not finish.
@@ -359,6 +458,9 @@ SolverOutput solveExact(const Problem &problem, int64_t budgetBytes,
     out.bestBound = NAN;
   if (model.isProvenOptimal() && haveIncumbent)
     out.bestBound = incumbent;
+  // The LP relaxation's value bounds the optimum whatever the search did.
+  if (lpSolved && !(out.bestBound >= lpBound))
+    out.bestBound = lpBound;
   return out;
 }
 

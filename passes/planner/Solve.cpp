@@ -221,10 +221,13 @@ SolveResult solve(const Problem &input, int64_t budgetBytes, SolverKind kind,
          {SolverKind::PerBlock, SolverKind::SqrtN, SolverKind::Heuristic})
       consider(solveOne(problem, budgetBytes, baseline, options, Schedule(),
                         start));
-    // The DP's memory bisection gets a short leash here (at least one run):
-    // it rarely beats the heuristic off pure chains.
+    // The DP's memory bisection: where the MILP will run (small graphs)
+    // the time is there anyway, so it gets its full share; on larger graphs
+    // a short leash (at least one run) keeps auto fast, at some cost at
+    // tight budgets.
     SolveOptions dpOptions = options;
-    dpOptions.timeLimitSeconds = std::min(2.0, options.timeLimitSeconds / 4);
+    if (problem.size() > options.exactMaxNodes)
+      dpOptions.timeLimitSeconds = std::min(2.0, options.timeLimitSeconds / 4);
     consider(solveOne(problem, budgetBytes, SolverKind::ChainDp, dpOptions,
                       Schedule(), start));
     double left = options.timeLimitSeconds - secondsSince(start);

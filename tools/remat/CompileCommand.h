@@ -7,6 +7,8 @@ namespace remat::tools {
 int compileMain(int argc, char **argv);
 /// `remat train MODEL --steps N [options]`; argv[0] is "train".
 int trainMain(int argc, char **argv);
+/// `remat plan ...`; argv[0] is "plan".
+int planMain(int argc, char **argv);
 } // namespace remat::tools
 
 #endif

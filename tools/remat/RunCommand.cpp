@@ -2,6 +2,9 @@
 #include "tools/remat/RunCommand.h"
 
 #include "runtime/Backend.h"
+#ifdef REMAT_HAVE_CUDA_BACKEND
+#include "runtime/backends/cuda/CudaBackend.h"
+#endif
 #include "runtime/Executor.h"
 #include "runtime/Loader.h"
 #include "runtime/Npy.h"
@@ -133,6 +136,12 @@ int runCommand(const RunOptions &opt) {
                                 {"samples_per_s", r.samplesPerSecond}};
         if (p.tokensPerSample > 1)
           entry["tokens_per_s"] = r.tokensPerSecond;
+#ifdef REMAT_HAVE_CUDA_BACKEND
+        if (auto *cuda = dynamic_cast<CudaBackend *>(backend.get())) {
+          entry["device_peak_bytes"] = cuda->devicePeakBytes();
+          entry["device_context_bytes"] = cuda->contextBytes();
+        }
+#endif
         log << entry.dump() << "\n" << std::flush;
       }
       if (s == 0 && !opt.dumpGradsPath.empty()) {

@@ -25,6 +25,8 @@ static const char *kUsage =
 #ifdef REMAT_HAVE_COMPILER
     "  compile MODEL   read a model file, build the training step, emit IR or a plan\n"
     "  train MODEL     compile a model and run training steps on it\n"
+    "  plan MODEL      plan under a budget: report, --sweep, --max-batch;\n"
+    "                  plan --graph FILE for external (Checkmate) graphs\n"
 #endif
 #ifdef REMAT_HAVE_RUN
     "  run PLAN        execute a compiled plan for N training steps\n"
@@ -48,6 +50,8 @@ int main(int argc, char **argv) {
     return remat::tools::compileMain(argc - 1, argv + 1);
   if (command == "train")
     return remat::tools::trainMain(argc - 1, argv + 1);
+  if (command == "plan")
+    return remat::tools::planMain(argc - 1, argv + 1);
 #endif
 #ifdef REMAT_HAVE_RUN
   if (command == "run")

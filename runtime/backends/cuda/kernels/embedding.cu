@@ -17,6 +17,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/kernels/common.cuh"
 
+#include "runtime/backends/cuda/CudaCheck.h"
+
 #include <cub/device/device_radix_sort.cuh>
 
 #include <climits>
@@ -102,16 +104,10 @@ __global__ void segmentSumKernel(const float *dy, const int *order,
 
 size_t cubTempBytes(int64_t positions, int64_t v) {
   size_t bytes = 0;
-  cudaError_t err = cub::DeviceRadixSort::SortPairs(
+  REMAT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
       nullptr, bytes, static_cast<const unsigned *>(nullptr),
       static_cast<unsigned *>(nullptr), static_cast<const int *>(nullptr),
-      static_cast<int *>(nullptr), int(positions), 0, endBitFor(v));
-  if (err != cudaSuccess)
-    throw std::runtime_error(
-        std::string("cuda: cub::DeviceRadixSort::SortPairs (size query) "
-                    "failed: ") +
-        cudaGetErrorString(err) + " (" + __FILE__ + ":" +
-        std::to_string(__LINE__) + ")");
+      static_cast<int *>(nullptr), int(positions), 0, endBitFor(v)));
   return bytes;
 }
 
@@ -163,14 +159,9 @@ void launchEmbeddingGrad(const KernelCall &call, const DeviceContext &ctx) {
       indices.data, indices.dtype == DType::I64, positions, v, keysIn, valuesIn,
       ctx.status, int64_t(call.stepIndex));
   REMAT_CUDA_CHECK_LAUNCH("embeddingKeysKernel");
-  cudaError_t err = cub::DeviceRadixSort::SortPairs(
+  REMAT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
       temp, tempBytes, keysIn, keysOut, valuesIn, valuesOut, int(positions), 0,
-      endBitFor(v), ctx.stream);
-  if (err != cudaSuccess)
-    throw std::runtime_error(
-        std::string("cuda: cub::DeviceRadixSort::SortPairs failed: ") +
-        cudaGetErrorString(err) + " (" + __FILE__ + ":" +
-        std::to_string(__LINE__) + ")");
+      endBitFor(v), ctx.stream));
   segmentStartKernel<<<gridFor(v + 1), kThreads, 0, ctx.stream>>>(
       keysOut, positions, v, start);
   REMAT_CUDA_CHECK_LAUNCH("segmentStartKernel");

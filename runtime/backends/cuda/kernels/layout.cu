@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/kernels/common.cuh"
 
-#include <stdexcept>
+#include "runtime/backends/cuda/CudaCheck.h"
 
 namespace remat::runtime::cuda {
 
@@ -35,14 +35,9 @@ void launchReshape(const KernelCall &call, const DeviceContext &ctx) {
   const TensorRef &x = call.inputs[0];
   if (call.outputs[0].data == x.data)
     return;
-  cudaError_t err = cudaMemcpyAsync(call.outputs[0].data, x.data,
-                                    size_t(x.numElements) * dtypeSize(x.dtype),
-                                    cudaMemcpyDeviceToDevice, ctx.stream);
-  if (err != cudaSuccess)
-    throw std::runtime_error(std::string("cuda: cudaMemcpyAsync (reshape) "
-                                         "failed: ") +
-                             cudaGetErrorString(err) + " (" + __FILE__ + ":" +
-                             std::to_string(__LINE__) + ")");
+  REMAT_CUDA_CHECK(cudaMemcpyAsync(call.outputs[0].data, x.data,
+                                   size_t(x.numElements) * dtypeSize(x.dtype),
+                                   cudaMemcpyDeviceToDevice, ctx.stream));
 }
 
 void launchTranspose(const KernelCall &call, const DeviceContext &ctx) {

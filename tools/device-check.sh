@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# device-check.sh: the one prepared check for the GPU machine (CUDA, CMake,
+# Ninja, PyTorch with CUDA; no MLIR, no network). Run from anywhere:
+#
+#   tools/device-check.sh                 # results under $OUT (or ./device-check-out)
+#
+# Stages, each under `timeout` and a global deadline (TOTAL_S, default 465 s,
+# so the whole run stays under 8 minutes):
+#   1. nvidia-smi                                     (   5 s)
+#   2. configure the runtime-only build               (  45 s)
+#      -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_CUDA=ON in $BUILD (build-device)
+#   3. build remat (run only), remat-unit-cuda        ( 150 s)
+#   4. the [cuda] unit tests                          (  90 s)
+#   5. every plan under .plans/*.plan (filled by the lead with `remat
+#      compile` output, passed with the run tool's carry option):
+#      remat run PLAN --backend cuda --steps $STEPS --log  (  60 s in all)
+#   6. the PyTorch peer tools/bench/torch_gpu_bench.py (100 s; configurations
+#      not started after 75 s are recorded as skipped)
+#   7. summary table (printed last, also $OUT/summary.md)
+# Environment: OUT, BUILD, PLANS_DIR (.plans), STEPS (20), TOTAL_S (465),
+# BACKEND (cuda; cpu for a dry run of the script on a machine without GPU),
+# TORCH_ARGS (extra arguments for the peer script, e.g. "--batch 4096"),
+# REMAT_CUDA_* (passed through to the backend, see docs/cuda.md).
+# Exit status: 0 when the build and the unit tests passed, 1 otherwise
+# (benchmark failures are reported in the table, not in the status).
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="${OUT:-$PWD/device-check-out}"
+build="${BUILD:-$root/build-device}"
+plans_dir="${PLANS_DIR:-$root/.plans}"
+steps="${STEPS:-20}"
+backend="${BACKEND:-cuda}"
+total_s="${TOTAL_S:-465}"
+mkdir -p "$out/bench"
+start=$(date +%s)
+status_file="$out/stages.tsv"
+printf 'stage\trc\tseconds\n' > "$status_file"
+
+remaining() { echo $(( total_s - ($(date +%s) - start) )); }
+
+# stage NAME BUDGET_S LOGFILE CMD...: runs CMD under timeout min(BUDGET,
+# remaining), records rc and seconds; rc 124 = timed out.
+stage() {
+  local name="$1" budget="$2" log="$3"
+  shift 3
+  local left
+  left=$(remaining)
+  (( budget > left )) && budget=$left
+  if (( budget < 5 )); then
+    printf '%s\tskipped\t0\n' "$name" >> "$status_file"
+    echo "== $name: skipped (global deadline)"
+    return 125
+  fi
+  echo "== $name (limit ${budget}s)"
+  local t0 rc
+  t0=$(date +%s)
+  timeout --kill-after=5 "$budget" "$@" > "$log" 2>&1
+  rc=$?
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$(( $(date +%s) - t0 ))" >> "$status_file"
+  tail -n 5 "$log" | sed 's/^/   /'
+  return $rc
+}
+
+ok=1
+
+# 1. The device.
+stage nvidia-smi 5 "$out/nvidia-smi.txt" nvidia-smi
+
+# 2. Configure: runtime-only, CUDA on; tests off only if Catch2 is missing.
+generator=()
+command -v ninja > /dev/null && generator=(-G Ninja)
+configure=(cmake "${generator[@]}" -S "$root" -B "$build"
+  -DCMAKE_BUILD_TYPE=Release -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_CUDA=ON)
+if ! stage configure 45 "$out/configure.log" "${configure[@]}" \
+    -DREMAT_ENABLE_TESTS=ON; then
+  echo "   configure failed; retrying without tests (Catch2 missing?)"
+  stage configure-no-tests 45 "$out/configure-no-tests.log" \
+    "${configure[@]}" -DREMAT_ENABLE_TESTS=OFF || ok=0
+fi
+
+# 3. Build.
+targets=(remat)
+grep -q remat-unit-cuda "$build/build.ninja" "$build/Makefile" 2>/dev/null &&
+  targets+=(remat-unit-cuda)
+stage build 150 "$out/build.log" \
+  cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" || ok=0
+grep -i "warning" "$out/build.log" > "$out/build-warnings.txt" || true
+
+# 4. Unit tests ([cuda]).
+unit="$build/tests/unit/cuda/remat-unit-cuda"
+if [[ -x "$unit" ]]; then
+  stage unit-cuda 90 "$out/unit-cuda.txt" \
+    "$unit" "[cuda]" --durations yes || ok=0
+  if grep -q "no CUDA device; skipping" "$out/unit-cuda.txt"; then
+    echo "   WARNING: the GPU tests SKIPPED (no CUDA device visible)"
+    [[ "$backend" == cuda ]] && ok=0
+  fi
+else
+  echo "== unit-cuda: not built"
+  ok=0
+fi
+
+# 5. Benchmark plans on the cuda backend.
+remat="$build/tools/remat/remat"
+bench_deadline=$(( $(date +%s) + 60 ))
+shopt -s nullglob
+plans=("$plans_dir"/*.plan)
+if (( ${#plans[@]} == 0 )); then
+  echo "== bench: no plans under $plans_dir"
+fi
+for plan in "${plans[@]}"; do
+  name="$(basename "$plan" .plan)"
+  left=$(( bench_deadline - $(date +%s) ))
+  (( left > 40 )) && left=40
+  if [[ ! -x "$remat" ]] || (( left < 5 )); then
+    printf 'bench:%s\tskipped\t0\n' "$name" >> "$status_file"
+    continue
+  fi
+  stage "bench:$name" "$left" "$out/bench/$name.txt" \
+    "$remat" run "$plan" --backend "$backend" --steps "$steps" \
+    --log "$out/bench/$name.jsonl"
+done
+
+# 6. The PyTorch peer (TORCH_ARGS: extra arguments, split on spaces).
+torch_budget=100
+read -r -a torch_args <<< "${TORCH_ARGS:-}"
+stage torch "$torch_budget" "$out/torch.log" \
+  python3 "$root/tools/bench/torch_gpu_bench.py" --device cuda \
+  --deadline $(( torch_budget - 25 )) --out "$out/torch.json" \
+  "${torch_args[@]}"
+
+# 7. Summary table (last).
+BACKEND="$backend" python3 - "$out" "$plans_dir" > "$out/summary.md" <<'PY'
+import glob, json, os, re, statistics, sys
+out, plans_dir = sys.argv[1], sys.argv[2]
+MiB = 2 ** 20
+def mib(v):
+    return "-" if v in (None, "") else "%.1f" % (v / MiB)
+print("## stages\n")
+print("| stage | rc | s |\n|---|---|---|")
+for line in open(os.path.join(out, "stages.tsv")).read().splitlines()[1:]:
+    print("| " + " | ".join(line.split("\t")) + " |")
+print("\n## remat run (--backend %s)\n" % os.environ.get("BACKEND", "cuda"))
+print("| plan | budget MiB | planned peak MiB | arena MiB | workspace MiB "
+      "| device peak MiB | peak - context MiB | ms (median, steps 3+) "
+      "| loss first -> last |")
+print("|---|---|---|---|---|---|---|---|---|")
+for txt in sorted(glob.glob(os.path.join(out, "bench", "*.txt"))):
+    name = os.path.basename(txt)[:-len(".txt")]
+    log = os.path.join(out, "bench", name + ".jsonl")
+    rows = ([json.loads(l) for l in open(log) if l.strip()]
+            if os.path.exists(log) else [])
+    plan = {}
+    try:
+        plan = json.load(open(os.path.join(plans_dir, name + ".plan")))
+    except Exception:
+        pass
+    report = plan.get("report", {})
+    header = open(txt).read()
+    ws = re.search(r"workspace (\d+) B", header)
+    timed = [r["ms"] for r in rows[2:]] or [r["ms"] for r in rows]
+    peak = max((r.get("device_peak_bytes", 0) for r in rows), default=0)
+    context = max((r.get("device_context_bytes", 0) for r in rows), default=0)
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        name, mib(report.get("budget_bytes")),
+        mib(report.get("planned_peak_bytes")), mib(plan.get("arena_bytes")),
+        mib(int(ws.group(1))) if ws else "-", mib(peak) if peak else "-",
+        mib(peak - context) if peak and context else "-",
+        "%.2f" % statistics.median(timed) if timed else "-",
+        "%.4g -> %.4g" % (rows[0]["loss"], rows[-1]["loss"]) if rows
+        else "failed (see bench/%s.txt)" % name))
+print("\n## pytorch peer\n")
+try:
+    torch = json.load(open(os.path.join(out, "torch.json")))
+    print("torch %s on %s\n" % (torch["torch"], torch["device_name"]))
+    print("| model | mode | budget | batch | ms (median) "
+          "| max_memory_allocated MiB | status |")
+    print("|---|---|---|---|---|---|---|")
+    for r in torch["results"]:
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (
+            r["model"], r["mode"], "" if r.get("budget") is None
+            else r["budget"], r.get("batch", ""),
+            "%.2f" % r["ms_median"] if "ms_median" in r else "-",
+            mib(r.get("max_memory_allocated")),
+            r["status"] + ("" if r["status"] == "ok"
+                           else ": " + r.get("error", "")[:80])))
+except Exception as e:
+    print("no PyTorch results (%s)" % e)
+PY
+echo
+cat "$out/summary.md"
+echo
+echo "device-check: $( ((ok)) && echo PASS || echo FAIL ) in $(( $(date +%s) - start ))s; results in $out"
+exit $(( ok ? 0 : 1 ))

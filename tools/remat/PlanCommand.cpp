@@ -1,0 +1,463 @@
+//===- PlanCommand.cpp - `remat plan`: budgets, sweeps, max batch ---------===//
+//
+//   remat plan MODEL --budget B          one plan's report (JSON keys of
+//                                        docs/cli.md) without writing it
+//   remat plan MODEL --sweep [--points N]
+//                                        the Pareto table budget -> overhead
+//                                        from the minimum feasible budget to
+//                                        store-all, with the knee marked
+//   remat plan MODEL --max-batch --budget B
+//                                        the largest `batch` that fits
+//   remat plan --graph FILE.json --budget-frac F
+//                                        an external graph (networkx
+//                                        node-link, Checkmate's format),
+//                                        counted as Checkmate counts memory
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/remat/CompileCommand.h"
+
+#include "compiler/Driver.h"
+#include "passes/Rematerialize.h"
+#include "passes/planner/CheckmateGraph.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+using nlohmann::json;
+
+namespace remat::tools {
+
+static const char *kPlanHelp =
+    "usage: remat plan MODEL [--budget B | --sweep | --max-batch --budget B]\n"
+    "       remat plan --graph FILE.json --budget-frac F\n"
+    "\n"
+    "Plans rematerialization without writing a plan file.\n"
+    "\n"
+    "  --budget B         plan under B bytes (1.5GiB, 800MB, 123456) and\n"
+    "                     print the report as JSON\n"
+    "  --sweep            Pareto table: budget -> recompute overhead, from\n"
+    "                     the minimum feasible budget to store-all; the knee\n"
+    "                     (the best trade-off) is marked\n"
+    "  --points N         budgets in the sweep (default 10)\n"
+    "  --max-batch        with --budget: the largest value of the model's\n"
+    "                     `batch` variable whose step fits\n"
+    "  --graph FILE       plan an external graph: networkx node-link JSON\n"
+    "                     with node cost_cpu and cost_ram (the Checkmate\n"
+    "                     graphs); memory is counted as Checkmate counts it\n"
+    "  --budget-frac F    with --graph: budget as a fraction of the graph's\n"
+    "                     store-all peak (or `min`: the lower bound)\n"
+    "  --solver NAME      auto (default), exact, dp, heuristic, store-all,\n"
+    "                     per-block, sqrt\n"
+    "  --time-limit S     time limit of the exact solver (default 30)\n"
+    "  --progress         solver progress on stderr\n"
+    "  --preset NAME, --set NAME=VALUE   model configuration\n"
+    "  --json FILE        also write the results as JSON\n";
+
+namespace {
+
+struct PlanOptions {
+  std::string model;
+  std::string graph;
+  std::optional<int64_t> budget;
+  std::string budgetFraction;
+  bool sweep = false;
+  bool maxBatch = false;
+  int points = 10;
+  std::string solver = "auto";
+  double timeLimit = 30;
+  bool progress = false;
+  std::string jsonPath;
+  model::ModelOptions modelOptions;
+};
+
+int usage(const std::string &message) {
+  std::cerr << "remat plan: " << message << "\n(see remat plan --help)\n";
+  return 2;
+}
+
+std::string readText(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw model::ModelError("cannot open '" + path + "'");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+/// The scheduled step of a model configuration and its planner problem.
+struct Session {
+  TrainStep step;
+  planner::Problem problem;
+  int64_t storeAllArena = 0;
+  int64_t alignment = 64;
+};
+
+Session openSession(const PlanOptions &options,
+                    const model::ModelOptions &modelOptions) {
+  model::ModelGraph graph =
+      model::loadModel(readText(options.model), options.model, modelOptions);
+  mlir::MLIRContext context;
+  auto module =
+      compiler::buildModule(graph, context, compiler::Stage::Scheduled);
+  Session s;
+  s.step = extractTrainStep(*module);
+  s.problem = buildPlannerProblem(s.step, s.alignment);
+  memory::Liveness live = memory::computeLiveness(s.step.graph, s.alignment);
+  s.storeAllArena =
+      memory::assignOffsets(s.step.graph, live, s.alignment).arenaBytes;
+  return s;
+}
+
+double recomputeOverhead(const Session &s, const Attempt &a) {
+  double extra = 0;
+  for (size_t k = 0; k < a.applied.origin.size(); ++k)
+    if (a.applied.recompute[k])
+      extra += s.step.ops[a.applied.origin[k]].seconds;
+  return extra / s.step.totalSeconds();
+}
+
+planner::SolveOptions solveOptions(const PlanOptions &options) {
+  planner::SolveOptions o;
+  o.timeLimitSeconds = options.timeLimit;
+  o.progress = options.progress;
+  return o;
+}
+
+void writeJson(const PlanOptions &options, const json &j) {
+  if (options.jsonPath.empty())
+    return;
+  std::ofstream out(options.jsonPath);
+  out << j.dump(2) << "\n";
+  if (!out)
+    throw std::runtime_error("cannot write '" + options.jsonPath + "'");
+}
+
+int planSweep(const PlanOptions &options, planner::SolverKind kind) {
+  Session s = openSession(options, options.modelOptions);
+  planner::SolveOptions solve = solveOptions(options);
+  std::cerr << "remat plan: " << s.step.graph.ops.size()
+            << " ops; searching the minimum feasible budget...\n";
+  int64_t minimum = minimumFeasibleBudget(
+      s.problem, s.step, computeLowerBound(s.problem).bytes, solve,
+      s.alignment);
+  if (minimum <= 0)
+    throw std::runtime_error("no budget below store-all could be planned");
+  struct Row {
+    int64_t budget, arena;
+    double overhead, seconds;
+    std::string solver;
+    bool ok;
+  };
+  std::vector<Row> rows;
+  int points = std::max(options.points, 2);
+  // A schedule that fits a smaller budget fits every larger one: each row
+  // keeps the cheapest schedule found at or below its budget.
+  Row bestSoFar{0, 0, NAN, 0, "", false};
+  for (int i = 0; i < points; ++i) {
+    int64_t budget =
+        minimum + (s.storeAllArena - minimum) * i / (points - 1);
+    auto start = std::chrono::steady_clock::now();
+    Attempt a = attemptWithFallbacks(s.problem, s.step, budget, kind, solve,
+                                     s.alignment);
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    Row row{budget, a.arenaBytes, a.ok ? recomputeOverhead(s, a) : NAN,
+            seconds, a.result.stats.solverName, a.ok};
+    if (bestSoFar.ok && (!row.ok || bestSoFar.overhead < row.overhead)) {
+      row.arena = bestSoFar.arena;
+      row.overhead = bestSoFar.overhead;
+      row.solver = bestSoFar.solver + " (from " +
+                   std::to_string(bestSoFar.budget) + ")";
+      row.ok = true;
+    } else if (row.ok) {
+      bestSoFar = row;
+    }
+    rows.push_back(row);
+    std::cerr << "remat plan: budget " << budget << " done in " << seconds
+              << " s\n";
+  }
+  // Kneedle: the point farthest below the chord from the first to the last
+  // point, in coordinates normalized to [0, 1].
+  int knee = -1;
+  double best = 0;
+  double o0 = rows.front().overhead, o1 = rows.back().overhead;
+  for (size_t i = 1; i + 1 < rows.size(); ++i) {
+    if (!rows[i].ok || !(o0 > o1))
+      continue;
+    double x = double(rows[i].budget - rows.front().budget) /
+               double(rows.back().budget - rows.front().budget);
+    double y = (rows[i].overhead - o1) / (o0 - o1);
+    double below = (1 - x) - y;
+    if (below > best) {
+      best = below;
+      knee = static_cast<int>(i);
+    }
+  }
+  std::cout << "model " << s.step.model << ": store-all arena "
+            << s.storeAllArena << " B, minimum feasible budget " << minimum
+            << " B (" << std::fixed << std::setprecision(3)
+            << double(minimum) / double(s.storeAllArena)
+            << " of store-all)\n\n";
+  std::cout << "| budget (B) | of store-all | arena (B) | overhead | solver "
+               "| solve s |\n|---:|---:|---:|---:|---|---:|\n";
+  json out = json::array();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row &r = rows[i];
+    std::cout << "| " << r.budget << " | " << std::setprecision(3)
+              << double(r.budget) / double(s.storeAllArena) << " | "
+              << (r.ok ? std::to_string(r.arena) : "-") << " | ";
+    if (r.ok)
+      std::cout << std::setprecision(2) << r.overhead * 100 << "%";
+    else
+      std::cout << "infeasible";
+    std::cout << " | " << r.solver << " | " << std::setprecision(2)
+              << r.seconds << " |" << ((int)i == knee ? " <- knee" : "")
+              << "\n";
+    out.push_back({{"budget_bytes", r.budget},
+                   {"arena_bytes", r.ok ? json(r.arena) : json(nullptr)},
+                   {"recompute_overhead", r.ok ? json(r.overhead) : json(nullptr)},
+                   {"solver", r.solver},
+                   {"solve_seconds", r.seconds},
+                   {"knee", (int)i == knee}});
+  }
+  writeJson(options, {{"model", s.step.model},
+                      {"store_all_arena_bytes", s.storeAllArena},
+                      {"min_feasible_bytes", minimum},
+                      {"sweep", out}});
+  return 0;
+}
+
+int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
+  planner::SolveOptions solve = solveOptions(options);
+  solve.progress = false;
+  auto fits = [&](int64_t batch) {
+    model::ModelOptions m = options.modelOptions;
+    m.overrides.push_back({"batch", std::to_string(batch)});
+    Session s = openSession(options, m);
+    bool ok = s.storeAllArena <= *options.budget ||
+              attemptWithFallbacks(s.problem, s.step, *options.budget, kind,
+                                   solve, s.alignment)
+                  .ok;
+    std::cerr << "remat plan: batch " << batch << (ok ? " fits" : " does not fit")
+              << "\n";
+    return ok;
+  };
+  {
+    model::ModelGraph g = model::loadModel(readText(options.model),
+                                           options.model, options.modelOptions);
+    if (!g.config.count("batch"))
+      throw model::ModelError(options.model +
+                              ": --max-batch needs a config variable 'batch'");
+  }
+  if (!fits(1)) {
+    std::cout << "no batch fits " << *options.budget << " bytes\n";
+    return 1;
+  }
+  int64_t low = 1, high = 2;
+  while (fits(high)) {
+    low = high;
+    high *= 2;
+    if (high > (int64_t(1) << 40))
+      break;
+  }
+  while (high - low > 1) {
+    int64_t mid = low + (high - low) / 2;
+    (fits(mid) ? low : high) = mid;
+  }
+  std::cout << "largest batch that fits " << *options.budget
+            << " bytes: " << low << "\n";
+  writeJson(options, {{"budget_bytes", *options.budget}, {"max_batch", low}});
+  return 0;
+}
+
+int planOne(const PlanOptions &options, planner::SolverKind kind) {
+  Session s = openSession(options, options.modelOptions);
+  auto start = std::chrono::steady_clock::now();
+  Attempt a = attemptWithFallbacks(s.problem, s.step, *options.budget, kind,
+                                   solveOptions(options), s.alignment);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  if (!a.ok) {
+    int64_t minimum = minimumFeasibleBudget(
+        s.problem, s.step, a.result.minimumBytes, solveOptions(options),
+        s.alignment);
+    std::cerr << "remat plan: error: no schedule fits the budget of "
+              << *options.budget << " bytes; minimum feasible budget: "
+              << minimum << " bytes; " << a.error << "\n";
+    return 1;
+  }
+  memory::Liveness live = memory::computeLiveness(a.applied.graph, s.alignment);
+  memory::ArenaLayout layout =
+      memory::assignOffsets(a.applied.graph, live, s.alignment);
+  TrainStep applied = s.step;
+  applied.graph = a.applied.graph;
+  std::vector<OpInfo> ops;
+  for (int k : a.applied.origin)
+    ops.push_back(s.step.ops[k]);
+  applied.ops = ops;
+  json report = compiler::memoryReport(applied, live, layout, *options.budget,
+                                       recomputeOverhead(s, a),
+                                       a.result.stats.solverName, seconds);
+  double gap = a.result.stats.provenGap;
+  report["optimality_gap"] = std::isnan(gap) ? json(nullptr) : json(gap);
+  report["min_feasible_bytes"] = a.result.minimumBytes;
+  std::cout << report.dump(2) << "\n";
+  writeJson(options, report);
+  return 0;
+}
+
+int planGraph(const PlanOptions &options, planner::SolverKind kind) {
+  planner::CheckmateGraph graph;
+  std::string error;
+  if (!planner::readCheckmateGraph(options.graph, graph, error))
+    throw model::ModelError(error);
+  planner::Problem &problem = graph.problem;
+  int64_t storeAll = planner::storeAllPeak(problem);
+  int64_t lower = planner::computeLowerBound(problem).bytes;
+  int64_t budget;
+  if (options.budgetFraction == "min") {
+    budget = lower;
+  } else {
+    double fraction;
+    try {
+      fraction = std::stod(options.budgetFraction);
+    } catch (const std::exception &) {
+      throw model::ModelError("--budget-frac '" + options.budgetFraction +
+                              "' is not a number or 'min'");
+    }
+    if (!(fraction > 0))
+      throw model::ModelError("--budget-frac must be positive");
+    budget = planner::budgetForFraction(problem, fraction);
+  }
+  planner::SolveOptions solve = solveOptions(options);
+  solve.mode = planner::CountingMode::Checkmate;
+  planner::SolveResult r = planner::solve(problem, budget, kind, solve);
+  json report;
+  report["graph"] = graph.name;
+  report["nodes"] = problem.size();
+  report["budget_bytes"] = budget;
+  report["store_all_peak_bytes"] = storeAll;
+  report["min_feasible_bytes"] = r.minimumBytes;
+  report["solver"] = r.stats.solverName;
+  report["solve_seconds"] = r.stats.solveSeconds;
+  report["status"] = r.stats.status;
+  if (r.ok) {
+    report["planned_peak_bytes"] = r.stats.peakBytes;
+    report["arena_bytes"] = nullptr; // no layout in Checkmate's counting
+    report["recompute_overhead"] = r.stats.overhead;
+    report["optimality_gap"] = std::isnan(r.stats.provenGap)
+                                   ? json(nullptr)
+                                   : json(r.stats.provenGap);
+  } else {
+    report["error"] = r.error;
+  }
+  std::cout << report.dump(2) << "\n";
+  writeJson(options, report);
+  return r.ok ? 0 : 1;
+}
+
+} // namespace
+
+int planMain(int argc, char **argv) {
+  PlanOptions options;
+  auto value = [&](int &i, const std::string &flag, std::string &out) {
+    std::string arg = argv[i];
+    if (arg == flag) {
+      if (i + 1 >= argc)
+        throw std::invalid_argument(flag + " needs a value");
+      out = argv[++i];
+      return true;
+    }
+    if (arg.rfind(flag + "=", 0) == 0) {
+      out = arg.substr(flag.size() + 1);
+      return true;
+    }
+    return false;
+  };
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i], v;
+      if (arg == "-h" || arg == "--help") {
+        std::cout << kPlanHelp;
+        return 0;
+      }
+      if (arg == "--sweep")
+        options.sweep = true;
+      else if (arg == "--max-batch")
+        options.maxBatch = true;
+      else if (arg == "--progress")
+        options.progress = true;
+      else if (arg == "--reorder")
+        return usage("--reorder is not implemented yet: --graph keeps the "
+                     "given node order");
+      else if (value(i, "--budget", v)) {
+        options.budget = compiler::parseByteSize(v);
+        if (!options.budget || *options.budget <= 0)
+          return usage("--budget '" + v + "' is not a byte size");
+      } else if (value(i, "--budget-frac", v))
+        options.budgetFraction = v;
+      else if (value(i, "--graph", v))
+        options.graph = v;
+      else if (value(i, "--points", v))
+        options.points = std::stoi(v);
+      else if (value(i, "--solver", v))
+        options.solver = v;
+      else if (value(i, "--time-limit", v))
+        options.timeLimit = std::stod(v);
+      else if (value(i, "--json", v))
+        options.jsonPath = v;
+      else if (value(i, "--preset", v))
+        options.modelOptions.preset = v;
+      else if (value(i, "--set", v)) {
+        auto eq = v.find('=');
+        if (eq == std::string::npos || eq == 0)
+          return usage("--set expects NAME=VALUE, got '" + v + "'");
+        options.modelOptions.overrides.emplace_back(v.substr(0, eq),
+                                                    v.substr(eq + 1));
+      } else if (arg.size() > 1 && arg[0] == '-')
+        return usage("unknown option '" + arg + "'");
+      else if (options.model.empty())
+        options.model = arg;
+      else
+        return usage("more than one model given");
+    }
+  } catch (const std::exception &e) {
+    return usage(e.what());
+  }
+  planner::SolverKind kind;
+  if (!planner::parseSolverKind(options.solver, kind))
+    return usage("unknown solver '" + options.solver + "'");
+  try {
+    if (!options.graph.empty()) {
+      if (!options.model.empty())
+        return usage("give either a MODEL or --graph, not both");
+      if (options.budgetFraction.empty())
+        return usage("--graph needs --budget-frac F");
+      return planGraph(options, kind);
+    }
+    if (options.model.empty())
+      return usage("no model given");
+    if (options.sweep)
+      return planSweep(options, kind);
+    if (!options.budget)
+      return usage("give --budget B, --sweep, or --max-batch --budget B");
+    if (options.maxBatch)
+      return planMaxBatch(options, kind);
+    return planOne(options, kind);
+  } catch (const model::ModelError &e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception &e) {
+    std::cerr << "remat plan: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+} // namespace remat::tools

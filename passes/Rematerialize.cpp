@@ -30,9 +30,11 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <regex>
+#include <set>
 
 namespace remat {
 #define GEN_PASS_DEF_REMATERIALIZEPASS
@@ -48,6 +50,11 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
   // Block ids from the flattened names of repeated blocks ("h.3.q_lin").
   static const std::regex layer(R"(^(?:d/)?([^.]+)\.(\d+)\.)");
   std::map<std::string, int> blockIds;
+  // Backward and optimizer ops run after the loss (StepGraph's rule); the
+  // loss stays live to the end anyway, so an edge from it costs nothing.
+  int lossOp = -1;
+  if (!graph.outputs.empty() && !graph.values[graph.outputs[0]].isArgument())
+    lossOp = graph.values[graph.outputs[0]].producer;
   for (size_t k = 0; k < graph.ops.size(); ++k) {
     const memory::StepOp &op = graph.ops[k];
     int64_t bytes = 0;
@@ -58,6 +65,9 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
     for (int v : op.operands)
       if (!graph.values[v].isArgument())
         operands.push_back(graph.values[v].producer);
+    if (lossOp >= 0 && (int)k > lossOp &&
+        op.phase != memory::Phase::Forward)
+      operands.push_back(lossOp);
     int block = -1;
     std::smatch match;
     if (std::regex_search(op.name, match, layer)) {
@@ -101,18 +111,29 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
     a.result.minimumBytes = planner::computeLowerBound(problem).bytes;
     return a;
   }
-  int64_t slack =
-      std::max<int64_t>(0, planner::storeAllPeak(problem) - storeAllArena);
-  int64_t target = budget + slack;
-  for (int solves = 0; solves < 8; ++solves) {
+  // Targets from optimistic to cautious. The solvers are heuristics whose
+  // success is not monotone in the target, so besides the budget itself
+  // the planner tries a fixed grid between the lower bound and the
+  // store-all peak: the grid does not depend on the budget, so a schedule
+  // that fits a budget is found again for every larger budget.
+  int64_t plannerStoreAll = planner::storeAllPeak(problem);
+  int64_t slack = std::max<int64_t>(0, plannerStoreAll - storeAllArena);
+  int64_t lower = planner::computeLowerBound(problem).bytes;
+  std::set<int64_t, std::greater<int64_t>> targets = {budget + slack, budget};
+  constexpr int kGrid = 32;
+  for (int i = 0; i <= kGrid; ++i) {
+    int64_t g = lower + (plannerStoreAll - lower) * i / kGrid;
+    if (g <= budget + slack)
+      targets.insert(g);
+  }
+  while (!targets.empty()) {
+    int64_t target = *targets.begin();
+    targets.erase(targets.begin());
     a.result = planner::solve(problem, target, kind, options);
+
     if (!a.result.ok) {
       a.error = a.result.error;
-      if (target > budget) { // the slack was too optimistic; try lower
-        target = budget + (target - budget) / 4;
-        continue;
-      }
-      return a;
+      continue;
     }
     std::vector<int> computes;
     for (const planner::Event &e : a.result.schedule.events)
@@ -131,10 +152,9 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
       a.ok = true;
       return a;
     }
-    target -= (a.arenaBytes - budget) + alignment;
+    a.error = "the schedules found fit the planner's count but their arena "
+              "needs " + std::to_string(a.arenaBytes) + " bytes after layout";
   }
-  a.error = "the schedules found fit the planner's count but their arena "
-            "needs " + std::to_string(a.arenaBytes) + " bytes after layout";
   return a;
 }
 
@@ -157,26 +177,22 @@ Attempt attemptWithFallbacks(const planner::Problem &problem,
   return a;
 }
 
-/// The smallest budget, to within 0.5%, that the whole pipeline (heuristic
-/// or per-block schedule, then the real arena) meets: a bisection between
-/// the planner's lower bound (no schedule can use less) and the store-all
-/// arena. 0 when none is found.
 int64_t minimumFeasibleBudget(const planner::Problem &problem,
                               const TrainStep &step, int64_t lowerBound,
+                              planner::SolverKind kind,
                               const planner::SolveOptions &options,
                               int64_t alignment) {
+  // Each probe may run the exact solver; keep probes short.
+  planner::SolveOptions probe = options;
+  probe.timeLimitSeconds = std::min(options.timeLimitSeconds, 2.0);
+  probe.progress = false;
   auto meets = [&](int64_t budget) {
-    for (planner::SolverKind kind :
-         {planner::SolverKind::Heuristic, planner::SolverKind::PerBlock})
-      if (attemptPlan(problem, step, budget, kind, options, alignment).ok)
-        return true;
-    return false;
+    return attemptWithFallbacks(problem, step, budget, kind, probe, alignment)
+        .ok;
   };
   memory::Liveness live = memory::computeLiveness(step.graph, alignment);
   int64_t high =
       memory::assignOffsets(step.graph, live, alignment).arenaBytes;
-  if (!meets(high))
-    return 0;
   int64_t low = lowerBound - 1; // no schedule can use less
   while (high - low > std::max<int64_t>(high / 200, 64)) {
     int64_t mid = low + (high - low) / 2;
@@ -224,14 +240,14 @@ struct RematerializePass
       planner::SolveOptions quiet = options;
       quiet.progress = false;
       int64_t feasible = minimumFeasibleBudget(
-          problem, step, attempt.result.minimumBytes, quiet, alignment);
+          problem, step, attempt.result.minimumBytes, kind, quiet, alignment);
       auto diag = module.emitError();
       diag << "no schedule fits the budget of "
            << static_cast<int64_t>(budgetBytes) << " bytes";
       if (feasible > 0)
         diag << "; minimum feasible budget: " << feasible
-             << " bytes (the smallest the heuristic or per-block schedule "
-                "meets after layout, to within 0.5%)";
+             << " bytes (the smallest this solver meets after buffer "
+                "layout, to within 0.5%)";
       diag << "; " << attempt.error;
       return signalPassFailure();
     }

@@ -43,14 +43,23 @@ std::vector<int> distinctOperands(const StepOp &op) {
   return out;
 }
 
-/// For each op, the ops that must run before it: producers of its operands
-/// and, for an in-place update, every other reader of the argument it
-/// overwrites (they must see the old value).
+/// For each op, the ops that must run before it: producers of its operands;
+/// for an in-place update, every other reader of the argument it overwrites
+/// (they must see the old value); for a backward or optimizer op, the op
+/// that computes the loss (outputs[0]) when it is a forward op.
 std::vector<std::vector<int>> predecessors(const StepGraph &graph) {
   std::vector<std::vector<int>> readers(graph.values.size());
   for (size_t k = 0; k < graph.ops.size(); ++k)
     for (int v : distinctOperands(graph.ops[k]))
       readers[v].push_back(static_cast<int>(k));
+  int lossOp = -1;
+  if (!graph.outputs.empty() && graph.outputs[0] >= 0 &&
+      graph.outputs[0] < (int)graph.values.size()) {
+    int producer = graph.values[graph.outputs[0]].producer;
+    if (producer >= 0 && producer < (int)graph.ops.size() &&
+        graph.ops[producer].phase == Phase::Forward)
+      lossOp = producer;
+  }
   std::vector<std::vector<int>> preds(graph.ops.size());
   for (size_t k = 0; k < graph.ops.size(); ++k) {
     std::set<int> before;
@@ -65,6 +74,12 @@ std::vector<std::vector<int>> predecessors(const StepGraph &graph) {
         if (reader != (int)k)
           before.insert(reader);
     }
+    // The backward starts after the loss: a backward op that reads no
+    // forward value (the gradient of a sum is a broadcast constant) must
+    // not run ahead of the forward and hold its result across it.
+    if (lossOp >= 0 && graph.ops[k].phase != Phase::Forward &&
+        (int)k != lossOp)
+      before.insert(lossOp);
     preds[k].assign(before.begin(), before.end());
   }
   return preds;

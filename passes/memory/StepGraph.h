@@ -55,8 +55,9 @@ struct StepOp {
 };
 
 /// A training step: values and ops in program order; `outputs` are the
-/// values that must be live when the step ends (the loss and the updated
-/// parameters and state).
+/// values that must be live when the step ends, the loss first, then the
+/// updated parameters and state. Backward and optimizer ops run after the
+/// op that computes the loss.
 struct StepGraph {
   std::vector<StepValue> values;
   std::vector<StepOp> ops;

@@ -143,7 +143,7 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
   std::cerr << "remat plan: " << s.step.graph.ops.size()
             << " ops; searching the minimum feasible budget...\n";
   int64_t minimum = minimumFeasibleBudget(
-      s.problem, s.step, computeLowerBound(s.problem).bytes, solve,
+      s.problem, s.step, computeLowerBound(s.problem).bytes, kind, solve,
       s.alignment);
   if (minimum <= 0)
     throw std::runtime_error("no budget below store-all could be planned");
@@ -286,7 +286,7 @@ int planOne(const PlanOptions &options, planner::SolverKind kind) {
                        .count();
   if (!a.ok) {
     int64_t minimum = minimumFeasibleBudget(
-        s.problem, s.step, a.result.minimumBytes, solveOptions(options),
+        s.problem, s.step, a.result.minimumBytes, kind, solveOptions(options),
         s.alignment);
     std::cerr << "remat plan: error: no schedule fits the budget of "
               << *options.budget << " bytes; minimum feasible budget: "

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "tools/remat/ExplainCommand.h"
 #ifdef REMAT_HAVE_COMPILER
 #include "tools/remat/CompileCommand.h"
 #endif
@@ -31,6 +32,7 @@ static const char *kUsage =
 #ifdef REMAT_HAVE_RUN
     "  run PLAN        execute a compiled plan for N training steps\n"
 #endif
+    "  explain PLAN    list saved and recomputed tensors; -o SVG memory timeline\n"
     "  help            this text\n"
     "\n"
     "docs: docs/cli.md, docs/model-format.md, docs/plan-format.md\n";
@@ -57,6 +59,8 @@ int main(int argc, char **argv) {
   if (command == "run")
     return remat::runMain(argc - 1, argv + 1);
 #endif
+  if (command == "explain")
+    return remat::tools::explainMain(argc - 1, argv + 1);
   std::fprintf(stderr, "remat: unknown command '%s'\n\n%s", command.c_str(),
                kUsage);
   return 2;

@@ -31,7 +31,7 @@ struct CompileOptions {
   /// Without a budget the step runs store-all (the memory-aware order).
   std::optional<int64_t> budgetBytes;
   std::string solver = "auto";
-  double timeLimitSeconds = 30;
+  double timeLimitSeconds = 1; ///< of the exact MILP
   bool progress = false;
 };
 

@@ -128,8 +128,9 @@ def RematerializePass : Pass<"remat-rematerialize", "::mlir::ModuleOp"> {
            "Memory budget in bytes (arena of the whole step)">,
     Option<"solver", "solver", "std::string", /*default=*/"\"auto\"",
            "auto, exact, dp, heuristic, store-all, per-block or sqrt">,
-    Option<"timeLimit", "time-limit", "double", /*default=*/"30.0",
-           "Time limit of the exact solver, seconds">,
+    Option<"timeLimit", "time-limit", "double", /*default=*/"1.0",
+           "Time limit of the exact MILP, seconds (auto runs it on graphs "
+           "of up to 120 nodes)">,
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
            "Byte alignment of every buffer">,
     Option<"progress", "progress", "bool", /*default=*/"false",

@@ -126,10 +126,15 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
     if (g <= budget + slack)
       targets.insert(g);
   }
+  // Only the first target gets the full time limit of the exact solver.
+  planner::SolveOptions later = options;
+  later.timeLimitSeconds = std::min(options.timeLimitSeconds, 1.0);
+  bool first = true;
   while (!targets.empty()) {
     int64_t target = *targets.begin();
     targets.erase(targets.begin());
-    a.result = planner::solve(problem, target, kind, options);
+    a.result = planner::solve(problem, target, kind, first ? options : later);
+    first = false;
 
     if (!a.result.ok) {
       a.error = a.result.error;
@@ -182,13 +187,19 @@ int64_t minimumFeasibleBudget(const planner::Problem &problem,
                               planner::SolverKind kind,
                               const planner::SolveOptions &options,
                               int64_t alignment) {
-  // Each probe may run the exact solver; keep probes short.
+  // Probes use the fast solvers only (the heuristic, then per-block);
+  // `auto` falls back to the same ones, so it meets the reported minimum.
+  (void)kind;
   planner::SolveOptions probe = options;
-  probe.timeLimitSeconds = std::min(options.timeLimitSeconds, 2.0);
   probe.progress = false;
   auto meets = [&](int64_t budget) {
-    return attemptWithFallbacks(problem, step, budget, kind, probe, alignment)
-        .ok;
+    return attemptWithFallbacks(problem, step, budget,
+                                planner::SolverKind::Heuristic, probe,
+                                alignment)
+               .ok ||
+           attemptPlan(problem, step, budget, planner::SolverKind::PerBlock,
+                       probe, alignment)
+               .ok;
   };
   memory::Liveness live = memory::computeLiveness(step.graph, alignment);
   int64_t high =

@@ -37,10 +37,10 @@ Attempt attemptWithFallbacks(const planner::Problem &problem,
                              const planner::SolveOptions &options,
                              int64_t alignment);
 
-/// The smallest budget, to within 0.5%, that attemptWithFallbacks with
-/// `kind` meets (the exact solver capped at 2 s per probe): a bisection
-/// between `lowerBound` (no schedule can use less) and the store-all arena,
-/// which always fits.
+/// The smallest budget, to within 0.5%, that the heuristic or per-block
+/// schedule meets after layout (`auto` falls back to both, so it meets it
+/// too; `kind` is unused for now): a bisection between `lowerBound` (no
+/// schedule can use less) and the store-all arena, which always fits.
 int64_t minimumFeasibleBudget(const planner::Problem &problem,
                               const TrainStep &step, int64_t lowerBound,
                               planner::SolverKind kind,

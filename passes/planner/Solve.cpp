@@ -175,7 +175,7 @@ SolveResult solve(const Problem &input, int64_t budgetBytes, SolverKind kind,
   if (budgetBytes < bound.bytes) {
     std::ostringstream os;
     os << "budget " << budgetBytes
-       << " bytes is below the minimum feasible peak " << bound.bytes
+       << " bytes is below the lower bound on any schedule's peak, " << bound.bytes
        << " bytes (" << bound.describe(problem) << ")";
     result.error = os.str();
     result.stats.status = "infeasible";

@@ -49,7 +49,8 @@ static const char *kCompileHelp =
     "                     recomputed\n"
     "  --solver NAME      auto (default), exact, dp, heuristic, store-all,\n"
     "                     per-block, sqrt\n"
-    "  --time-limit S     time limit of the exact solver (default 30)\n"
+    "  --time-limit S     time limit of the exact MILP (default: 1 s inside\n"
+    "                     auto, 60 s with --solver exact)\n"
     "  --progress         solver progress on stderr\n"
     "  --preset NAME      apply a named preset of the model's config\n"
     "  --set NAME=VALUE   override a config variable (repeatable)\n"
@@ -77,7 +78,7 @@ struct Options {
   std::string report;
   std::optional<int64_t> budget;
   std::string solver = "auto";
-  double timeLimit = 30;
+  double timeLimit = -1; ///< -1: 1 s for auto, 60 s for exact
   bool progress = false;
   model::ModelOptions modelOptions;
   std::vector<std::string> passThrough; ///< train: options for `run`
@@ -227,7 +228,9 @@ compiler::CompileOptions toCompileOptions(const Options &options) {
   compiler::CompileOptions c;
   c.budgetBytes = options.budget;
   c.solver = options.solver;
-  c.timeLimitSeconds = options.timeLimit;
+  c.timeLimitSeconds = options.timeLimit >= 0 ? options.timeLimit
+                       : options.solver == "exact" ? 60.0
+                                                   : 1.0;
   c.progress = options.progress;
   return c;
 }

@@ -53,7 +53,8 @@ static const char *kPlanHelp =
     "                     store-all peak (or `min`: the lower bound)\n"
     "  --solver NAME      auto (default), exact, dp, heuristic, store-all,\n"
     "                     per-block, sqrt\n"
-    "  --time-limit S     time limit of the exact solver (default 30)\n"
+    "  --time-limit S     time limit of the exact MILP (default: 1 s inside\n"
+    "                     auto, 60 s with --solver exact)\n"
     "  --progress         solver progress on stderr\n"
     "  --preset NAME, --set NAME=VALUE   model configuration\n"
     "  --json FILE        also write the results as JSON\n";
@@ -69,7 +70,7 @@ struct PlanOptions {
   bool maxBatch = false;
   int points = 10;
   std::string solver = "auto";
-  double timeLimit = 30;
+  double timeLimit = -1; ///< -1: 1 s for auto, 60 s for exact
   bool progress = false;
   std::string jsonPath;
   model::ModelOptions modelOptions;
@@ -123,7 +124,9 @@ double recomputeOverhead(const Session &s, const Attempt &a) {
 
 planner::SolveOptions solveOptions(const PlanOptions &options) {
   planner::SolveOptions o;
-  o.timeLimitSeconds = options.timeLimit;
+  o.timeLimitSeconds = options.timeLimit >= 0 ? options.timeLimit
+                       : options.solver == "exact" ? 60.0
+                                                   : 1.0;
   o.progress = options.progress;
   return o;
 }

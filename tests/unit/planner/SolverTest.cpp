@@ -119,7 +119,7 @@ TEST_CASE("budgets below the lower bound report the minimum and breakdown",
     SolveResult result = solve(problem, 154, kind);
     CHECK_FALSE(result.ok);
     CHECK(result.minimumBytes == 155);
-    CHECK(result.error.find("minimum feasible peak 155") != std::string::npos);
+    CHECK(result.error.find("lower bound on any schedule's peak, 155") != std::string::npos);
     CHECK(result.error.find("'d'") != std::string::npos);
   }
   // The bound is not always reachable: whichever of b and c runs second,

@@ -9,6 +9,7 @@
 #define REMAT_PASSES_PASSES_H
 
 #include "ir/GraphDialect.h"
+#include "ir/PlanDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -138,4 +138,25 @@ def RematerializePass : Pass<"remat-rematerialize", "::mlir::ModuleOp"> {
   ];
 }
 
+def AssignBuffersPass : Pass<"remat-assign-buffers", "::mlir::ModuleOp"> {
+  let summary = "Lays @train_step out in one arena as a `plan.arena`";
+  let description = [{
+    Expects `@train_step` in its final order (after `-remat-schedule` and,
+    optionally, `-remat-rematerialize`). Computes liveness (an elementwise
+    result may take the bytes of an operand that dies at it; an in-place
+    update keeps its argument's bytes) and assigns aligned offsets
+    greedily, largest buffer first, each at the lowest offset free over its
+    lifetime (memory::assignOffsets). Replaces `@train_step` with one
+    `plan.arena` holding a `plan.buffer` per tensor, the `plan.step`s in
+    order and a `plan.free` after each transient buffer's last reader. The
+    arena's `remat.live_lower_bound_bytes` is the largest sum of live
+    bytes: the arena can exceed it only through fragmentation.
+  }];
+  let dependentDialects = ["::remat::plan::PlanDialect"];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every buffer">,
+  ];
+}
+
 #endif // REMAT_PASSES_PASSES

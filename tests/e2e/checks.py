@@ -10,6 +10,9 @@
                                    every gradient bitwise equal at store-all, half
                                    the activation memory and the minimum budget;
                                    arenas within budget; recompute steps present
+  checks.py REMAT sweeps-in-budget every model (tiny): each budget of a sweep has
+                                   planned peak and arena within it, and the
+                                   compiled plans agree
 Exit 0 on success, 1 with a message on failure.
 """
 import json
@@ -187,6 +190,35 @@ def budgets_bitwise(remat, work):
                 fail("the minimum budget recomputed nothing")
 
 
+def sweeps_in_budget(remat, work):
+    for name in ("seed_mlp", "mlp_deep", "gpt2"):
+        out = os.path.join(work, name + "-sweep.json")
+        r = subprocess.run([remat, "plan", model(name + ".json"), "--preset",
+                            "tiny", "--sweep", "--points", "6", "--json", out],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"{name}: remat plan --sweep failed:\n{r.stderr}")
+        with open(out) as f:
+            sweep = json.load(f)
+        for row in sweep["sweep"]:
+            if row["arena_bytes"] is None or row["arena_bytes"] > row["budget_bytes"]:
+                fail(f"{name}: sweep row over budget or infeasible: {row}")
+        # The compile path under the same budgets.
+        for row in sweep["sweep"][:3]:
+            plan, rep = compile_plan(remat, [model(name + ".json"), "--preset",
+                                             "tiny", "--budget",
+                                             str(row["budget_bytes"])],
+                                     work, name + "-b")
+            if plan is None:
+                fail(f"{name} at {row['budget_bytes']}: {rep}")
+            if (rep["planned_peak_bytes"] > row["budget_bytes"] or
+                    rep["arena_bytes"] > row["budget_bytes"]):
+                fail(f"{name}: compiled plan over budget: {rep}")
+        print(f"{name}: {len(sweep['sweep'])} sweep budgets from "
+              f"{sweep['min_feasible_bytes']} to {sweep['store_all_arena_bytes']} "
+              f"bytes, all within budget")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -194,7 +226,8 @@ def main():
     remat, check = sys.argv[1], sys.argv[2]
     checks = {"train-falls": train_falls, "forum-plan": forum_plan,
               "dropout-replay": dropout_replay, "cli-errors": cli_errors,
-              "budgets-bitwise": budgets_bitwise}
+              "budgets-bitwise": budgets_bitwise,
+              "sweeps-in-budget": sweeps_in_budget}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

@@ -34,13 +34,10 @@ struct AssignBuffersPass
 
   void runOnOperation() override {
     mlir::ModuleOp module = getOperation();
-    TrainStep step;
-    try {
-      step = extractTrainStep(module);
-    } catch (const std::exception &e) {
-      module.emitError(e.what());
+    std::optional<TrainStep> extracted = extractTrainStepOrEmit(module);
+    if (!extracted)
       return signalPassFailure();
-    }
+    TrainStep &step = *extracted;
     auto func = module.lookupSymbol<mlir::func::FuncOp>("train_step");
     mlir::Block &body = func.getBody().front();
 

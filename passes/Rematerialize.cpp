@@ -231,13 +231,10 @@ struct RematerializePass
                        "per-block, sqrt)");
       return signalPassFailure();
     }
-    TrainStep step;
-    try {
-      step = extractTrainStep(module);
-    } catch (const std::exception &e) {
-      module.emitError(e.what());
+    std::optional<TrainStep> extracted = extractTrainStepOrEmit(module);
+    if (!extracted)
       return signalPassFailure();
-    }
+    TrainStep &step = *extracted;
     auto start = std::chrono::steady_clock::now();
     planner::Problem problem = buildPlannerProblem(step, alignment);
     planner::SolveOptions options;

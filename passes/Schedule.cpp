@@ -19,20 +19,10 @@ namespace remat {
 
 namespace {
 
-/// Extracts @train_step or reports why not.
-std::optional<TrainStep> extract(mlir::ModuleOp module) {
-  try {
-    return extractTrainStep(module);
-  } catch (const std::exception &e) {
-    module.emitError(e.what());
-    return std::nullopt;
-  }
-}
-
 struct SchedulePass : public impl::SchedulePassBase<SchedulePass> {
   void runOnOperation() override {
     mlir::ModuleOp module = getOperation();
-    std::optional<TrainStep> step = extract(module);
+    std::optional<TrainStep> step = extractTrainStepOrEmit(module);
     if (!step)
       return signalPassFailure();
     std::vector<int> order = memory::memoryAwareOrder(step->graph);
@@ -51,7 +41,7 @@ struct TestPrintMemoryPass
     : public impl::TestPrintMemoryPassBase<TestPrintMemoryPass> {
   using TestPrintMemoryPassBase::TestPrintMemoryPassBase;
   void runOnOperation() override {
-    std::optional<TrainStep> step = extract(getOperation());
+    std::optional<TrainStep> step = extractTrainStepOrEmit(getOperation());
     if (!step)
       return signalPassFailure();
     const memory::StepGraph &graph = step->graph;

@@ -320,4 +320,13 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
   return step;
 }
 
+std::optional<TrainStep> extractTrainStepOrEmit(mlir::ModuleOp module) {
+  try {
+    return extractTrainStep(module);
+  } catch (const std::exception &e) {
+    module.emitError(e.what());
+    return std::nullopt;
+  }
+}
+
 } // namespace remat

@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 namespace remat {
 
 /// A roofline device profile for the modeled cost of an op:
@@ -66,6 +68,10 @@ struct TrainStep {
 /// Throws std::runtime_error.
 TrainStep extractTrainStep(mlir::ModuleOp module,
                            const DeviceProfile &profile = {});
+
+/// extractTrainStep for passes: on failure emits the reason as an error on
+/// `module` and returns nullopt.
+std::optional<TrainStep> extractTrainStepOrEmit(mlir::ModuleOp module);
 
 } // namespace remat
 

@@ -210,3 +210,52 @@ TEST_CASE("findOverlap reports two live buffers placed on each other",
   layout.offsets[bv] = layout.offsets[a];
   CHECK(findOverlap(g.graph, live, layout) == "a and b");
 }
+
+TEST_CASE("a recomputation copies the op and later readers use the copy",
+          "[memory]") {
+  // x -> a -> b -> loss; the backward op g reads a. Compute a, b, loss,
+  // then a again (a recomputation), then g.
+  Builder g;
+  int x = g.arg("x", Role::Input, 64);
+  int a = g.op("a", {x}, 128);
+  int b = g.op("b", {a}, 128);
+  int loss = g.op("loss", {b}, 4);
+  int d = g.op("g", {a, loss}, 128, Role::Temporary, Phase::Backward);
+  g.graph.outputs = {loss, d};
+  REQUIRE(g.graph.validate().empty());
+  RecomputedStep r = applyComputeOrder(g.graph, {0, 1, 2, 0, 3});
+  REQUIRE(r.graph.validate().empty());
+  CHECK(r.origin == std::vector<int>{0, 1, 2, 0, 3});
+  CHECK(r.recompute == std::vector<char>{0, 0, 0, 1, 0});
+  int copy = r.graph.ops[3].results[0];
+  CHECK(copy != a);
+  CHECK(r.graph.values[copy].name == "a@r1");
+  CHECK(r.graph.ops[4].operands[0] == copy); // g reads the recomputed a
+  CHECK(r.graph.ops[1].operands[0] == a);    // b read the original
+  // The original a dies at b (op 1) instead of living until g.
+  Liveness live = computeLiveness(r.graph, 64);
+  CHECK(live.intervals[a].end == 1);
+  CHECK(live.intervals[copy].begin == 3);
+}
+
+TEST_CASE("an in-place update moves after a recomputation that reads its "
+          "parameter",
+          "[memory]") {
+  // w is read by the forward op f; its update u runs right after its
+  // gradient. A recomputation of f after u would read the new w, so u
+  // must move after it.
+  Builder g;
+  int w = g.arg("w", Role::Param, 64);
+  int f = g.op("f", {w}, 64);
+  int loss = g.op("loss", {f}, 4);
+  int gw = g.op("gw", {loss}, 64, Role::Grad, Phase::Backward);
+  int u = g.update("w'", w, gw);
+  int h = g.op("h", {f, loss}, 64, Role::Temporary, Phase::Backward);
+  g.graph.outputs = {loss, u, h};
+  REQUIRE(g.graph.validate().empty());
+  // Compute f, loss, gw, u, then recompute f for h.
+  RecomputedStep r = applyComputeOrder(g.graph, {0, 1, 2, 3, 0, 4});
+  REQUIRE(r.graph.validate().empty());
+  CHECK(r.origin == std::vector<int>{0, 1, 2, 0, 3, 4});
+  CHECK(r.recompute == std::vector<char>{0, 0, 0, 1, 0, 0});
+}

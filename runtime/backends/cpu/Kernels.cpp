@@ -399,6 +399,15 @@ template <typename T> struct Kernels {
   void sumInto(const std::vector<int64_t> &yStrides, T *y) {
     const T *x = inData(0);
     std::fill(y, y + out(0).numElements, T(0));
+    if (std::all_of(yStrides.begin(), yStrides.end(),
+                    [](int64_t s) { return s == 0; })) {
+      // A full reduction: one running sum in row-major order.
+      T total = T(0);
+      for (int64_t i = 0, n = in(0).numElements; i < n; ++i)
+        total += x[i];
+      y[0] = total;
+      return;
+    }
     std::vector<int64_t> strides[1] = {yStrides};
     walk(in(0).shape, strides,
          [&](int64_t i, const int64_t *off) { y[off[0]] += x[i]; });
@@ -440,6 +449,18 @@ template <typename T> struct Kernels {
   }
 
   void sumTo() {
+    if (isSuffix(out(0).shape, in(0).shape)) {
+      // Bias-gradient shape: y[j] sums x over whole rows of numel(y), in
+      // the same row-major order as the general walk, so the bits match.
+      const T *x = inData(0);
+      T *y = outData(0);
+      int64_t ny = out(0).numElements, n = in(0).numElements;
+      std::fill(y, y + ny, T(0));
+      for (int64_t i = 0; i < n; i += ny)
+        for (int64_t j = 0; j < ny; ++j)
+          y[j] += x[i + j];
+      return;
+    }
     sumInto(broadcastStrides(out(0).shape, in(0).shape), outData(0));
   }
 

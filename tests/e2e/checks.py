@@ -104,6 +104,12 @@ def cli_errors(remat, work):
         ([remat, "compile", os.path.join(work, "missing.json")], 1,
          "cannot open"),
         ([remat, "frobnicate"], 2, "unknown command 'frobnicate'"),
+        ([remat, "compile", work], 1, "is a directory, not a model file"),
+        ([remat, "compile", model("gpt2.json"), "--budget", "1KB"], 2,
+         "--budget needs --emit=planned or --emit=plan"),
+        ([remat, "compile", model("gpt2.json"), "--preset", "tiny",
+          "--emit=plan", "-o", os.path.join(work, "p.plan"), "--budget",
+          "1KB"], 1, "minimum feasible budget: "),
         ([remat, "run", os.path.join(work, "missing.plan")], 1, "missing.plan"),
     ]
     for argv, code, text in cases:

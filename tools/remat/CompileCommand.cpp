@@ -21,6 +21,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -177,6 +178,9 @@ std::string readModel(const std::string &path) {
   if (path == "-") {
     buffer << std::cin.rdbuf();
   } else {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      throw model::ModelError("'" + path + "' is a directory, not a model file");
     std::ifstream in(path, std::ios::binary);
     if (!in)
       throw model::ModelError("cannot open '" + path + "'");
@@ -262,6 +266,9 @@ int compileMain(int argc, char **argv) {
                                      compiler::stageNames() + ")");
   if (!options.report.empty() && *stage != compiler::Stage::Plan)
     return usageError("compile", "--report needs --emit=plan");
+  if (options.budget && *stage < compiler::Stage::Planned)
+    return usageError("compile", "--budget needs --emit=planned or "
+                                 "--emit=plan (earlier stages plan nothing)");
   try {
     if (*stage == compiler::Stage::Plan) {
       nlohmann::json report = compileToPlanFile(options, options.output);

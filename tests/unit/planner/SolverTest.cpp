@@ -57,6 +57,33 @@ TEST_CASE("exact MILP equals brute force on seeded random tiny DAGs",
   CHECK(compared >= 15);
 }
 
+TEST_CASE("exact MILP equals brute force on seeded random 7-node DAGs",
+          "[planner]") {
+  // 2^21 recompute matrices per budget: the largest size the exhaustive
+  // search covers in seconds (8 nodes would be 2^28).
+  int compared = 0;
+  for (unsigned seed = 21; seed <= 22; ++seed) {
+    Problem problem = randomDag(seed, 7, 2, 3);
+    int64_t lower = computeLowerBound(problem).bytes;
+    int64_t peak = storeAllPeak(problem);
+    int64_t budget = (lower + peak) / 2;
+    INFO("seed " << seed << " budget " << budget);
+    double brute = bruteForceOptimalCost(problem, budget);
+    SolveOptions options;
+    options.mode = CountingMode::Checkmate;
+    options.timeLimitSeconds = 20;
+    SolveResult exact = solve(problem, budget, SolverKind::Exact, options);
+    if (brute < 0) {
+      CHECK_FALSE(exact.ok);
+      continue;
+    }
+    requireChecked(problem, budget, exact, CountingMode::Checkmate);
+    CHECK(exact.stats.cost == Approx(brute));
+    ++compared;
+  }
+  CHECK(compared >= 1);
+}
+
 TEST_CASE("every solver's schedule is checked and within budget on random "
           "DAGs",
           "[planner]") {

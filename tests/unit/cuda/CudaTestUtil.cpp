@@ -13,58 +13,6 @@ bool haveCudaDevice() {
   return present;
 }
 
-namespace {
-
-size_t elementSize(DType dtype) { return dtype == DType::I64 ? 8 : 4; }
-
-std::vector<char> bytesOf(const HostTensor &t) {
-  std::vector<char> bytes(t.values.size() * elementSize(t.dtype));
-  for (size_t i = 0; i < t.values.size(); ++i) {
-    if (t.dtype == DType::I32) {
-      int32_t v = int32_t(t.values[i]);
-      std::memcpy(&bytes[i * 4], &v, 4);
-    } else if (t.dtype == DType::I64) {
-      int64_t v = int64_t(t.values[i]);
-      std::memcpy(&bytes[i * 8], &v, 8);
-    } else {
-      float v = float(t.values[i]);
-      std::memcpy(&bytes[i * 4], &v, 4);
-    }
-  }
-  return bytes;
-}
-
-HostTensor tensorFromBytes(const TensorType &type,
-                           const std::vector<char> &bytes) {
-  HostTensor t{type.dtype, type.shape, {}};
-  size_t size = elementSize(type.dtype);
-  for (size_t off = 0; off < bytes.size(); off += size) {
-    if (type.dtype == DType::I32) {
-      int32_t v;
-      std::memcpy(&v, &bytes[off], 4);
-      t.values.push_back(v);
-    } else if (type.dtype == DType::I64) {
-      int64_t v;
-      std::memcpy(&v, &bytes[off], 8);
-      t.values.push_back(double(v));
-    } else {
-      float v;
-      std::memcpy(&v, &bytes[off], 4);
-      t.values.push_back(double(v));
-    }
-  }
-  return t;
-}
-
-int64_t count(const Shape &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-} // namespace
-
 std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c) {
   using nlohmann::json;
   constexpr uint64_t kAlign = 256;
@@ -72,7 +20,7 @@ std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c) {
   uint64_t offset = 0;
   auto addBuffer = [&](const std::string &name, const std::string &role,
                        DType dtype, const Shape &shape) {
-    uint64_t bytes = uint64_t(count(shape)) * elementSize(dtype);
+    uint64_t bytes = *checkedNumElements(shape) * dtypeSize(dtype);
     json b = {{"name", name},   {"role", role},     {"dtype", dtypeName(dtype)},
               {"shape", shape}, {"offset", offset}, {"bytes", bytes}};
     if (role == "param" || role == "optimizer")
@@ -128,11 +76,12 @@ std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c) {
     backend.prepare(loaded);
     auto refOf = [&](int64_t id) {
       const BufferDesc &b = loaded.plan.buffers[size_t(id)];
-      return TensorRef{base + b.offset, b.dtype, b.shape, count(b.shape)};
+      return TensorRef{base + b.offset, b.dtype, b.shape,
+                       int64_t(*checkedNumElements(b.shape))};
     };
     std::vector<TensorRef> ins, outs;
     for (size_t i = 0; i < c.inputs.size(); ++i) {
-      std::vector<char> bytes = bytesOf(c.inputs[i]);
+      std::vector<char> bytes = hostBytes(c.inputs[i]);
       backend.copyIn(base + loaded.plan.buffers[size_t(inputIds[i])].offset,
                      bytes.data(), bytes.size());
       ins.push_back(refOf(inputIds[i]));
@@ -153,9 +102,9 @@ std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c) {
     for (size_t i = 0; i < outs.size(); ++i) {
       TensorType type{outs[i].dtype, outs[i].shape};
       std::vector<char> bytes(size_t(outs[i].numElements) *
-                              elementSize(type.dtype));
+                              dtypeSize(type.dtype));
       backend.copyOut(bytes.data(), outs[i].data, bytes.size());
-      results.push_back(tensorFromBytes(type, bytes));
+      results.push_back(hostTensorFromBytes(type, bytes));
     }
   } catch (...) {
     backend.freeArena(base);

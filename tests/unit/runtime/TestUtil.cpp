@@ -75,13 +75,17 @@ HostTensor fromBytes(const TensorType &type, const std::vector<char> &bytes) {
 }
 
 int64_t numElements(const Shape &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
+  return int64_t(*checkedNumElements(shape));
 }
 
 } // namespace
+
+std::vector<char> hostBytes(const HostTensor &t) { return toBytes<float>(t); }
+
+HostTensor hostTensorFromBytes(const TensorType &type,
+                               const std::vector<char> &bytes) {
+  return fromBytes<float>(type, bytes);
+}
 
 template <typename T>
 std::vector<HostTensor>

@@ -28,6 +28,12 @@ struct HostTensor {
 /// the same inputs.
 HostTensor randomTensor(const Shape &shape, std::mt19937 &rng,
                         double low = -1.0, double high = 1.0);
+/// A tensor's host bytes in its dtype (floats as f32) and back: what a
+/// backend's copyIn/copyOut move.
+std::vector<char> hostBytes(const HostTensor &t);
+HostTensor hostTensorFromBytes(const TensorType &type,
+                               const std::vector<char> &bytes);
+
 HostTensor tensorOf(const Shape &shape, std::vector<double> values,
                     DType dtype = DType::F32);
 

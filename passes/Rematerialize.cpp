@@ -184,12 +184,10 @@ Attempt attemptWithFallbacks(const planner::Problem &problem,
 
 int64_t minimumFeasibleBudget(const planner::Problem &problem,
                               const TrainStep &step, int64_t lowerBound,
-                              planner::SolverKind kind,
                               const planner::SolveOptions &options,
                               int64_t alignment) {
   // Probes use the fast solvers only (the heuristic, then per-block);
   // `auto` falls back to the same ones, so it meets the reported minimum.
-  (void)kind;
   planner::SolveOptions probe = options;
   probe.progress = false;
   auto meets = [&](int64_t budget) {
@@ -248,7 +246,7 @@ struct RematerializePass
       planner::SolveOptions quiet = options;
       quiet.progress = false;
       int64_t feasible = minimumFeasibleBudget(
-          problem, step, attempt.result.minimumBytes, kind, quiet, alignment);
+          problem, step, attempt.result.minimumBytes, quiet, alignment);
       auto diag = module.emitError();
       diag << "no schedule fits the budget of "
            << static_cast<int64_t>(budgetBytes) << " bytes";

@@ -39,11 +39,10 @@ Attempt attemptWithFallbacks(const planner::Problem &problem,
 
 /// The smallest budget, to within 0.5%, that the heuristic or per-block
 /// schedule meets after layout (`auto` falls back to both, so it meets it
-/// too; `kind` is unused for now): a bisection between `lowerBound` (no
+/// too): a bisection between `lowerBound` (no
 /// schedule can use less) and the store-all arena, which always fits.
 int64_t minimumFeasibleBudget(const planner::Problem &problem,
                               const TrainStep &step, int64_t lowerBound,
-                              planner::SolverKind kind,
                               const planner::SolveOptions &options,
                               int64_t alignment);
 

@@ -91,23 +91,6 @@ int usageError(const char *command, const std::string &message) {
   return 2;
 }
 
-/// Accepts both `--flag value` and `--flag=value`.
-bool takeValue(int argc, char **argv, int &i, const std::string &flag,
-               std::string &value) {
-  std::string arg = argv[i];
-  if (arg == flag) {
-    if (i + 1 >= argc)
-      throw std::invalid_argument(flag + " needs a value");
-    value = argv[++i];
-    return true;
-  }
-  if (arg.rfind(flag + "=", 0) == 0) {
-    value = arg.substr(flag.size() + 1);
-    return true;
-  }
-  return false;
-}
-
 /// Parses the shared options; returns -1 to go on, else an exit code.
 int parse(const char *command, int argc, char **argv, Options &options,
           bool train) {
@@ -254,6 +237,22 @@ nlohmann::json compileToPlanFile(const Options &options,
   return report;
 }
 } // namespace
+
+bool takeValue(int argc, char **argv, int &i, const std::string &flag,
+               std::string &value) {
+  std::string arg = argv[i];
+  if (arg == flag) {
+    if (i + 1 >= argc)
+      throw std::invalid_argument(flag + " needs a value");
+    value = argv[++i];
+    return true;
+  }
+  if (arg.rfind(flag + "=", 0) == 0) {
+    value = arg.substr(flag.size() + 1);
+    return true;
+  }
+  return false;
+}
 
 int compileMain(int argc, char **argv) {
   Options options;

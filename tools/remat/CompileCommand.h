@@ -2,7 +2,15 @@
 #ifndef REMAT_TOOLS_COMPILECOMMAND_H
 #define REMAT_TOOLS_COMPILECOMMAND_H
 
+#include <string>
+
 namespace remat::tools {
+
+/// Reads a flag's value given as `FLAG VALUE` or `FLAG=VALUE` at argv[i]
+/// (advancing i past a separate value); false when argv[i] is another
+/// flag. Throws std::invalid_argument when the value is missing.
+bool takeValue(int argc, char **argv, int &i, const std::string &flag,
+               std::string &value);
 /// `remat compile MODEL [options]`; argv[0] is "compile".
 int compileMain(int argc, char **argv);
 /// `remat train MODEL --steps N [options]`; argv[0] is "train".

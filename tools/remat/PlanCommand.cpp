@@ -146,7 +146,7 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
   std::cerr << "remat plan: " << s.step.graph.ops.size()
             << " ops; searching the minimum feasible budget...\n";
   int64_t minimum = minimumFeasibleBudget(
-      s.problem, s.step, computeLowerBound(s.problem).bytes, kind, solve,
+      s.problem, s.step, computeLowerBound(s.problem).bytes, solve,
       s.alignment);
   if (minimum <= 0)
     throw std::runtime_error("no budget below store-all could be planned");
@@ -289,7 +289,7 @@ int planOne(const PlanOptions &options, planner::SolverKind kind) {
                        .count();
   if (!a.ok) {
     int64_t minimum = minimumFeasibleBudget(
-        s.problem, s.step, a.result.minimumBytes, kind, solveOptions(options),
+        s.problem, s.step, a.result.minimumBytes, solveOptions(options),
         s.alignment);
     std::cerr << "remat plan: error: no schedule fits the budget of "
               << *options.budget << " bytes; minimum feasible budget: "
@@ -370,20 +370,6 @@ int planGraph(const PlanOptions &options, planner::SolverKind kind) {
 
 int planMain(int argc, char **argv) {
   PlanOptions options;
-  auto value = [&](int &i, const std::string &flag, std::string &out) {
-    std::string arg = argv[i];
-    if (arg == flag) {
-      if (i + 1 >= argc)
-        throw std::invalid_argument(flag + " needs a value");
-      out = argv[++i];
-      return true;
-    }
-    if (arg.rfind(flag + "=", 0) == 0) {
-      out = arg.substr(flag.size() + 1);
-      return true;
-    }
-    return false;
-  };
   try {
     for (int i = 1; i < argc; ++i) {
       std::string arg = argv[i], v;
@@ -400,25 +386,25 @@ int planMain(int argc, char **argv) {
       else if (arg == "--reorder")
         return usage("--reorder is not implemented yet: --graph keeps the "
                      "given node order");
-      else if (value(i, "--budget", v)) {
+      else if (takeValue(argc, argv, i, "--budget", v)) {
         options.budget = compiler::parseByteSize(v);
         if (!options.budget || *options.budget <= 0)
           return usage("--budget '" + v + "' is not a byte size");
-      } else if (value(i, "--budget-frac", v))
+      } else if (takeValue(argc, argv, i, "--budget-frac", v))
         options.budgetFraction = v;
-      else if (value(i, "--graph", v))
+      else if (takeValue(argc, argv, i, "--graph", v))
         options.graph = v;
-      else if (value(i, "--points", v))
+      else if (takeValue(argc, argv, i, "--points", v))
         options.points = std::stoi(v);
-      else if (value(i, "--solver", v))
+      else if (takeValue(argc, argv, i, "--solver", v))
         options.solver = v;
-      else if (value(i, "--time-limit", v))
+      else if (takeValue(argc, argv, i, "--time-limit", v))
         options.timeLimit = std::stod(v);
-      else if (value(i, "--json", v))
+      else if (takeValue(argc, argv, i, "--json", v))
         options.jsonPath = v;
-      else if (value(i, "--preset", v))
+      else if (takeValue(argc, argv, i, "--preset", v))
         options.modelOptions.preset = v;
-      else if (value(i, "--set", v)) {
+      else if (takeValue(argc, argv, i, "--set", v)) {
         auto eq = v.find('=');
         if (eq == std::string::npos || eq == 0)
           return usage("--set expects NAME=VALUE, got '" + v + "'");

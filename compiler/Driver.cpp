@@ -56,6 +56,7 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
     remat.timeLimit = options.timeLimitSeconds;
     remat.alignment = options.alignment;
     remat.progress = options.progress;
+    remat.reorder = options.reorder;
     pm.addPass(createRematerializePass(remat));
   }
   std::string messages;
@@ -108,6 +109,8 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
     report["optimality_gap"] = gap < 0 ? nlohmann::json(nullptr) : nlohmann::json(gap);
     report["min_feasible_bytes"] =
         plan.getAs<mlir::IntegerAttr>("min_feasible_bytes").getInt();
+    if (auto order = plan.getAs<mlir::StringAttr>("order"))
+      report["order"] = order.str();
   }
   // The contract: never an arena over the budget.
   if (options.budgetBytes && layout.arenaBytes > *options.budgetBytes)

@@ -33,6 +33,8 @@ struct CompileOptions {
   std::string solver = "auto";
   double timeLimitSeconds = 1; ///< of the exact MILP
   bool progress = false;
+  /// The planner may move ops as well as recompute them.
+  bool reorder = true;
 };
 
 /// Imports the model and runs the passes up to `stage` (at most Scheduled).

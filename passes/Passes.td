@@ -120,7 +120,8 @@ def RematerializePass : Pass<"remat-rematerialize", "::mlir::ModuleOp"> {
     the plan retried with a lower target when fragmentation overflows it.
     Writes the module attribute `remat.plan` = {solver, status,
     budget_bytes, min_feasible_bytes, solve_seconds, optimality_gap (-1
-    when not proven), recompute_overhead}. Fails, naming the minimum
+    when not proven; for the order solved in), recompute_overhead, order
+    ("given" or the candidate order the schedule came from)}. Fails, naming the minimum
     feasible budget, when no schedule fits. Do not run CSE afterwards.
   }];
   let options = [
@@ -135,6 +136,9 @@ def RematerializePass : Pass<"remat-rematerialize", "::mlir::ModuleOp"> {
            "Byte alignment of every buffer">,
     Option<"progress", "progress", "bool", /*default=*/"false",
            "Print solver progress on stderr">,
+    Option<"reorder", "reorder", "bool", /*default=*/"true",
+           "Let the planner move ops too: also solve in the memory-aware "
+           "candidate orders (passes/planner/Reorder.h), keep the cheapest">,
   ];
 }
 

@@ -238,6 +238,7 @@ struct RematerializePass
     planner::SolveOptions options;
     options.timeLimitSeconds = timeLimit;
     options.progress = progress;
+    options.reorder = reorder;
 
     // 1-3. Solve, replay, check the real arena.
     Attempt attempt = attemptWithFallbacks(problem, step, budgetBytes, kind,
@@ -319,6 +320,8 @@ struct RematerializePass
             attrs.getNamedAttr(
                 "recompute_overhead",
                 attrs.getF64FloatAttr(recomputeSeconds / step.totalSeconds())),
+            attrs.getNamedAttr("order",
+                               attrs.getStringAttr(result.stats.order)),
         }));
   }
 };

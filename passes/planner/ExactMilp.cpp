@@ -304,7 +304,7 @@ SolverOutput solveExact(const Problem &problem, int64_t budgetBytes,
   model.setUseElapsedTime(true);
   double elapsedSetup =
       std::chrono::duration<double>(Clock::now() - start).count();
-  double limit = std::max(1.0, options.timeLimitSeconds - elapsedSetup);
+  double limit = std::max(0.1, options.timeLimitSeconds - elapsedSetup);
   model.setMaximumSeconds(limit);
   // Stop when optimal within 0.01% (what tables print as "optimal").
   model.setAllowableGap(1e-9);

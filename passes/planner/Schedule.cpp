@@ -31,6 +31,59 @@ CheckmateSolution CheckmateSolution::empty(int n) {
   return solution;
 }
 
+Schedule eliminateDeadComputes(const Problem &problem,
+                               const Schedule &schedule) {
+  int n = problem.size();
+  Schedule current = schedule;
+  while (true) {
+    size_t count = current.events.size();
+    std::vector<char> dead(count, 0);
+    // laterCompute[i]: a compute of the same node follows event i. Only
+    // such computes may go: every node keeps at least one.
+    std::vector<char> laterCompute(count, 0);
+    {
+      std::vector<char> seen(n, 0);
+      for (size_t i = count; i-- > 0;) {
+        const Event &event = current.events[i];
+        if (event.node < 0 || event.node >= n)
+          return current; // malformed: leave it to the checker
+        if (event.kind == EventKind::Compute) {
+          laterCompute[i] = seen[event.node];
+          seen[event.node] = 1;
+        }
+      }
+    }
+    std::vector<int> liveCompute(n, -1); // event index of the live copy
+    std::vector<char> read(count, 0);
+    bool changed = false;
+    for (size_t i = 0; i < count; ++i) {
+      const Event &event = current.events[i];
+      int &copy = liveCompute[event.node];
+      if (event.kind == EventKind::Compute) {
+        for (int op : problem.nodes[event.node].operands)
+          if (liveCompute[op] >= 0)
+            read[liveCompute[op]] = 1;
+        if (copy >= 0 && !read[copy]) // overwritten unread: not a valid
+          return current;             // schedule; the checker says why
+        copy = static_cast<int>(i);
+        continue;
+      }
+      if (copy >= 0 && !read[copy] && laterCompute[copy]) {
+        dead[copy] = dead[i] = 1;
+        changed = true;
+      }
+      copy = -1;
+    }
+    if (!changed)
+      return current;
+    Schedule next;
+    for (size_t i = 0; i < count; ++i)
+      if (!dead[i])
+        next.events.push_back(current.events[i]);
+    current = std::move(next);
+  }
+}
+
 Schedule CheckmateSolution::toSchedule(const Problem &problem,
                                        std::string *error) const {
   int n = problem.size();

@@ -38,6 +38,16 @@ struct Schedule {
   void print(std::ostream &os, const Problem &problem) const;
 };
 
+/// `schedule` without its dead computes: a compute whose output is freed
+/// unread and that a later compute of the same node replaces, together
+/// with its free; repeated until none is left (a dead compute's operands
+/// may die with it). Every node keeps at least one compute. Such computes arise where
+/// a fixed order forces a first compute long before the value is needed
+/// and the solver then drops and recomputes it. Valid in Event mode only:
+/// the later recompute becomes the first compute, out of node order.
+Schedule eliminateDeadComputes(const Problem &problem,
+                               const Schedule &schedule);
+
 /// A Checkmate solution (Jain et al. 2020): stage t computes node t and may
 /// first recompute earlier nodes, in index order.
 ///   recompute[t][i]: node i is computed in stage t (i <= t; [t][t] is 1).

@@ -53,6 +53,13 @@ struct SolveOptions {
   int exactMaxNodes = 120;
   /// Chain DP memory discretization (slots).
   int dpMemorySlots = 4000;
+  /// Also solve the problem in the candidate orders of Reorder.h and keep
+  /// the cheapest checked schedule (ties: the lower peak, then the given
+  /// order): the planner may then move ops, not only recompute them. The
+  /// time limit is shared; the exact MILP runs on the given order only
+  /// under auto. In Checkmate mode the schedule is stage-structured in the
+  /// order it was solved in (SolveStats::order).
+  bool reorder = false;
 };
 
 /// Results whose proven gap is at most this are reported "optimal" (the
@@ -75,6 +82,12 @@ struct SolveStats {
   double provenGap = std::numeric_limits<double>::quiet_NaN();
   /// MILP best bound on the cost, when known (NaN otherwise).
   double bestBound = std::numeric_limits<double>::quiet_NaN();
+  /// The node order the schedule was solved in: "given", or a candidate
+  /// order's name (SolveOptions::reorder). provenGap and bestBound refer
+  /// to that order's own optimum: no solver proves anything across orders.
+  std::string order = "given";
+  /// When reordering: the order's permutation (order[p] = node at stage p).
+  std::vector<int> nodeOrder;
 };
 
 struct SolveResult {

@@ -13,6 +13,9 @@
   checks.py REMAT sweeps-in-budget every model (tiny): each budget of a sweep has
                                    planned peak and arena within it, and the
                                    compiled plans agree
+  checks.py REMAT graph-reorder    plan --graph keeps the given order by default
+                                   (proven optimum for it); --reorder moves an op
+                                   and needs no recomputation
 Exit 0 on success, 1 with a message on failure.
 """
 import json
@@ -225,6 +228,45 @@ def sweeps_in_budget(remat, work):
               f"bytes, all within budget")
 
 
+def graph_reorder(remat, work):
+    """remat plan --graph in the given order and with --reorder: a value
+    read only at the end (100 bytes) computed first; at 116 bytes the given
+    order recomputes it (+5 of 10 cost units, proven optimal for that
+    order), the moved order computes everything once."""
+    nodes = [{"id": 0, "name": "early", "cost_cpu": 5, "cost_ram": 100}]
+    nodes += [{"id": i, "name": f"c{i}", "cost_cpu": 1, "cost_ram": 10}
+              for i in range(1, 5)]
+    nodes.append({"id": 5, "name": "join", "cost_cpu": 1, "cost_ram": 6})
+    links = [{"source": i, "target": i + 1} for i in range(1, 4)]
+    links += [{"source": 0, "target": 5}, {"source": 4, "target": 5}]
+    path = os.path.join(work, "late.json")
+    with open(path, "w") as f:
+        json.dump({"graph": {"name": "late-use"}, "nodes": nodes,
+                   "links": links}, f)
+    reports = {}
+    for flag in ("--no-reorder", "--reorder"):
+        r = subprocess.run([remat, "plan", "--graph", path, "--budget-frac",
+                            "0.97", flag], capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"plan --graph {flag}: exit {r.returncode}: {r.stderr}")
+        report = json.loads(r.stdout)
+        if report["store_all_peak_bytes"] != 120 or report["budget_bytes"] != 116:
+            fail(f"unexpected budget in {report}")
+        if report["planned_peak_bytes"] > report["budget_bytes"]:
+            fail(f"{flag}: peak over budget: {report}")
+        reports[flag] = report
+    fixed, moved = reports["--no-reorder"], reports["--reorder"]
+    if fixed["order"] != "given" or abs(fixed["recompute_overhead"] - 0.5) > 1e-9:
+        fail(f"given order: want overhead 0.5, got {fixed}")
+    if fixed["optimality_gap"] is None or fixed["optimality_gap"] > 1e-4:
+        fail(f"given order: the MILP should prove 0.5 optimal: {fixed}")
+    if moved["order"] == "given" or moved["recompute_overhead"] != 0.0:
+        fail(f"--reorder: want no recomputation in a moved order: {moved}")
+    print(f"given order: overhead {fixed['recompute_overhead']:.2f} "
+          f"(proven); --reorder ({moved['order']}): "
+          f"{moved['recompute_overhead']:.2f}")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -233,7 +275,8 @@ def main():
     checks = {"train-falls": train_falls, "forum-plan": forum_plan,
               "dropout-replay": dropout_replay, "cli-errors": cli_errors,
               "budgets-bitwise": budgets_bitwise,
-              "sweeps-in-budget": sweeps_in_budget}
+              "sweeps-in-budget": sweeps_in_budget,
+              "graph-reorder": graph_reorder}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

@@ -53,6 +53,8 @@ static const char *kCompileHelp =
     "  --time-limit S     time limit of the exact MILP (default: 1 s inside\n"
     "                     auto, 60 s with --solver exact)\n"
     "  --progress         solver progress on stderr\n"
+    "  --no-reorder       keep the scheduled op order: the planner only\n"
+    "                     recomputes (default: it may also move ops)\n"
     "  --preset NAME      apply a named preset of the model's config\n"
     "  --set NAME=VALUE   override a config variable (repeatable)\n"
     "  -h, --help         this text\n";
@@ -64,7 +66,7 @@ static const char *kTrainHelp =
     "`remat compile MODEL --emit=plan -o P` then `remat run P`.\n"
     "\n"
     "compile options: --preset NAME, --set NAME=VALUE, --budget BYTES,\n"
-    "  --solver NAME, --time-limit S, --progress,\n"
+    "  --solver NAME, --time-limit S, --progress, --no-reorder,\n"
     "  --plan FILE (keep the plan there; default: a temporary file),\n"
     "  --report FILE\n"
     "run options (passed to remat run; see remat run --help): --steps N,\n"
@@ -81,6 +83,7 @@ struct Options {
   std::string solver = "auto";
   double timeLimit = -1; ///< -1: 1 s for auto, 60 s for exact
   bool progress = false;
+  bool reorder = true;
   model::ModelOptions modelOptions;
   std::vector<std::string> passThrough; ///< train: options for `run`
 };
@@ -124,6 +127,8 @@ int parse(const char *command, int argc, char **argv, Options &options,
         }
       } else if (arg == "--progress") {
         options.progress = true;
+      } else if (arg == "--no-reorder" || arg == "--reorder") {
+        options.reorder = arg == "--reorder";
       } else if (takeValue(argc, argv, i, "--preset", value)) {
         options.modelOptions.preset = value;
       } else if (takeValue(argc, argv, i, "--set", value)) {
@@ -219,6 +224,7 @@ compiler::CompileOptions toCompileOptions(const Options &options) {
                        : options.solver == "exact" ? 60.0
                                                    : 1.0;
   c.progress = options.progress;
+  c.reorder = options.reorder;
   return c;
 }
 

@@ -26,7 +26,7 @@ namespace {
 const char *usage =
     "usage: remat-planner-bench [--graphs DIR] [--fractions LIST]\n"
     "                           [--solvers LIST] [--time-limit S] [--json OUT]\n"
-    "                           [--quiet]\n"
+    "                           [--reorder] [--quiet]\n"
     "\n"
     "Plans every Checkmate graph (*.json in DIR) at each budget and prints a\n"
     "markdown table (graph, nodes, budget fraction, solver, overhead %,\n"
@@ -41,6 +41,9 @@ const char *usage =
     "                    (default: all)\n"
     "  --time-limit S    per solve, for exact and auto (default 60)\n"
     "  --json OUT        also write the rows as JSON\n"
+    "  --reorder         let the solvers move ops too (SolveOptions::reorder;\n"
+    "                    the solver column then ends in '+reorder' and the\n"
+    "                    status names the order used)\n"
     "  --quiet           no MILP progress on stderr\n";
 
 std::vector<std::string> split(const std::string &text) {
@@ -81,6 +84,7 @@ int main(int argc, char **argv) {
   double timeLimit = 60;
   std::string jsonPath;
   bool quiet = false;
+  bool reorder = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -109,6 +113,8 @@ int main(int argc, char **argv) {
       }
     } else if (arg == "--json") {
       jsonPath = value();
+    } else if (arg == "--reorder") {
+      reorder = true;
     } else if (arg == "--quiet") {
       quiet = true;
     } else {
@@ -184,12 +190,17 @@ int main(int argc, char **argv) {
         options.mode = CountingMode::Checkmate;
         options.timeLimitSeconds = timeLimit;
         options.progress = !quiet;
+        options.reorder = reorder;
         if (!quiet)
           std::fprintf(stderr, "[bench] %s budget %s solver %s\n",
                        shortName.c_str(), budgetLabel.c_str(),
                        solverKindName(kind));
         SolveResult result = solve(problem, budget, kind, options);
-        const SolveStats &stats = result.stats;
+        SolveStats &stats = result.stats;
+        if (reorder) {
+          stats.solverName += "+reorder";
+          stats.status += " (" + stats.order + ")";
+        }
         std::string overhead =
             result.ok ? formatDouble(stats.overhead * 100, "%.2f") : "-";
         std::string gap =
@@ -221,6 +232,7 @@ int main(int argc, char **argv) {
         row["overhead"] = result.ok ? nlohmann::json(stats.overhead)
                                     : nlohmann::json(nullptr);
         row["solveSeconds"] = stats.solveSeconds;
+        row["order"] = stats.order;
         row["provenGap"] = std::isnan(stats.provenGap)
                                ? nlohmann::json(nullptr)
                                : nlohmann::json(stats.provenGap);

@@ -12,8 +12,8 @@
 //      (memory::applyComputeOrder: recomputations become copies, in-place
 //      updates move after the last reader of their parameter), then compute
 //      the real liveness (with buffer reuse) and arena layout; if the arena
-//      exceeds the budget (fragmentation, or updates moved later), solve
-//      again with the target lowered by the excess, up to 6 times;
+//      exceeds the budget (fragmentation, or updates moved later), try
+//      auto's runners-up, then lower planner targets (attemptPlan);
 //   4. rewrite the IR in that order: first computes move, recomputations
 //      are clones tagged `remat.recompute`, every op reads the latest copy
 //      of each operand. The solver's statistics go to the module attribute
@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -130,37 +131,63 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
   planner::SolveOptions later = options;
   later.timeLimitSeconds = std::min(options.timeLimitSeconds, 1.0);
   bool first = true;
-  while (!targets.empty()) {
+  // When only a costlier runner-up fits at a target, a few lower targets
+  // may still give a cheaper schedule that fits: the cheapest fit wins.
+  std::optional<Attempt> bestFit;
+  int extraTargets = 4;
+  while (!targets.empty() && (!bestFit || extraTargets-- > 0)) {
     int64_t target = *targets.begin();
     targets.erase(targets.begin());
-    a.result = planner::solve(problem, target, kind, first ? options : later);
+    planner::SolveResult solved =
+        planner::solve(problem, target, kind, first ? options : later);
     first = false;
 
-    if (!a.result.ok) {
-      a.error = a.result.error;
+    if (!solved.ok) {
+      a.error = solved.error;
+      a.result = std::move(solved);
       continue;
     }
-    std::vector<int> computes;
-    for (const planner::Event &e : a.result.schedule.events)
-      if (e.kind == planner::EventKind::Compute)
-        computes.push_back(e.node);
-    a.applied = memory::applyComputeOrder(step.graph, computes);
-    if (std::string problemText = a.applied.graph.validate();
-        !problemText.empty()) {
-      a.error = "rematerialized step is invalid: " + problemText;
-      return a;
+    // The best schedule, then (auto) the other solvers' in cost order: the
+    // first whose real layout fits wins.
+    std::vector<planner::SolveResult> candidates =
+        std::move(solved.runnersUp);
+    solved.runnersUp.clear();
+    candidates.insert(candidates.begin(), std::move(solved));
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      planner::SolveResult &candidate = candidates[c];
+      if (bestFit && candidate.stats.cost >= bestFit->result.stats.cost)
+        break; // cost-sorted: nothing cheaper left at this target
+      std::vector<int> computes;
+      for (const planner::Event &e : candidate.schedule.events)
+        if (e.kind == planner::EventKind::Compute)
+          computes.push_back(e.node);
+      a.applied = memory::applyComputeOrder(step.graph, computes);
+      if (std::string problemText = a.applied.graph.validate();
+          !problemText.empty()) {
+        a.error = "rematerialized step is invalid: " + problemText;
+        a.result = std::move(candidate);
+        return a;
+      }
+      memory::Liveness live =
+          memory::computeLiveness(a.applied.graph, alignment);
+      a.arenaBytes =
+          memory::assignOffsets(a.applied.graph, live, alignment).arenaBytes;
+      a.result = std::move(candidate);
+      if (a.arenaBytes <= budget) {
+        a.ok = true;
+        if (c == 0 && !bestFit)
+          return a; // this target's best fits
+        bestFit = std::move(a);
+        a = Attempt();
+        break;
+      }
     }
-    memory::Liveness live = memory::computeLiveness(a.applied.graph, alignment);
-    a.arenaBytes =
-        memory::assignOffsets(a.applied.graph, live, alignment).arenaBytes;
-    if (a.arenaBytes <= budget) {
-      a.ok = true;
-      return a;
-    }
-    a.error = "the schedules found fit the planner's count but their arena "
-              "needs " + std::to_string(a.arenaBytes) + " bytes after layout";
+    if (!bestFit)
+      a.error = "the schedules found fit the planner's count but their "
+                "arena needs " + std::to_string(a.arenaBytes) +
+                " bytes after layout";
   }
-  return a;
+  return bestFit ? std::move(*bestFit) : a;
 }
 
 /// The fallbacks tried when the requested solver's schedule does not fit.

@@ -14,10 +14,12 @@ namespace remat {
 /// repeated blocks get a block id per repetition ("h.3.*").
 planner::Problem buildPlannerProblem(const TrainStep &step, int64_t alignment);
 
-/// One planning attempt under `budget`: solve, replay the schedule on the
-/// plain step (memory::applyComputeOrder), lay out the arena; while the
-/// arena overflows the budget, solve again with the target lowered by the
-/// excess (up to 6 solves).
+/// One planning attempt under `budget`: solve at planner targets from the
+/// budget plus the reuse slack down a fixed grid to the lower bound; at each
+/// target replay the best schedule and then (auto) the runners-up on the
+/// plain step (memory::applyComputeOrder) and lay out the arena, keeping the
+/// first that fits; when only a runner-up fits, up to four lower targets
+/// may still give a cheaper fit. The cheapest fitting schedule wins.
 struct Attempt {
   bool ok = false;
   std::string error;
@@ -30,7 +32,7 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
                     const planner::SolveOptions &options, int64_t alignment);
 
 /// attemptPlan, then for `auto` the heuristic and per-block schedules when
-/// the best-cost schedule does not fit after layout.
+/// no schedule of auto's fits after layout.
 Attempt attemptWithFallbacks(const planner::Problem &problem,
                              const TrainStep &step, int64_t budget,
                              planner::SolverKind kind,

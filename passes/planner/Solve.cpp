@@ -3,6 +3,7 @@
 #include "passes/planner/Reorder.h"
 #include "passes/planner/Solvers.h"
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -206,6 +207,7 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
 
   // Auto: cheap solvers first; the MILP last, warm-started from the best.
   SolveResult best;
+  std::vector<SolveResult> runnersUp;
   std::string errors;
   auto consider = [&](SolveResult candidate) {
     if (!candidate.ok) {
@@ -213,7 +215,9 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
       return;
     }
     if (better(candidate, best))
-      best = std::move(candidate);
+      std::swap(candidate, best);
+    if (candidate.ok)
+      runnersUp.push_back(std::move(candidate));
   };
   consider(solveOne(problem, budgetBytes, SolverKind::StoreAll, options,
                     Schedule(), start));
@@ -265,6 +269,15 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
     best.stats.status = "optimal";
   best.stats.solveSeconds = secondsSince(start);
   best.minimumBytes = bound.bytes;
+  std::stable_sort(runnersUp.begin(), runnersUp.end(),
+                   [](const SolveResult &a, const SolveResult &b) {
+                     return a.stats.cost < b.stats.cost;
+                   });
+  for (SolveResult &other : runnersUp) {
+    other.stats.solverName = "auto(" + other.stats.solverName + ")";
+    other.minimumBytes = bound.bytes;
+  }
+  best.runnersUp = std::move(runnersUp);
   return best;
 }
 
@@ -287,8 +300,40 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
   // share the rest.
   double share = options.timeLimitSeconds / (orders.empty() ? 1 : 2);
   inner.timeLimitSeconds = share;
-  SolveResult best = solveInOrder(problem, budgetBytes, kind, inner);
-  std::string errors = best.ok ? "" : best.error;
+  SolveResult given = solveInOrder(problem, budgetBytes, kind, inner);
+  int64_t minimum = given.minimumBytes;
+  std::string errors = given.ok ? "" : given.error;
+  // Every checked schedule of every order, best first at the end.
+  std::vector<SolveResult> pool;
+  auto collect = [&](SolveResult &result, const NodeOrder *order) {
+    std::vector<SolveResult> all;
+    if (result.ok) {
+      std::vector<SolveResult> others = std::move(result.runnersUp);
+      result.runnersUp.clear();
+      all.push_back(std::move(result));
+      for (SolveResult &other : others)
+        all.push_back(std::move(other));
+    }
+    for (SolveResult &r : all) {
+      if (order) {
+        r.schedule = unpermuteSchedule(r.schedule, order->order);
+        // An independent replay in the original numbering (any order).
+        CheckResult check =
+            checkSchedule(problem, r.schedule, CountingMode::Event);
+        if (!check.ok || check.peakBytes > budgetBytes) {
+          errors += std::string(errors.empty() ? "" : "; ") + order->name +
+                    " order: the unpermuted schedule does not replay: " +
+                    check.error;
+          continue;
+        }
+        r.stats.order = order->name;
+        r.stats.nodeOrder = order->order;
+      }
+      pool.push_back(std::move(r));
+    }
+  };
+  SolveResult failed = given; // kept for its error and stats
+  collect(given, nullptr);
   for (size_t i = 0; i < orders.size(); ++i) {
     const NodeOrder &order = orders[i];
     double left = options.timeLimitSeconds - secondsSince(start);
@@ -300,35 +345,31 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
     other.progress = false;
     SolveResult candidate = solveInOrder(permuteProblem(problem, order.order),
                                          budgetBytes, kind, other);
-    best.minimumBytes = std::min(best.minimumBytes, candidate.minimumBytes);
-    if (!candidate.ok) {
+    minimum = std::min(minimum, candidate.minimumBytes);
+    if (!candidate.ok)
       errors += std::string(errors.empty() ? "" : "; ") + order.name +
                 " order: " + candidate.error;
-      continue;
-    }
-    candidate.schedule = unpermuteSchedule(candidate.schedule, order.order);
-    // An independent replay in the original numbering (any event order).
-    CheckResult check =
-        checkSchedule(problem, candidate.schedule, CountingMode::Event);
-    if (!check.ok || check.peakBytes > budgetBytes) {
-      errors += std::string(errors.empty() ? "" : "; ") + order.name +
-                " order: the unpermuted schedule does not replay: " +
-                check.error;
-      continue;
-    }
-    bool wins = !best.ok || candidate.stats.cost < best.stats.cost ||
-                (candidate.stats.cost == best.stats.cost &&
-                 candidate.stats.peakBytes < best.stats.peakBytes);
-    if (wins) {
-      int64_t minimum = best.minimumBytes;
-      best = std::move(candidate);
-      best.minimumBytes = minimum;
-      best.stats.order = order.name;
-      best.stats.nodeOrder = order.order;
-    }
+    collect(candidate, &order);
   }
-  if (!best.ok)
-    best.error = errors;
+  if (pool.empty()) {
+    failed.error = errors;
+    failed.minimumBytes = minimum;
+    failed.stats.solveSeconds = secondsSince(start);
+    return failed;
+  }
+  // Cheapest first; ties: the lower peak, then the given order (stable).
+  std::stable_sort(pool.begin(), pool.end(),
+                   [](const SolveResult &a, const SolveResult &b) {
+                     if (a.stats.cost != b.stats.cost)
+                       return a.stats.cost < b.stats.cost;
+                     return a.stats.peakBytes < b.stats.peakBytes;
+                   });
+  SolveResult best = std::move(pool.front());
+  for (size_t i = 1; i < pool.size(); ++i) {
+    pool[i].minimumBytes = minimum;
+    best.runnersUp.push_back(std::move(pool[i]));
+  }
+  best.minimumBytes = minimum;
   best.stats.solveSeconds = secondsSince(start);
   return best;
 }

@@ -99,6 +99,11 @@ struct SolveResult {
   SolveStats stats;
   /// The lower bound on any schedule's peak (the minimum budget to try).
   int64_t minimumBytes = 0;
+  /// Auto only: the other solvers' checked schedules within the budget
+  /// (and, with reorder, the other orders'), cheapest first. The compiler
+  /// tries them in turn when the best one's real buffer layout overflows
+  /// the budget. Their own runnersUp are empty.
+  std::vector<SolveResult> runnersUp;
 };
 
 /// Plans `problem` under `budgetBytes` (persistent bytes included) with the

@@ -149,10 +149,7 @@ TEST_CASE("exact MILP equals exhaustive search on seeded random 8-node DAGs",
       INFO("seed " << seed << " budget " << budget);
       double exhaustive = checkedExhaustive(problem, budget);
       REQUIRE(exhaustive != -2);
-      SolveOptions options;
-      options.mode = CountingMode::Checkmate;
-      options.timeLimitSeconds = 20;
-      SolveResult exact = solve(problem, budget, SolverKind::Exact, options);
+      SolveResult exact = test::solveExactCheckmate(problem, budget);
       if (exhaustive < 0) {
         CHECK_FALSE(exact.ok);
         ++infeasible;

@@ -31,10 +31,7 @@ void requireChecked(const Problem &problem, int64_t budget,
 bool exactMatchesBruteForce(const Problem &problem, int64_t budget,
                             bool proven) {
   double brute = bruteForceOptimalCost(problem, budget);
-  SolveOptions options;
-  options.mode = CountingMode::Checkmate;
-  options.timeLimitSeconds = 20;
-  SolveResult exact = solve(problem, budget, SolverKind::Exact, options);
+  SolveResult exact = test::solveExactCheckmate(problem, budget);
   if (brute < 0) {
     CHECK_FALSE(exact.ok);
     return false;

@@ -2,7 +2,7 @@
 #ifndef REMAT_TESTS_UNIT_PLANNER_TESTUTIL_H
 #define REMAT_TESTS_UNIT_PLANNER_TESTUTIL_H
 
-#include "passes/planner/Problem.h"
+#include "passes/planner/Solvers.h"
 
 #include <cstdlib>
 #include <random>
@@ -104,6 +104,16 @@ inline std::string checkmateGraphsDir() {
     return dir;
   }
   return "";
+}
+
+/// The exact MILP in Checkmate mode with a 20 s limit: the reference runs
+/// of the brute-force and exhaustive comparisons.
+inline SolveResult solveExactCheckmate(const Problem &problem,
+                                       int64_t budget) {
+  SolveOptions options;
+  options.mode = CountingMode::Checkmate;
+  options.timeLimitSeconds = 20;
+  return solve(problem, budget, SolverKind::Exact, options);
 }
 
 } // namespace test

@@ -131,11 +131,13 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
   planner::SolveOptions later = options;
   later.timeLimitSeconds = std::min(options.timeLimitSeconds, 1.0);
   bool first = true;
-  // When only a costlier runner-up fits at a target, a few lower targets
-  // may still give a cheaper schedule that fits: the cheapest fit wins.
+  // When only a costlier runner-up fits at a target, lower targets may
+  // still give a cheaper schedule that fits: the search goes on until a
+  // target's cheapest schedule fits or costs no less than the best fit so
+  // far (lower targets rarely give cheaper schedules), and the cheapest fit
+  // wins.
   std::optional<Attempt> bestFit;
-  int extraTargets = 4;
-  while (!targets.empty() && (!bestFit || extraTargets-- > 0)) {
+  while (!targets.empty()) {
     int64_t target = *targets.begin();
     targets.erase(targets.begin());
     planner::SolveResult solved =
@@ -153,6 +155,9 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
         std::move(solved.runnersUp);
     solved.runnersUp.clear();
     candidates.insert(candidates.begin(), std::move(solved));
+    if (bestFit &&
+        candidates.front().stats.cost >= bestFit->result.stats.cost)
+      break;
     for (size_t c = 0; c < candidates.size(); ++c) {
       planner::SolveResult &candidate = candidates[c];
       if (bestFit && candidate.stats.cost >= bestFit->result.stats.cost)
@@ -175,8 +180,8 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
       a.result = std::move(candidate);
       if (a.arenaBytes <= budget) {
         a.ok = true;
-        if (c == 0 && !bestFit)
-          return a; // this target's best fits
+        if (c == 0)
+          return a; // this target's best fits, cheaper than any fit so far
         bestFit = std::move(a);
         a = Attempt();
         break;

@@ -18,8 +18,9 @@ planner::Problem buildPlannerProblem(const TrainStep &step, int64_t alignment);
 /// budget plus the reuse slack down a fixed grid to the lower bound; at each
 /// target replay the best schedule and then (auto) the runners-up on the
 /// plain step (memory::applyComputeOrder) and lay out the arena, keeping the
-/// first that fits; when only a runner-up fits, up to four lower targets
-/// may still give a cheaper fit. The cheapest fitting schedule wins.
+/// first that fits; when only a runner-up fits, lower targets are tried
+/// until one's cheapest schedule fits or is no cheaper than the best fit.
+/// The cheapest fitting schedule wins.
 struct Attempt {
   bool ok = false;
   std::string error;

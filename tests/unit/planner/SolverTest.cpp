@@ -191,9 +191,11 @@ TEST_CASE("event mode keeps required outputs and pinned inputs", "[planner]") {
   }
 }
 
-TEST_CASE("heuristic plans a 10,000-node random DAG within budget",
+TEST_CASE("heuristic and auto plan a 10,000-node random DAG within budget",
           "[planner]") {
-  // A training step: 5,000 forward nodes, the loss, 5,000 gradients.
+  // A training step: 5,000 forward nodes, the loss, 5,000 gradients. Its
+  // ~1,700 distinct chain stages are too many for the DP, which auto must
+  // notice rather than spend minutes on.
   Problem problem = remat::planner::test::randomTrainingDag(7, 5000);
   REQUIRE(problem.size() >= 10000);
   int64_t lower = computeLowerBound(problem).bytes;
@@ -201,11 +203,14 @@ TEST_CASE("heuristic plans a 10,000-node random DAG within budget",
   int64_t budget = std::max(lower, peak / 4);
   SolveOptions options;
   options.timeLimitSeconds = 20;
-  SolveResult result = solve(problem, budget, SolverKind::Heuristic, options);
   INFO("lower " << lower << " store-all " << peak << " budget " << budget);
-  requireChecked(problem, budget, result, CountingMode::Event);
-  WARN("10,000-node heuristic: " << result.stats.solveSeconds << " s, overhead "
-                                 << result.stats.overhead * 100 << "%");
+  for (SolverKind kind : {SolverKind::Heuristic, SolverKind::Auto}) {
+    SolveResult result = solve(problem, budget, kind, options);
+    requireChecked(problem, budget, result, CountingMode::Event);
+    WARN("10,000-node " << result.stats.solverName << ": "
+                        << result.stats.solveSeconds << " s, overhead "
+                        << result.stats.overhead * 100 << "%");
+  }
 }
 
 TEST_CASE("an empty problem and a single node are planned by every solver",

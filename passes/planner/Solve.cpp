@@ -303,6 +303,9 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
   SolveResult given = solveInOrder(problem, budgetBytes, kind, inner);
   int64_t minimum = given.minimumBytes;
   std::string errors = given.ok ? "" : given.error;
+  auto note = [&](const std::string &what) {
+    errors += (errors.empty() ? "" : "; ") + what;
+  };
   // Every checked schedule of every order, best first at the end.
   std::vector<SolveResult> pool;
   auto collect = [&](SolveResult &result, const NodeOrder *order) {
@@ -321,9 +324,9 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
         CheckResult check =
             checkSchedule(problem, r.schedule, CountingMode::Event);
         if (!check.ok || check.peakBytes > budgetBytes) {
-          errors += std::string(errors.empty() ? "" : "; ") + order->name +
-                    " order: the unpermuted schedule does not replay: " +
-                    check.error;
+          note(order->name +
+               " order: the unpermuted schedule does not replay: " +
+               check.error);
           continue;
         }
         r.stats.order = order->name;
@@ -332,7 +335,9 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
       pool.push_back(std::move(r));
     }
   };
-  SolveResult failed = given; // kept for its error and stats
+  SolveResult failed; // the given order's outcome when nothing fits
+  if (!given.ok)
+    failed = given;
   collect(given, nullptr);
   for (size_t i = 0; i < orders.size(); ++i) {
     const NodeOrder &order = orders[i];
@@ -347,8 +352,7 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
                                          budgetBytes, kind, other);
     minimum = std::min(minimum, candidate.minimumBytes);
     if (!candidate.ok)
-      errors += std::string(errors.empty() ? "" : "; ") + order.name +
-                " order: " + candidate.error;
+      note(order.name + " order: " + candidate.error);
     collect(candidate, &order);
   }
   if (pool.empty()) {

@@ -29,6 +29,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <chrono>
@@ -278,6 +279,10 @@ struct RematerializePass
     if (!attempt.ok) {
       planner::SolveOptions quiet = options;
       quiet.progress = false;
+      // The search plans the step a dozen times or more (20 s for a
+      // 48-layer GPT-2): say so before the error comes.
+      llvm::errs() << "remat: no schedule fits " << budgetBytes
+                   << " bytes; searching the minimum feasible budget...\n";
       int64_t feasible = minimumFeasibleBudget(
           problem, step, attempt.result.minimumBytes, quiet, alignment);
       auto diag = module.emitError();

@@ -302,10 +302,9 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
   inner.timeLimitSeconds = share;
   SolveResult given = solveInOrder(problem, budgetBytes, kind, inner);
   int64_t minimum = given.minimumBytes;
-  std::string errors = given.ok ? "" : given.error;
-  auto note = [&](const std::string &what) {
-    errors += (errors.empty() ? "" : "; ") + what;
-  };
+  // Why nothing fits, when nothing does: the given order's reason, the
+  // other orders' names, and any schedule that did not replay (a bug).
+  std::string otherOrders, replayErrors;
   // Every checked schedule of every order, best first at the end.
   std::vector<SolveResult> pool;
   auto collect = [&](SolveResult &result, const NodeOrder *order) {
@@ -324,9 +323,9 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
         CheckResult check =
             checkSchedule(problem, r.schedule, CountingMode::Event);
         if (!check.ok || check.peakBytes > budgetBytes) {
-          note(order->name +
-               " order: the unpermuted schedule does not replay: " +
-               check.error);
+          replayErrors += "; " + order->name +
+                          " order: the unpermuted schedule does not replay: " +
+                          check.error;
           continue;
         }
         r.stats.order = order->name;
@@ -351,12 +350,14 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
     SolveResult candidate = solveInOrder(permuteProblem(problem, order.order),
                                          budgetBytes, kind, other);
     minimum = std::min(minimum, candidate.minimumBytes);
-    if (!candidate.ok)
-      note(order.name + " order: " + candidate.error);
+    otherOrders += (otherOrders.empty() ? "" : ", ") + order.name;
     collect(candidate, &order);
   }
   if (pool.empty()) {
-    failed.error = errors;
+    if (!otherOrders.empty())
+      failed.error += " (no schedule in the orders " + otherOrders +
+                      " either)";
+    failed.error += replayErrors;
     failed.minimumBytes = minimum;
     failed.stats.solveSeconds = secondsSince(start);
     return failed;

@@ -297,6 +297,8 @@ int planOne(const PlanOptions &options, planner::SolverKind kind) {
                        std::chrono::steady_clock::now() - start)
                        .count();
   if (!a.ok) {
+    std::cerr << "remat plan: no schedule fits " << *options.budget
+              << " bytes; searching the minimum feasible budget...\n";
     int64_t minimum = minimumFeasibleBudget(
         s.problem, s.step, a.result.minimumBytes, solveOptions(options),
         s.alignment);

@@ -977,7 +977,9 @@ SolverOutput solveChainDpProblem(const Problem &problem, int64_t budgetBytes,
   if (!search(mapping.chain,
               hasOptions ? timeLimitSeconds / 2 : timeLimitSeconds))
     return out;
-  if (hasOptions) {
+  // The second search only within the time limit once one schedule exists
+  // (auto gives the DP 0.25 s by default; each search runs at least once).
+  if (hasOptions && !(out.found && elapsed() > timeLimitSeconds)) {
     Chain single = mapping.chain;
     single.dropOptions.clear();
     if (!search(single, timeLimitSeconds))

@@ -302,12 +302,8 @@ struct RematerializePass
                          .count();
 
     // 4. Rewrite the IR.
-    auto func = module.lookupSymbol<mlir::func::FuncOp>("train_step");
-    mlir::Block &body = func.getBody().front();
-    std::vector<mlir::Operation *> ops;
-    for (mlir::Operation &op : body.without_terminator())
-      ops.push_back(&op);
-    mlir::Operation *terminator = body.getTerminator();
+    mlir::Operation *terminator = nullptr;
+    std::vector<mlir::Operation *> ops = trainStepOps(module, &terminator);
     mlir::IRMapping latest; // original value -> latest copy
     mlir::OpBuilder b(terminator);
     double recomputeSeconds = 0;

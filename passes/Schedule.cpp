@@ -26,12 +26,8 @@ struct SchedulePass : public impl::SchedulePassBase<SchedulePass> {
     if (!step)
       return signalPassFailure();
     std::vector<int> order = memory::memoryAwareOrder(step->graph);
-    auto func = module.lookupSymbol<mlir::func::FuncOp>("train_step");
-    mlir::Block &body = func.getBody().front();
-    std::vector<mlir::Operation *> ops;
-    for (mlir::Operation &op : body.without_terminator())
-      ops.push_back(&op);
-    mlir::Operation *terminator = body.getTerminator();
+    mlir::Operation *terminator = nullptr;
+    std::vector<mlir::Operation *> ops = trainStepOps(module, &terminator);
     for (int k : order)
       ops[k]->moveBefore(terminator);
   }

@@ -320,6 +320,18 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
   return step;
 }
 
+std::vector<mlir::Operation *> trainStepOps(mlir::ModuleOp module,
+                                           mlir::Operation **terminator) {
+  auto func = module.lookupSymbol<mlir::func::FuncOp>("train_step");
+  mlir::Block &body = func.getBody().front();
+  std::vector<mlir::Operation *> ops;
+  for (mlir::Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  if (terminator)
+    *terminator = body.getTerminator();
+  return ops;
+}
+
 std::optional<TrainStep> extractTrainStepOrEmit(mlir::ModuleOp module) {
   try {
     return extractTrainStep(module);

@@ -73,6 +73,13 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
 /// `module` and returns nullopt.
 std::optional<TrainStep> extractTrainStepOrEmit(mlir::ModuleOp module);
 
+/// The ops of @train_step's body in IR order, terminator excluded: ops[k]
+/// is the op of step.graph.ops[k] as extractTrainStep numbers them. Call it
+/// on a module whose @train_step extracted. `terminator`, when given,
+/// receives the body's return.
+std::vector<mlir::Operation *>
+trainStepOps(mlir::ModuleOp module, mlir::Operation **terminator = nullptr);
+
 } // namespace remat
 
 #endif // REMAT_PASSES_TRAINSTEP_H

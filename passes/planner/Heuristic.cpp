@@ -36,6 +36,13 @@ struct HeuristicParams {
   /// Evict down to budget * (1 - headroom) when evicting at all, so that
   /// evictions are batched (fewer, larger recompute runs).
   double headroom = 0.0;
+
+  /// The eviction score of step 3 (lowest goes first): recompute cost per
+  /// byte, divided by the distance to the next use to the power alpha.
+  double evictionScore(double recompute, int64_t bytes,
+                       double distance) const {
+    return (recompute + 1e-9) / (double(bytes) * std::pow(distance, alpha));
+  }
 };
 
 /// DTR's e*: the cost of rematerializing v now, i.e. v plus every non-live
@@ -105,9 +112,8 @@ bool runOnce(const Problem &problem, const UseInfo &uses, int64_t budget,
               continue;
             int next = uses.nextUseAfter(v, t);
             double distance = next < 0 ? 1e9 : double(next - t);
-            double recompute = recomputeCost(v, builder.live);
-            double score = (recompute + 1e-9) /
-                           (double(node.bytes) * std::pow(distance, params.alpha));
+            double score = params.evictionScore(
+                recomputeCost(v, builder.live), node.bytes, distance);
             if (bestNode < 0 || score < bestScore) {
               bestNode = v;
               bestScore = score;
@@ -223,9 +229,8 @@ private:
         double distance = pending[v] ? 0.5 : next < 0 ? 1e9 : double(next - stage + 1);
         if (!pending[v] && !uses.neededAfter(v, stage - 1))
           distance = 1e9;
-        double recompute = recomputeCost(v, builder.live);
-        double score = (recompute + 1e-9) /
-                       (double(node.bytes) * std::pow(distance, params.alpha));
+        double score = params.evictionScore(recomputeCost(v, builder.live),
+                                            node.bytes, distance);
         if (bestNode < 0 || score < bestScore) {
           bestNode = v;
           bestScore = score;

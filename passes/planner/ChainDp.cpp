@@ -904,7 +904,8 @@ SolverOutput solveChainDpProblem(const Problem &problem, int64_t budgetBytes,
   bool tooLong = false;
   auto search = [&](const Chain &chain, double deadline) {
     // Keep each DP near 2e7 steps: rows x slots x (range length + options).
-    double steps = indexRanges(chain).work;
+    RangeIndex ranges = indexRanges(chain);
+    double steps = ranges.work;
     int effectiveSlots = std::max(
         50, std::min(slots, static_cast<int>(2e7 / std::max(1.0, steps))));
     // Long chains of distinct stages (O(L^3) steps) would take far beyond
@@ -915,7 +916,7 @@ SolverOutput solveChainDpProblem(const Problem &problem, int64_t budgetBytes,
     constexpr double kStepsPerSecond = 5e7;
     double tableSlots = std::max(
         10.0, std::min<double>(effectiveSlots,
-                               3e6 / std::max(1, indexRanges(chain).rows)));
+                               3e6 / std::max(1, ranges.rows)));
     if (steps * tableSlots > kStepsPerSecond * std::max(0.5, 2 * deadline)) {
       tooLong = true;
       return true;

@@ -15,7 +15,10 @@
 #include "runtime/backends/cuda/kernels/common.cuh"
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 namespace remat::runtime::cuda {
 
@@ -38,12 +41,37 @@ struct AttentionGeometry {
   int64_t slices, s, dh, perChunk;
 };
 
+uint64_t sliceBytes(OpKind op, int64_t s) {
+  return uint64_t(s) * uint64_t(s) * sizeof(float) *
+         (op == OpKind::AttentionGrad ? 2 : 1);
+}
+
 AttentionGeometry geometryOf(OpKind op, const Shape &q) {
   AttentionGeometry g{q[0] * q[1], q[2], q[3], 1};
-  uint64_t perSlice = uint64_t(g.s) * uint64_t(g.s) * sizeof(float) *
-                      (op == OpKind::AttentionGrad ? 2 : 1);
+  // The row kernels launch one block per row of the chunk: count * S must
+  // fit grid.x (2^31 - 1) even under a huge scratch cap.
+  int64_t gridLimit = std::max<int64_t>(1, INT_MAX / g.s);
+  g.perChunk = std::clamp<int64_t>(
+      std::min<int64_t>(int64_t(scratchCap() / sliceBytes(op, g.s)), gridLimit),
+      1, g.slices);
+  return g;
+}
+
+/// geometryOf, but never past the scratch the executor actually reserved
+/// (it sized it with the same function; this only guards against the cap's
+/// environment variable changing in between, which would otherwise write
+/// past the workspace).
+AttentionGeometry launchGeometry(const KernelCall &call,
+                                 const DeviceContext &ctx) {
+  AttentionGeometry g = geometryOf(call.op, call.inputs[0].shape);
+  uint64_t perSlice = sliceBytes(call.op, g.s);
+  if (ctx.scratchBytes < perSlice)
+    throw std::runtime_error(
+        std::string("cuda: ") + opName(call.op) + " needs " +
+        std::to_string(perSlice) + " B of scratch per (batch, head) but the "
+        "workspace reserved " + std::to_string(ctx.scratchBytes) + " B");
   g.perChunk =
-      std::clamp<int64_t>(int64_t(scratchCap() / perSlice), 1, g.slices);
+      std::min<int64_t>(g.perChunk, int64_t(ctx.scratchBytes / perSlice));
   return g;
 }
 
@@ -85,13 +113,12 @@ void probabilities(const DeviceContext &ctx, const AttentionGeometry &g,
 
 uint64_t attentionScratchBytes(OpKind op, const Shape &q) {
   AttentionGeometry g = geometryOf(op, q);
-  return uint64_t(g.perChunk) * uint64_t(g.s) * uint64_t(g.s) * sizeof(float) *
-         (op == OpKind::AttentionGrad ? 2 : 1);
+  return uint64_t(g.perChunk) * sliceBytes(op, g.s);
 }
 
 void launchAttention(const KernelCall &call, const DeviceContext &ctx) {
   const OpAttrs &at = *call.attrs;
-  AttentionGeometry g = geometryOf(call.op, call.inputs[0].shape);
+  AttentionGeometry g = launchGeometry(call, ctx);
   int64_t ss = g.s * g.s, sd = g.s * g.dh;
   float *p = static_cast<float *>(ctx.scratch);
   for (int64_t first = 0; first < g.slices; first += g.perChunk) {
@@ -107,7 +134,7 @@ void launchAttention(const KernelCall &call, const DeviceContext &ctx) {
 
 void launchAttentionGrad(const KernelCall &call, const DeviceContext &ctx) {
   const OpAttrs &at = *call.attrs;
-  AttentionGeometry g = geometryOf(call.op, call.inputs[0].shape);
+  AttentionGeometry g = launchGeometry(call, ctx);
   int64_t ss = g.s * g.s, sd = g.s * g.dh;
   float *p = static_cast<float *>(ctx.scratch);
   float *dp = p + g.perChunk * ss;

@@ -26,13 +26,40 @@ struct ReduceGeometry {
 };
 
 /// Chunks of the two-pass scheme: 1 (one pass) unless the reduction is long
-/// and there are too few outputs to fill the device.
+/// and there are too few outputs to fill the device. Pass 1 aims at about
+/// 2^18 threads (a full H100/H200: 132 SMs x 2048) because each thread's
+/// loads are sequential; fewer leave a 4 GB sum_to (seed_mlp's bias
+/// gradients) latency-bound.
 int64_t chunksFor(int64_t outputs, int64_t length) {
   if (length <= 256 || outputs >= 32768)
     return 1;
   int64_t byLength = (length + 127) / 128;
-  int64_t byOutputs = std::max<int64_t>(1, 65536 / outputs);
+  int64_t byOutputs = std::max<int64_t>(1, (int64_t(1) << 18) / outputs);
   return std::max<int64_t>(1, std::min({byLength, byOutputs, int64_t(1024)}));
+}
+
+/// Merges neighbouring entries of a (size, stride) list that walk memory as
+/// one dim (stride[i] == size[i+1] * stride[i+1]) and drops size-1 dims.
+/// The row-major index -> offset map is unchanged, so the summation order
+/// (and every bit of the result) is too; it only makes the common cases
+/// (bias gradients, last-axis and full reductions) rank 1, which the
+/// kernel walks without a 64-bit division per element.
+void collapse(Shape &shape, std::vector<int64_t> &strides) {
+  Shape outShape;
+  std::vector<int64_t> outStrides;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1)
+      continue;
+    if (!outShape.empty() && outStrides.back() == shape[d] * strides[d]) {
+      outShape.back() *= shape[d];
+      outStrides.back() = strides[d];
+      continue;
+    }
+    outShape.push_back(shape[d]);
+    outStrides.push_back(strides[d]);
+  }
+  shape = std::move(outShape);
+  strides = std::move(outStrides);
 }
 
 /// `reducedDim[d]` says whether x's dim d is summed.
@@ -50,10 +77,12 @@ ReduceGeometry geometryOf(const Shape &x, const std::vector<bool> &reducedDim) {
     }
   }
   ReduceGeometry g;
-  g.kept = makeStridedIndex(keptShape, keptStrides);
-  g.reduced = makeStridedIndex(reducedShape, reducedStrides);
   g.outputs = numElementsOf(keptShape);
   g.length = numElementsOf(reducedShape);
+  collapse(keptShape, keptStrides);
+  collapse(reducedShape, reducedStrides);
+  g.kept = makeStridedIndex(keptShape, keptStrides);
+  g.reduced = makeStridedIndex(reducedShape, reducedStrides);
   g.chunks = chunksFor(g.outputs, g.length);
   return g;
 }
@@ -87,8 +116,17 @@ __global__ void chunkSumKernel(const float *x, StridedIndex kept,
     int64_t base = stridedOffset(kept, o);
     int64_t begin = c * chunkLen, end = min(length, begin + chunkLen);
     float sum = 0.0f;
-    for (int64_t r = begin; r < end; ++r)
-      sum += x[base + stridedOffset(reduced, r)];
+    if (reduced.rank <= 1) {
+      // The common case after collapse(): one stride, no index division.
+      int64_t stride = reduced.rank == 1 ? reduced.stride[0] : 0;
+      const float *p = x + base;
+#pragma unroll 4
+      for (int64_t r = begin; r < end; ++r)
+        sum += p[r * stride];
+    } else {
+      for (int64_t r = begin; r < end; ++r)
+        sum += x[base + stridedOffset(reduced, r)];
+    }
     out[t] = chunks == 1 && scale != 1.0f ? sum * scale : sum;
   }
 }

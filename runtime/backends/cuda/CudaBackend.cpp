@@ -5,8 +5,10 @@
 #include "runtime/backends/cuda/kernels/Kernels.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <string>
 #include <vector>
@@ -174,6 +176,7 @@ struct CudaBackend::State {
   DeviceContext ctx;
   std::vector<std::string> stepPlaces;
   int64_t deviceStepValue = -1; ///< last training step written to status
+  int64_t lastCallStep = -1;    ///< training step of the latest runStep
 
   uint64_t contextBytes = 0, peakBytes = 0;
   bool errorThrown = false;
@@ -189,6 +192,9 @@ struct CudaBackend::State {
   Mode mode = Mode::Eager;
   cudaGraphExec_t graphExec = nullptr;
   std::vector<StepSignature> captured;
+  /// The calls recorded by the capture in progress: none of them has run,
+  /// so if the capture fails they run eagerly instead.
+  std::vector<KernelCall> capturedCalls;
   std::vector<KernelCall> pending;
   int64_t numCaptured = 0, numReplays = 0;
 
@@ -214,28 +220,57 @@ struct CudaBackend::State {
 
   /// Ends the capture in progress, launches what it recorded (the work
   /// enqueued so far, which has not run yet) and returns to eager mode.
-  /// With keep, the graph is kept for replay.
+  /// With keep, the graph is kept for replay. If ending, instantiating or
+  /// launching the graph fails, the recorded calls run eagerly instead and
+  /// graphs stay off: the step's results never depend on graphs working.
   void finishCapture(bool keep) {
-    cudaGraph_t graph = nullptr;
     mode = Mode::Eager;
-    REMAT_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    REMAT_CUDA_CHECK(err);
-    err = cudaGraphLaunch(exec, stream);
-    if (err != cudaSuccess) {
-      cudaGraphExecDestroy(exec);
-      REMAT_CUDA_CHECK(err);
+    const char *failed = "cudaStreamEndCapture";
+    cudaError_t err = cudaStreamEndCapture(stream, &graph);
+    if (err == cudaSuccess) {
+      failed = "cudaGraphInstantiate";
+      err = cudaGraphInstantiate(&exec, graph, 0);
     }
+    if (graph)
+      cudaGraphDestroy(graph);
+    if (err == cudaSuccess) {
+      failed = "cudaGraphLaunch";
+      err = cudaGraphLaunch(exec, stream);
+    }
+    if (err != cudaSuccess) {
+      if (exec)
+        cudaGraphExecDestroy(exec);
+      runCapturedEagerly(std::string(failed) + ": " + cudaGetErrorString(err));
+      return;
+    }
+    capturedCalls.clear();
     if (keep) {
       graphExec = exec;
       ++numCaptured;
     } else {
-      REMAT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      // An in-flight graph is freed when it completes.
       cudaGraphExecDestroy(exec);
       captured.clear();
     }
+  }
+
+  /// A failed capture (already ended): turns graphs off for good and runs
+  /// the calls it recorded, which have not run. A sticky device error makes
+  /// the first of them throw.
+  void runCapturedEagerly(const std::string &why) {
+    std::fprintf(stderr,
+                 "remat: cuda: graph capture failed (%s); running every "
+                 "training step eagerly\n",
+                 why.c_str());
+    (void)cudaGetLastError(); // not a stale error for the next launch check
+    graphsEnabled = false;
+    captured.clear();
+    std::vector<KernelCall> calls;
+    calls.swap(capturedCalls);
+    for (const KernelCall &call : calls)
+      dispatch(call, ctx);
   }
 
   /// Runs the calls queued while replaying, eagerly, and stays eager for
@@ -259,6 +294,7 @@ struct CudaBackend::State {
       flushPending();
   }
 
+  /// Ends a capture without running what it recorded; graphs stay off.
   void abortCapture() {
     if (mode != Mode::Capturing)
       return;
@@ -266,9 +302,39 @@ struct CudaBackend::State {
     cudaStreamEndCapture(stream, &graph);
     if (graph)
       cudaGraphDestroy(graph);
+    (void)cudaGetLastError(); // an invalidated capture's error is not sticky
     mode = Mode::Eager;
     captured.clear();
+    capturedCalls.clear();
     graphsEnabled = false;
+  }
+
+  /// CudaBackend::runStep: dispatch, capture or queue for replay.
+  void runStep(const KernelCall &call);
+
+  /// Frees everything; never throws (destructor, failed constructor).
+  void release() noexcept {
+    abortCapture();
+    if (stream)
+      cudaStreamSynchronize(stream);
+    if (graphExec)
+      cudaGraphExecDestroy(graphExec);
+    graphExec = nullptr;
+    for (auto &[aligned, raw] : arenaAllocations)
+      cudaFree(raw);
+    arenaAllocations.clear();
+    if (workspace)
+      cudaFree(workspace);
+    workspace = nullptr;
+    if (cublas)
+      cublasDestroy(cublas);
+    cublas = nullptr;
+    if (stream)
+      cudaStreamDestroy(stream);
+    stream = nullptr;
+    if (hostStatus)
+      cudaFreeHost(hostStatus);
+    hostStatus = nullptr;
   }
 };
 
@@ -280,44 +346,35 @@ CudaBackend::CudaBackend() : state(std::make_unique<State>()) {
     throw std::runtime_error(
         std::string("cuda backend: no CUDA device (cudaGetDeviceCount: ") +
         (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices") + ")");
-  REMAT_CUDA_CHECK(cudaSetDevice(s.device));
-  REMAT_CUDA_CHECK(cudaFree(nullptr)); // create the context now
-  size_t freeBytes = 0, totalBytes = 0;
-  REMAT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
-  s.contextBytes = totalBytes - freeBytes;
-  s.peakBytes = s.contextBytes;
-  REMAT_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
-  REMAT_CUBLAS_CHECK(cublasCreate(&s.cublas));
-  REMAT_CUBLAS_CHECK(cublasSetStream(s.cublas, s.stream));
-  REMAT_CUBLAS_CHECK(cublasSetMathMode(
-      s.cublas, envFlag("REMAT_CUDA_TF32", false) ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                  : CUBLAS_DEFAULT_MATH));
-  REMAT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void **>(&s.hostStatus),
-                                  sizeof(DeviceStatus)));
+  try {
+    REMAT_CUDA_CHECK(cudaSetDevice(s.device));
+    REMAT_CUDA_CHECK(cudaFree(nullptr)); // create the context now
+    size_t freeBytes = 0, totalBytes = 0;
+    REMAT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+    s.contextBytes = totalBytes - freeBytes;
+    s.peakBytes = s.contextBytes;
+    REMAT_CUDA_CHECK(
+        cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+    REMAT_CUBLAS_CHECK(cublasCreate(&s.cublas));
+    // Before any cublasSetWorkspace: setting the stream resets the
+    // workspace to cuBLAS's own pool.
+    REMAT_CUBLAS_CHECK(cublasSetStream(s.cublas, s.stream));
+    REMAT_CUBLAS_CHECK(cublasSetMathMode(
+        s.cublas, envFlag("REMAT_CUDA_TF32", false) ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                    : CUBLAS_DEFAULT_MATH));
+    REMAT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void **>(&s.hostStatus),
+                                    sizeof(DeviceStatus)));
+  } catch (...) {
+    s.release(); // the destructor does not run for a failed constructor
+    throw;
+  }
   std::memset(s.hostStatus, 0, sizeof(DeviceStatus));
   s.graphsEnabled = envFlag("REMAT_CUDA_GRAPHS", true);
   s.ctx.stream = s.stream;
   s.ctx.cublas = s.cublas;
 }
 
-CudaBackend::~CudaBackend() {
-  State &s = *state;
-  if (s.mode == Mode::Capturing)
-    s.abortCapture();
-  if (s.stream)
-    cudaStreamSynchronize(s.stream);
-  s.destroyGraph();
-  for (auto &[aligned, raw] : s.arenaAllocations)
-    cudaFree(raw);
-  if (s.workspace)
-    cudaFree(s.workspace);
-  if (s.cublas)
-    cublasDestroy(s.cublas);
-  if (s.stream)
-    cudaStreamDestroy(s.stream);
-  if (s.hostStatus)
-    cudaFreeHost(s.hostStatus);
-}
+CudaBackend::~CudaBackend() { state->release(); }
 
 void CudaBackend::checkSupport(const LoadedPlan &plan) const {
   const Plan &p = plan.plan;
@@ -384,11 +441,14 @@ void CudaBackend::freeArena(void *base) {
 void CudaBackend::prepare(const LoadedPlan &plan) {
   State &s = *state;
   uint64_t bytes = workspaceBytes(plan);
-  if (s.workspace) {
-    REMAT_CUDA_CHECK(cudaFree(s.workspace));
-    s.workspace = nullptr;
-  }
   s.destroyGraph();
+  s.ctx.status = nullptr; // until the new workspace exists
+  s.ctx.scratch = nullptr;
+  if (s.workspace) {
+    char *old = s.workspace;
+    s.workspace = nullptr;
+    REMAT_CUDA_CHECK(cudaFree(old));
+  }
   REMAT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&s.workspace), bytes));
   REMAT_CUDA_CHECK(cudaMemsetAsync(s.workspace, 0, bytes, s.stream));
   s.workspaceSize = bytes;
@@ -400,6 +460,7 @@ void CudaBackend::prepare(const LoadedPlan &plan) {
   s.ctx.scratch = s.workspace + kStatusBytes + cublasBytes;
   s.ctx.scratchBytes = bytes - kStatusBytes - cublasBytes;
   s.deviceStepValue = -1;
+  s.lastCallStep = -1;
   s.stepPlaces.clear();
   for (size_t i = 0; i < plan.steps.size(); ++i)
     s.stepPlaces.push_back(plan.stepPlace(i));
@@ -423,12 +484,13 @@ void CudaBackend::copyOut(void *dst, const void *src, uint64_t bytes) {
   REMAT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
 }
 
-void CudaBackend::runStep(const KernelCall &call) {
-  State &s = *state;
+void CudaBackend::State::runStep(const KernelCall &call) {
+  State &s = *this;
   if (!s.ctx.status)
     throw std::logic_error("cuda backend: runStep before prepare");
   if (!s.inStep)
     s.setTrainingStep(call.trainingStep);
+  s.lastCallStep = call.trainingStep;
   if (s.mode == Mode::Replaying) {
     size_t position = s.pending.size();
     if (position < s.captured.size() &&
@@ -441,18 +503,49 @@ void CudaBackend::runStep(const KernelCall &call) {
     s.destroyGraph();
     s.graphsEnabled = false;
   }
-  try {
-    if (s.mode == Mode::Capturing)
-      s.captured.push_back(StepSignature::of(call));
+  if (s.mode != Mode::Capturing) {
     dispatch(call, s.ctx);
+    return;
+  }
+  try {
+    dispatch(call, s.ctx);
+  } catch (const std::exception &e) {
+    // Possibly the capture's own failure (an operation a capture does not
+    // support): nothing of this step has run yet, so run it all eagerly,
+    // this call included, which throws again if the error is real.
+    cudaGraph_t graph = nullptr;
+    cudaStreamEndCapture(s.stream, &graph);
+    if (graph)
+      cudaGraphDestroy(graph);
+    s.mode = Mode::Eager;
+    s.runCapturedEagerly(e.what());
+    dispatch(call, s.ctx);
+    return;
   } catch (...) {
     s.abortCapture();
+    throw;
+  }
+  s.captured.push_back(StepSignature::of(call));
+  s.capturedCalls.push_back(call);
+}
+
+void CudaBackend::runStep(const KernelCall &call) {
+  try {
+    state->runStep(call);
+  } catch (...) {
+    // Reported now: the synchronize of an executor's destructor (noexcept)
+    // must not throw a sticky device error again.
+    state->errorThrown = true;
     throw;
   }
 }
 
 void CudaBackend::beginTrainingStep(int64_t trainingStep) {
   State &s = *state;
+  // Leftovers of a step that threw before endTrainingStep: its capture
+  // (never to be completed) or its queued calls (the step failed).
+  s.abortCapture();
+  s.pending.clear();
   s.inStep = true;
   s.anyStepBegun = true;
   s.currentStep = trainingStep;
@@ -468,6 +561,7 @@ void CudaBackend::beginTrainingStep(int64_t trainingStep) {
              s.captureAttempts < kMaxCaptureAttempts) {
     ++s.captureAttempts;
     s.captured.clear();
+    s.capturedCalls.clear();
     REMAT_CUDA_CHECK(
         cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeRelaxed));
     s.mode = Mode::Capturing;
@@ -479,12 +573,23 @@ void CudaBackend::endTrainingStep(int64_t trainingStep) {
   if (s.mode == Mode::Capturing) {
     s.finishCapture(true);
   } else if (s.mode == Mode::Replaying) {
-    if (s.pending.size() == s.captured.size()) {
-      REMAT_CUDA_CHECK(cudaGraphLaunch(s.graphExec, s.stream));
+    // A shorter step than the one captured, or a failed launch: the queued
+    // calls have not run, so they run eagerly and graphs stay off.
+    bool complete = s.pending.size() == s.captured.size();
+    cudaError_t err =
+        complete ? cudaGraphLaunch(s.graphExec, s.stream) : cudaSuccess;
+    if (complete && err == cudaSuccess) {
       s.pending.clear();
       ++s.numReplays;
     } else {
-      s.flushPending(); // a shorter step than the one captured
+      if (err != cudaSuccess) {
+        std::fprintf(stderr,
+                     "remat: cuda: cudaGraphLaunch failed (%s); running "
+                     "every training step eagerly\n",
+                     cudaGetErrorString(err));
+        (void)cudaGetLastError();
+      }
+      s.flushPending();
       s.destroyGraph();
       s.graphsEnabled = false;
     }
@@ -496,6 +601,18 @@ void CudaBackend::endTrainingStep(int64_t trainingStep) {
 
 void CudaBackend::synchronize() {
   State &s = *state;
+  // Called while an exception unwinds (an executor destroyed because a step
+  // threw), a second exception would terminate the program: wait, report
+  // nothing.
+  if (std::uncaught_exceptions() > 0) {
+    try {
+      s.hostAccess();
+    } catch (...) {
+    }
+    if (s.stream)
+      cudaStreamSynchronize(s.stream);
+    return;
+  }
   try {
     s.hostAccess();
     if (!s.ctx.status) {
@@ -525,8 +642,10 @@ void CudaBackend::synchronize() {
                         std::to_string(st.errorValue) + " at position " +
                         std::to_string(st.errorPosition) + " is outside [0, " +
                         std::to_string(st.errorLimit) + ")";
-  if (s.inStep)
-    message += " (training step " + std::to_string(s.currentStep + 1) + ")";
+  // The step that recorded it ran since the previous synchronize, in the
+  // latest training step.
+  if (s.lastCallStep >= 0)
+    message += " (training step " + std::to_string(s.lastCallStep + 1) + ")";
   message += " (detected on the device, reported at synchronize)";
   // Clear the record so the next synchronize (e.g. the executor's
   // destructor) does not throw the same error again.

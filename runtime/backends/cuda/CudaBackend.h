@@ -27,13 +27,16 @@
 // step (copyIn / copyOut / synchronize from onStepExecuted) ends a capture
 // (the part captured so far is launched, the rest runs eagerly) or, while
 // replaying, runs the steps queued so far eagerly, so mid-step reads always
-// see exactly the steps before them.
+// see exactly the steps before them. Should capturing, instantiating or
+// launching a graph fail, the step's calls (none has run yet) run eagerly
+// and graphs stay off (one line on stderr says why).
 //
 // Errors: every CUDA / cuBLAS call is checked (CudaCheck.h). An embedding
 // index or cross_entropy label out of range is recorded on the device and
 // thrown at the next synchronize() as std::runtime_error naming the plan
 // step. After one error has been thrown, later synchronize() calls do not
-// throw again (the executor's destructor synchronizes).
+// throw again (the executor's destructor synchronizes), and none throws
+// while another exception unwinds the stack.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CUDA_CUDABACKEND_H

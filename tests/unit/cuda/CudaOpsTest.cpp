@@ -76,10 +76,14 @@ TEST_CASE("cuda binary ops match the cpu under every broadcast form",
   struct Form {
     Shape a, b, c;
   };
+  // Same shapes, scalar / bias-style b, the same with a broadcasting
+  // instead (1 - x, bias + x), and general strided broadcasts.
   std::vector<Form> forms = {
-      {{5, 7}, {5, 7}, {5, 7}},       {{5, 7}, {}, {5, 7}},
-      {{4, 5, 7}, {7}, {4, 5, 7}},    {{4, 5, 7}, {1, 5, 7}, {4, 5, 7}},
-      {{4, 1, 7}, {5, 1}, {4, 5, 7}}, {{1, 7}, {6, 1}, {6, 7}}};
+      {{5, 7}, {5, 7}, {5, 7}},          {{5, 7}, {}, {5, 7}},
+      {{5, 7}, {1, 1}, {5, 7}},          {{4, 5, 7}, {7}, {4, 5, 7}},
+      {{4, 5, 7}, {1, 5, 7}, {4, 5, 7}}, {{}, {5, 7}, {5, 7}},
+      {{7}, {4, 5, 7}, {4, 5, 7}},       {{4, 1, 7}, {5, 1}, {4, 5, 7}},
+      {{1, 7}, {6, 1}, {6, 7}},          {{1, 5, 7}, {4, 1, 1}, {4, 5, 7}}};
   for (OpKind op : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div})
     for (const Form &f : forms) {
       HostTensor b = randomTensor(f.b, rng, 0.5, 2.0); // away from 0 for div

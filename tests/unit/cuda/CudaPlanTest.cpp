@@ -81,6 +81,102 @@ TEST_CASE("cuda graph replay gives bitwise the results of eager execution",
     CHECK(replayed.state.at(name).bytes == t.bytes);
 }
 
+namespace {
+
+/// tiny_linear's model with dropout on the prediction and adamw instead of
+/// sgd: both read the training step on the device, so a replayed graph that
+/// saw a stale step would give other masks and bias corrections.
+LoadedPlan dropoutAdamwPlan() {
+  auto buffer = [](const char *name, const char *role, Shape shape,
+                   uint64_t offset, json extra = json::object()) {
+    uint64_t bytes = 4;
+    for (int64_t d : shape)
+      bytes *= uint64_t(d);
+    json b = {{"name", name},     {"role", role},     {"dtype", "f32"},
+              {"shape", shape},   {"offset", offset}, {"bytes", bytes}};
+    b.update(extra);
+    return b;
+  };
+  json zeros = {{"init", {{"kind", "zeros"}}}};
+  json buffers = json::array({
+      buffer("x", "input", {8, 4}, 0,
+             {{"data", {{"kind", "randn"}, {"mean", 0.0}, {"std", 1.0}}}}),
+      buffer("w", "param", {4, 2}, 128,
+             {{"init", {{"kind", "normal"}, {"mean", 0.0}, {"std", 0.5}}}}),
+      buffer("w_teacher", "param", {4, 2}, 192,
+             {{"init", {{"kind", "uniform"}, {"low", -1.0}, {"high", 1.0}}}}),
+      buffer("m:w", "optimizer", {4, 2}, 256, zeros),
+      buffer("v:w", "optimizer", {4, 2}, 320, zeros),
+      buffer("grad:w", "grad", {4, 2}, 384),
+      buffer("target", "activation", {8, 2}, 448),
+      buffer("h", "activation", {8, 2}, 512),
+      buffer("hd", "activation", {8, 2}, 576),
+      buffer("loss", "activation", {}, 640),
+      buffer("dloss", "temporary", {}, 704),
+      buffer("dhd", "activation", {8, 2}, 768),
+      buffer("dh", "activation", {8, 2}, 832)});
+  json drop = {{"rate", 0.5}, {"seed", int64_t(0x2DFDC1C35LL)}};
+  auto step = [](const char *op, std::vector<int> ins, std::vector<int> outs,
+                 json attrs, const char *phase) {
+    return json{{"op", op},       {"inputs", ins},   {"outputs", outs},
+                {"attrs", attrs}, {"phase", phase}, {"recompute", false}};
+  };
+  json none = json::object();
+  json steps = json::array(
+      {step("matmul", {0, 2}, {6}, none, "forward"),
+       step("matmul", {0, 1}, {7}, none, "forward"),
+       step("dropout", {7}, {8}, drop, "forward"),
+       step("mse", {8, 6}, {9}, none, "forward"),
+       step("constant", {}, {10}, {{"value", 1.0}}, "backward"),
+       step("mse_grad", {8, 6, 10}, {11}, none, "backward"),
+       step("dropout", {11}, {12}, drop, "backward"),
+       step("matmul", {0, 12}, {5}, {{"transpose_a", true}}, "backward"),
+       step("adamw_update", {1, 5, 3, 4}, {1, 3, 4},
+            {{"lr", 0.05},
+             {"beta1", 0.9},
+             {"beta2", 0.99},
+             {"eps", 1e-8},
+             {"weight_decay", 0.01}},
+            "optimizer")});
+  json plan = {{"format", "remat-plan"}, {"version", 1},
+               {"model", "dropout_adamw"}, {"seed", 11},
+               {"alignment", 64},         {"arena_bytes", 896},
+               {"buffers", buffers},      {"steps", steps},
+               {"loss", 9},               {"tokens_per_sample", 1},
+               {"batch", 8}};
+  return loadPlanText(plan.dump(), "dropout_adamw.plan");
+}
+
+} // namespace
+
+TEST_CASE("graph replay reads dropout's and adamw's step on the device",
+          "[cuda]") {
+  // The plan is checked on the CPU everywhere; the rest needs a device.
+  LoadedPlan plan = dropoutAdamwPlan();
+  auto cpu = createCpuBackend();
+  Run expected = runPlan(*cpu, plan, 6);
+  REMAT_REQUIRE_CUDA_DEVICE();
+  CudaBackend withGraphs;
+  Run replayed = runPlan(withGraphs, plan, 6);
+  CHECK(withGraphs.graphsCaptured() == 1);
+  CHECK(withGraphs.graphReplays() == 4);
+  Run eager;
+  {
+    ScopedEnv off("REMAT_CUDA_GRAPHS", "0");
+    CudaBackend noGraphs;
+    eager = runPlan(noGraphs, plan, 6);
+  }
+  CHECK(replayed.losses == eager.losses);
+  for (const auto &[name, t] : eager.state)
+    CHECK(replayed.state.at(name).bytes == t.bytes);
+  for (size_t i = 0; i < expected.losses.size(); ++i) {
+    INFO("step " << i + 1 << ": cuda " << replayed.losses[i] << ", cpu "
+                 << expected.losses[i]);
+    CHECK(replayed.losses[i] ==
+          Approx(expected.losses[i]).epsilon(1e-4).margin(1e-6));
+  }
+}
+
 TEST_CASE("cuda results are bitwise reproducible across runs", "[cuda]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   LoadedPlan plan = loadPlan(tinyPlanPath());
@@ -97,12 +193,14 @@ TEST_CASE("a different buffer layout (another budget) gives bitwise the "
   REMAT_REQUIRE_CUDA_DEVICE();
   LoadedPlan packed = loadPlan(tinyPlanPath());
   // The same step list with dy in its own bytes instead of reusing h's:
-  // what a larger budget would give.
+  // what a larger budget would give. 960 is only 64-byte aligned where 640
+  // is 128-byte aligned, so a GEMM operand's alignment changes too (cuBLAS
+  // must not pick another algorithm for it).
   std::ifstream in(tinyPlanPath());
   json spread = json::parse(in);
   for (json &b : spread["buffers"])
     if (b["name"] == "dy")
-      b["offset"] = 896;
+      b["offset"] = 960;
   spread["arena_bytes"] = 1024;
   LoadedPlan roomy = loadPlanText(spread.dump(), "roomy.plan");
   CudaBackend first, second;

@@ -1,7 +1,8 @@
 //===- binary.cu - add, sub, mul, div with NumPy broadcasting ------------===//
 //
-// Fast paths mirror the CPU's: equal shapes, scalar b, and b a suffix of c
-// (bias add); anything else walks c's shape with broadcast strides.
+// Operands that repeat every numel elements of c (c's shape, a scalar, a
+// bias-style suffix) index by modulo; anything else walks c's shape with
+// broadcast strides. 32-bit index arithmetic below 2^31 elements.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/kernels/common.cuh"
@@ -23,25 +24,36 @@ template <BinaryOp Op> __device__ inline float apply(float a, float b) {
     return a / b;
 }
 
-/// c[i] = a[i % na] op b[i % nb]: equal shapes (na = nb = n), scalar b
-/// (nb = 1) and bias-style suffix b (nb = numel(b)).
-template <BinaryOp Op>
-__global__ void binaryModKernel(const float *a, int64_t na, const float *b,
-                                int64_t nb, float *c, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    c[i] = apply<Op>(a[na == n ? i : i % na], b[nb == n ? i : i % nb]);
+/// Element i of an operand that repeats every `period` elements of c: c's
+/// shape (period n), a scalar (1) or a bias-style suffix of c's shape.
+template <typename Index>
+__device__ inline Index repeatIndex(Index i, Index period, Index n) {
+  return period == n ? i : period == 1 ? Index(0) : i % period;
 }
 
-template <BinaryOp Op>
+/// c[i] = a[i mod na] op b[i mod nb]. Index is uint32_t when c has fewer
+/// than 2^31 elements (see fitsIndex32), else int64_t: a 64-bit modulo per
+/// element would cost more than the memory traffic of a bias add.
+template <BinaryOp Op, typename Index>
+__global__ void binaryModKernel(const float *a, Index na, const float *b,
+                                Index nb, float *c, Index n) {
+  for (Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
+       i < n; i += Index(gridDim.x) * Index(blockDim.x))
+    c[i] = apply<Op>(a[repeatIndex(i, na, n)], b[repeatIndex(i, nb, n)]);
+}
+
+template <BinaryOp Op, typename Index>
 __global__ void binaryStridedKernel(const float *a, StridedIndex ia,
                                     const float *b, StridedIndex ib, float *c,
-                                    int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    c[i] = apply<Op>(a[stridedOffset(ia, i)], b[stridedOffset(ib, i)]);
+                                    Index n) {
+  for (Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
+       i < n; i += Index(gridDim.x) * Index(blockDim.x))
+    c[i] = apply<Op>(a[stridedOffsetAs(ia, i)], b[stridedOffsetAs(ib, i)]);
 }
 
+/// Whether `small` broadcasts to `big` by repeating every numel(small)
+/// elements: after its leading 1s it equals big's trailing dims (a scalar
+/// and big's own shape included).
 bool isSuffix(const Shape &small, const Shape &big) {
   size_t lead = 0;
   while (lead < small.size() && small[lead] == 1)
@@ -55,6 +67,23 @@ bool isSuffix(const Shape &small, const Shape &big) {
   return true;
 }
 
+template <BinaryOp Op, typename Index>
+void launchMod(const float *a, int64_t na, const float *b, int64_t nb,
+               float *c, int64_t n, const DeviceContext &ctx) {
+  binaryModKernel<Op, Index><<<gridFor(n), kThreads, 0, ctx.stream>>>(
+      a, Index(na), b, Index(nb), c, Index(n));
+  REMAT_CUDA_CHECK_LAUNCH("binaryModKernel");
+}
+
+template <BinaryOp Op, typename Index>
+void launchStrided(const float *a, const StridedIndex &ia, const float *b,
+                   const StridedIndex &ib, float *c, int64_t n,
+                   const DeviceContext &ctx) {
+  binaryStridedKernel<Op, Index>
+      <<<gridFor(n), kThreads, 0, ctx.stream>>>(a, ia, b, ib, c, Index(n));
+  REMAT_CUDA_CHECK_LAUNCH("binaryStridedKernel");
+}
+
 template <BinaryOp Op>
 void launch(const KernelCall &call, const DeviceContext &ctx) {
   const TensorRef &ta = call.inputs[0], &tb = call.inputs[1];
@@ -62,21 +91,24 @@ void launch(const KernelCall &call, const DeviceContext &ctx) {
   const float *a = ta.as<const float>(), *b = tb.as<const float>();
   float *c = tc.as<float>();
   int64_t n = tc.numElements;
-  bool aFull = ta.shape == tc.shape;
-  if (aFull && (tb.shape == tc.shape || tb.numElements == 1 ||
-                isSuffix(tb.shape, tc.shape))) {
-    binaryModKernel<Op><<<gridFor(n), kThreads, 0, ctx.stream>>>(
-        a, n, b, tb.numElements, c, n);
-    REMAT_CUDA_CHECK_LAUNCH("binaryModKernel");
+  // Every element gets the same a and b values on every path, so the path
+  // does not change the bits (the CPU's fast paths are a subset of this
+  // one: they need a to have c's shape, it also takes 1 - x and the like).
+  if (isSuffix(ta.shape, tc.shape) && isSuffix(tb.shape, tc.shape)) {
+    if (fitsIndex32(n))
+      launchMod<Op, uint32_t>(a, ta.numElements, b, tb.numElements, c, n, ctx);
+    else
+      launchMod<Op, int64_t>(a, ta.numElements, b, tb.numElements, c, n, ctx);
     return;
   }
   StridedIndex ia =
       makeStridedIndex(tc.shape, broadcastStrides(ta.shape, tc.shape));
   StridedIndex ib =
       makeStridedIndex(tc.shape, broadcastStrides(tb.shape, tc.shape));
-  binaryStridedKernel<Op>
-      <<<gridFor(n), kThreads, 0, ctx.stream>>>(a, ia, b, ib, c, n);
-  REMAT_CUDA_CHECK_LAUNCH("binaryStridedKernel");
+  if (fitsIndex32(n))
+    launchStrided<Op, uint32_t>(a, ia, b, ib, c, n, ctx);
+  else
+    launchStrided<Op, int64_t>(a, ia, b, ib, c, n, ctx);
 }
 
 } // namespace

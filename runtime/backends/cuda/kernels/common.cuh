@@ -56,6 +56,38 @@ __device__ inline int64_t stridedOffset(const StridedIndex &ix,
   return offset;
 }
 
+/// stridedOffset in 32-bit arithmetic. Valid when the walk has fewer than
+/// 2^31 elements and so has the operand (every stride and offset then fits):
+/// a 64-bit division is a long software sequence on the GPU, a 32-bit one a
+/// few instructions, and strided kernels divide once per dim per element.
+__device__ inline uint32_t stridedOffset32(const StridedIndex &ix,
+                                           uint32_t linear) {
+  uint32_t offset = 0;
+  for (int d = ix.rank - 1; d >= 0; --d) {
+    uint32_t size = uint32_t(ix.size[d]);
+    uint32_t next = linear / size;
+    offset += (linear - next * size) * uint32_t(ix.stride[d]);
+    linear = next;
+  }
+  return offset;
+}
+
+/// stridedOffset for an index type: uint32_t (the fast path, see
+/// stridedOffset32) or int64_t.
+template <typename Index>
+__device__ inline Index stridedOffsetAs(const StridedIndex &ix, Index linear) {
+  if constexpr (sizeof(Index) == 4)
+    return stridedOffset32(ix, linear);
+  else
+    return stridedOffset(ix, linear);
+}
+
+/// Whether a grid-stride loop over n elements (and operands no larger) may
+/// use 32-bit indices: i < n < 2^31 and i + the grid's stride (at most
+/// 2^20 blocks * 1024 threads = 2^30) stays below 2^32, so unsigned
+/// arithmetic never wraps.
+inline bool fitsIndex32(int64_t n) { return n < (int64_t(1) << 31); }
+
 /// Row-major strides of `shape`.
 std::vector<int64_t> stridesOf(const Shape &shape);
 /// Strides that read `small` while walking `big` (right aligned, 0 where

@@ -13,20 +13,39 @@ namespace remat::runtime::cuda {
 
 namespace {
 
-__global__ void gatherKernel(const float *x, StridedIndex ix, float *y,
-                             int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = x[stridedOffset(ix, i)];
+/// y[i] = x[offset(i)]. Element is the dtype's bits (uint32_t for f32 and
+/// i32, uint64_t for i64: transpose accepts index tensors too); Index
+/// is uint32_t below 2^31 elements (see fitsIndex32), else int64_t.
+template <typename Element, typename Index>
+__global__ void gatherKernel(const Element *x, StridedIndex ix, Element *y,
+                             Index n) {
+  for (Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
+       i < n; i += Index(gridDim.x) * Index(blockDim.x))
+    y[i] = x[stridedOffsetAs(ix, i)];
+}
+
+template <typename Element>
+void gatherAs(const KernelCall &call, const DeviceContext &ctx,
+              const StridedIndex &ix) {
+  const TensorRef &y = call.outputs[0];
+  const Element *x = call.inputs[0].as<const Element>();
+  int64_t n = y.numElements;
+  if (fitsIndex32(n))
+    gatherKernel<Element, uint32_t><<<gridFor(n), kThreads, 0, ctx.stream>>>(
+        x, ix, y.as<Element>(), uint32_t(n));
+  else
+    gatherKernel<Element, int64_t><<<gridFor(n), kThreads, 0, ctx.stream>>>(
+        x, ix, y.as<Element>(), n);
+  REMAT_CUDA_CHECK_LAUNCH("gatherKernel");
 }
 
 void gather(const KernelCall &call, const DeviceContext &ctx,
             const std::vector<int64_t> &strides) {
-  const TensorRef &y = call.outputs[0];
-  StridedIndex ix = makeStridedIndex(y.shape, strides);
-  gatherKernel<<<gridFor(y.numElements), kThreads, 0, ctx.stream>>>(
-      call.inputs[0].as<const float>(), ix, y.as<float>(), y.numElements);
-  REMAT_CUDA_CHECK_LAUNCH("gatherKernel");
+  StridedIndex ix = makeStridedIndex(call.outputs[0].shape, strides);
+  if (dtypeSize(call.inputs[0].dtype) == 8)
+    gatherAs<uint64_t>(call, ctx, ix);
+  else
+    gatherAs<uint32_t>(call, ctx, ix);
 }
 
 } // namespace

@@ -25,6 +25,7 @@
 
 #include "runtime/Loader.h"
 #include "runtime/Ops.h"
+#include "runtime/SyntheticDraw.h"
 
 #include <cstdint>
 #include <memory>
@@ -83,6 +84,13 @@ public:
   virtual void prepare(const LoadedPlan &plan) = 0;
 
   virtual void copyIn(void *deviceDst, const void *hostSrc, uint64_t bytes) = 0;
+  /// Generates a randn / randint input at deviceDst where it lives, the
+  /// values writeSyntheticBlock gives (SyntheticDraw.h), instead of the
+  /// executor generating it on the host and copying it in. Returns false
+  /// when the backend does not (the default; the CPU generates on the host).
+  virtual bool generateInput(void *deviceDst, const SyntheticRequest &request) {
+    return false;
+  }
   virtual void copyOut(void *hostDst, const void *deviceSrc,
                        uint64_t bytes) = 0;
 

@@ -94,6 +94,10 @@ public:
 
 private:
   void fillInputs();
+  /// The device-side generation request of randn/randint input `b` (n
+  /// elements) at 0-based training step `step`.
+  SyntheticRequest syntheticRequest(const BufferDesc &b, uint64_t n,
+                                    int64_t step) const;
   float readLoss();
   void *bufferAddress(size_t index) const;
 

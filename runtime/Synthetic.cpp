@@ -1,7 +1,7 @@
 //===- Synthetic.cpp - Seeded parameter init and synthetic input data ----===//
 #include "runtime/Synthetic.h"
 
-#include "runtime/Philox.h"
+#include "runtime/SyntheticDraw.h"
 
 #include <cmath>
 #include <cstring>
@@ -9,9 +9,6 @@
 namespace remat::runtime {
 
 namespace {
-
-constexpr uint32_t kInitDomain = 0x494E4954u;
-constexpr uint32_t kDataDomain = 0x44415441u;
 
 class Stream {
 public:
@@ -22,8 +19,7 @@ public:
     if (b > UINT32_MAX)
       throw PlanError("synthetic data: tensor too large for the Philox "
                       "stream (more than 2^34 elements)");
-    return philox4x32_10({{uint32_t(b), id, step, domain}}, uint32_t(seed),
-                         uint32_t(seed >> 32));
+    return syntheticBlock(seed, id, step, domain, uint32_t(b));
   }
   uint32_t word(uint64_t i) const { return block(i / 4).word[i % 4]; }
 
@@ -37,31 +33,14 @@ public:
   uint32_t id, step, domain;
 };
 
-void boxMuller(uint32_t w0, uint32_t w1, double &z0, double &z1) {
-  double u1 = (double((w0 >> 8) + 1)) * (1.0 / 16777216.0);
-  double u2 = double(w1 >> 8) * (1.0 / 16777216.0);
-  double r = std::sqrt(-2.0 * std::log(u1));
-  const double twoPi = 6.283185307179586;
-  z0 = r * std::cos(twoPi * u2);
-  z1 = r * std::sin(twoPi * u2);
-}
-
 void fillNormal(const Stream &s, uint64_t n, double mean, double std,
                 float *out) {
   s.forBlocks(n, [&](uint64_t base, PhiloxBlock blk) {
-    double z[4];
-    boxMuller(blk.word[0], blk.word[1], z[0], z[1]);
-    boxMuller(blk.word[2], blk.word[3], z[2], z[3]);
+    float v[4];
+    normalBlock(blk, mean, std, v);
     for (uint64_t k = 0; k < 4 && base + k < n; ++k)
-      out[base + k] = float(mean + std * z[k]);
+      out[base + k] = v[k];
   });
-}
-
-int64_t drawInt(uint32_t word, int64_t low, int64_t high) {
-  uint64_t range = uint64_t(high - low);
-  if (range > UINT32_MAX) // one word covers only [low, low + 2^32)
-    return low + int64_t(word);
-  return low + int64_t((uint64_t(word) * range) >> 32);
 }
 
 template <typename Int>
@@ -207,12 +186,10 @@ std::vector<char> syntheticInputRange(const Plan &plan, size_t index,
     bytes.resize(count * sizeof(float));
     float *out = reinterpret_cast<float *>(bytes.data());
     for (uint64_t i = 0; i < count; i += 4) {
-      PhiloxBlock blk = s.block((begin + i) / 4);
-      double z[4];
-      boxMuller(blk.word[0], blk.word[1], z[0], z[1]);
-      boxMuller(blk.word[2], blk.word[3], z[2], z[3]);
+      float v[4];
+      normalBlock(s.block((begin + i) / 4), d.mean, d.std, v);
       for (uint64_t k = 0; k < 4 && i + k < count; ++k)
-        out[i + k] = float(d.mean + d.std * z[k]);
+        out[i + k] = v[k];
     }
     return bytes;
   }

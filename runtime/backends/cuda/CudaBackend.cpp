@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@ using cuda::DeviceStatus;
 
 namespace {
 
-constexpr uint64_t kStatusBytes = 256;
+constexpr uint64_t kStatusBytes = CudaWorkspace::kStatusBytes;
 constexpr uint64_t kDefaultCublasWorkspace = uint64_t(32) << 20;
 /// Capture attempts interrupted by host access before graphs are given up.
 constexpr int kMaxCaptureAttempts = 3;
@@ -74,6 +75,83 @@ uint64_t scratchFor(const LoadedPlan &plan) {
   }
   return alignUp(most, 256);
 }
+
+/// The scratch the plan cannot do with less of: every step's need, except
+/// that attention needs room for one (batch, head) slice only (it works in
+/// chunks of what the scratch holds).
+uint64_t minimumScratchFor(const LoadedPlan &plan) {
+  uint64_t most = 0;
+  const Plan &p = plan.plan;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    OpKind op = plan.steps[i].op;
+    if (op == OpKind::Attention || op == OpKind::AttentionGrad) {
+      const Shape &q = p.buffers[size_t(p.steps[i].inputs[0])].shape;
+      uint64_t s = uint64_t(q[2]);
+      most = std::max<uint64_t>(
+          most, s * s * sizeof(float) * (op == OpKind::AttentionGrad ? 2 : 1));
+      continue;
+    }
+    std::vector<TensorType> ins, outs;
+    for (int64_t b : p.steps[i].inputs)
+      ins.push_back({p.buffers[size_t(b)].dtype, p.buffers[size_t(b)].shape});
+    for (int64_t b : p.steps[i].outputs)
+      outs.push_back({p.buffers[size_t(b)].dtype, p.buffers[size_t(b)].shape});
+    most = std::max(most, cuda::scratchBytesFor(op, plan.steps[i].attrs, ins,
+                                                outs));
+  }
+  return alignUp(most, 256);
+}
+
+/// The least cuBLAS workspace the backend gives a plan with GEMMs when the
+/// budget is tight (cuBLAS's recommendation before Hopper).
+constexpr uint64_t kMinimumCublasWorkspace = uint64_t(4) << 20;
+
+/// The plan's budget for the whole step (report.budget_bytes), if any.
+std::optional<uint64_t> planBudget(const LoadedPlan &plan) {
+  const nlohmann::json &r = plan.plan.report;
+  auto it = r.find("budget_bytes");
+  if (it == r.end() || !it->is_number_integer() || it->get<int64_t>() <= 0)
+    return std::nullopt;
+  return uint64_t(it->get<int64_t>());
+}
+
+} // namespace
+
+CudaWorkspace cudaWorkspaceFor(const LoadedPlan &plan) {
+  CudaWorkspace full{cublasWorkspaceFor(plan), scratchFor(plan)};
+  std::optional<uint64_t> budget = planBudget(plan);
+  uint64_t arena = plan.plan.arenaBytes;
+  if (!budget || arena + full.total() <= *budget)
+    return full;
+  uint64_t minimumScratch = minimumScratchFor(plan);
+  uint64_t minimumCublas =
+      full.cublas ? std::min(full.cublas, kMinimumCublasWorkspace) : 0;
+  uint64_t available = *budget > arena ? *budget - arena : 0;
+  CudaWorkspace least{minimumCublas, minimumScratch};
+  if (least.total() > available)
+    throw PlanError(
+        "the plan's budget of " + std::to_string(*budget) +
+        " B leaves " + std::to_string(available) +
+        " B beside its arena of " + std::to_string(arena) +
+        " B, but the cuda backend's workspace needs at least " +
+        std::to_string(least.total()) + " B (" +
+        std::to_string(full.total()) +
+        " B by default); compile with --workspace-reserve " +
+        std::to_string(full.total()) + " (or at least " +
+        std::to_string(least.total()) + ")");
+  uint64_t spare = available - kStatusBytes; // >= least.cublas + least.scratch
+  CudaWorkspace split;
+  if (spare >= full.cublas + minimumScratch) {
+    split.cublas = full.cublas;
+    split.scratch = std::min(full.scratch, spare - full.cublas) / 256 * 256;
+  } else {
+    split.scratch = minimumScratch;
+    split.cublas = std::max(minimumCublas, (spare - minimumScratch) / 256 * 256);
+  }
+  return split;
+}
+
+namespace {
 
 void dispatch(const KernelCall &call, const DeviceContext &ctx) {
   switch (call.op) {
@@ -392,7 +470,7 @@ void CudaBackend::checkSupport(const LoadedPlan &plan) const {
 }
 
 uint64_t CudaBackend::workspaceBytes(const LoadedPlan &plan) const {
-  uint64_t bytes = kStatusBytes + cublasWorkspaceFor(plan) + scratchFor(plan);
+  uint64_t bytes = cudaWorkspaceFor(plan).total();
   state->plannedWorkspace = bytes;
   return bytes;
 }
@@ -440,7 +518,9 @@ void CudaBackend::freeArena(void *base) {
 
 void CudaBackend::prepare(const LoadedPlan &plan) {
   State &s = *state;
-  uint64_t bytes = workspaceBytes(plan);
+  CudaWorkspace split = cudaWorkspaceFor(plan);
+  uint64_t bytes = split.total();
+  s.plannedWorkspace = bytes;
   s.destroyGraph();
   s.ctx.status = nullptr; // until the new workspace exists
   s.ctx.scratch = nullptr;
@@ -452,7 +532,7 @@ void CudaBackend::prepare(const LoadedPlan &plan) {
   REMAT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&s.workspace), bytes));
   REMAT_CUDA_CHECK(cudaMemsetAsync(s.workspace, 0, bytes, s.stream));
   s.workspaceSize = bytes;
-  uint64_t cublasBytes = cublasWorkspaceFor(plan);
+  uint64_t cublasBytes = split.cublas;
   s.ctx.status = reinterpret_cast<DeviceStatus *>(s.workspace);
   if (cublasBytes)
     REMAT_CUBLAS_CHECK(cublasSetWorkspace(s.cublas, s.workspace + kStatusBytes,
@@ -474,6 +554,13 @@ void CudaBackend::copyIn(void *dst, const void *src, uint64_t bytes) {
   // Pageable source: returns once staged, so the caller may reuse it.
   REMAT_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(bytes),
                                    cudaMemcpyHostToDevice, s.stream));
+}
+
+bool CudaBackend::generateInput(void *dst, const SyntheticRequest &request) {
+  State &s = *state;
+  s.hostAccess(); // like copyIn: ordered before the step, never captured
+  cuda::launchSynthetic(dst, request, s.stream);
+  return true;
 }
 
 void CudaBackend::copyOut(void *dst, const void *src, uint64_t bytes) {

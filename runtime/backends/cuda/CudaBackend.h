@@ -64,6 +64,9 @@ public:
   void prepare(const LoadedPlan &plan) override;
   void copyIn(void *deviceDst, const void *hostSrc, uint64_t bytes) override;
   void copyOut(void *hostDst, const void *deviceSrc, uint64_t bytes) override;
+  /// randn / randint inputs are generated on the device (kernels/
+  /// synthetic.cu), not on the host and copied in.
+  bool generateInput(void *deviceDst, const SyntheticRequest &request) override;
   void runStep(const KernelCall &call) override;
   void synchronize() override;
   void beginTrainingStep(int64_t trainingStep) override;
@@ -87,6 +90,22 @@ public:
 private:
   std::unique_ptr<State> state;
 };
+
+/// The workspace of a plan: [256 B status][cuBLAS workspace][kernel
+/// scratch]. The defaults (REMAT_CUDA_CUBLAS_WORKSPACE_BYTES, attention's
+/// scratch cap) when arena + workspace fits the plan's budget (its
+/// report.budget_bytes; no budget: always); otherwise less attention
+/// scratch first (attention then works in smaller chunks), then less cuBLAS
+/// workspace, down to one attention slice and 4 MiB. Throws PlanError,
+/// naming the --workspace-reserve to compile with, when even that does not
+/// fit. Host arithmetic only (needs no device for plans without
+/// embedding_grad, whose sort asks CUB for its temporary size).
+struct CudaWorkspace {
+  static constexpr uint64_t kStatusBytes = 256;
+  uint64_t cublas = 0, scratch = 0;
+  uint64_t total() const { return kStatusBytes + cublas + scratch; }
+};
+CudaWorkspace cudaWorkspaceFor(const LoadedPlan &plan);
 
 /// The CUDA backend as a Backend (what createBackend("cuda") returns).
 std::unique_ptr<Backend> createCudaBackend();

@@ -5,7 +5,10 @@
 #include "runtime/Loader.h"
 #include "runtime/backends/cuda/CudaBackend.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <optional>
+#include <random>
 #include <fstream>
 #include <sstream>
 
@@ -324,4 +327,96 @@ TEST_CASE("createBackend knows the cuda backend", "[cuda]") {
     return;
   }
   CHECK(createBackend("cuda")->name() == "cuda");
+}
+
+TEST_CASE("randn and randint inputs generated on the device equal the host "
+          "generator's",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  CudaBackend gpu;
+  const uint64_t n = 1000003; // not a multiple of 4
+  char *arena = static_cast<char *>(gpu.allocateArena(n * 8, 256));
+  for (int variant = 0; variant < 3; ++variant) {
+    SyntheticRequest r;
+    r.numElements = n;
+    r.seed = 0x5eed00000001ULL;
+    r.streamId = 0x9e3779b9u;
+    r.step = 7;
+    r.mean = 0.5;
+    r.std = 2.0;
+    if (variant > 0) {
+      r.kind = SyntheticRequest::Kind::Randint;
+      r.int64Elements = variant == 2;
+      r.low = -3;
+      r.high = 50257;
+    }
+    size_t size = variant == 2 ? 8 : 4;
+    std::vector<char> expected(n * size), got(n * size);
+    for (uint64_t b = 0; b * 4 < n; ++b)
+      writeSyntheticBlock(r, b, expected.data());
+    REQUIRE(gpu.generateInput(arena, r));
+    gpu.copyOut(got.data(), arena, got.size());
+    gpu.synchronize();
+    INFO("variant " << variant);
+    if (variant > 0) {
+      CHECK(got == expected);
+      continue;
+    }
+    // Normals: at most one ulp apart, and that rarely (libm vs CUDA).
+    const float *a = reinterpret_cast<const float *>(got.data());
+    const float *e = reinterpret_cast<const float *>(expected.data());
+    uint64_t differing = 0, beyondUlp = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+      if (a[i] == e[i])
+        continue;
+      ++differing;
+      if (std::nextafter(e[i], a[i]) != a[i])
+        ++beyondUlp;
+    }
+    CHECK(beyondUlp == 0);
+    CHECK(differing <= n / 1000);
+  }
+  gpu.freeArena(arena);
+}
+
+TEST_CASE("the cuda workspace shrinks to fit the plan's budget beside the "
+          "arena",
+          "[cuda]") {
+  // Host arithmetic only: runs without a device.
+  std::mt19937 rng(21);
+  Shape s = {2, 2, 64, 16}; // one (batch, head) slice of attention_grad:
+  const uint64_t slice = 64 * 64 * 4 * 2; // 32 KiB
+  OpCase c{OpKind::AttentionGrad,
+           {{"causal", true}, {"scale", 0.25}},
+           {randomTensor(s, rng), randomTensor(s, rng), randomTensor(s, rng),
+            randomTensor(s, rng)},
+           {typeOf(s), typeOf(s), typeOf(s)}};
+  json plan = opPlanJson(c);
+  uint64_t arena = plan["arena_bytes"].get<uint64_t>();
+  const uint64_t status = CudaWorkspace::kStatusBytes, mib = 1 << 20;
+  auto withBudget = [&](std::optional<uint64_t> budget) {
+    json p = plan;
+    if (budget)
+      p["report"] = {{"budget_bytes", *budget}};
+    return cudaWorkspaceFor(loadPlanText(p.dump(), "budget.plan"));
+  };
+  // No budget, or room enough: the defaults (32 MiB cuBLAS, all 4 slices).
+  CudaWorkspace full = withBudget(std::nullopt);
+  CHECK(full.cublas == 32 * mib);
+  CHECK(full.scratch == 4 * slice);
+  CudaWorkspace roomy = withBudget(arena + full.total());
+  CHECK(roomy.cublas == full.cublas);
+  CHECK(roomy.scratch == full.scratch);
+  // Tighter: attention scratch goes first (2 slices), then cuBLAS's.
+  CudaWorkspace fewer = withBudget(arena + status + 32 * mib + 2 * slice);
+  CHECK(fewer.cublas == 32 * mib);
+  CHECK(fewer.scratch == 2 * slice);
+  CudaWorkspace tight = withBudget(arena + status + 5 * mib);
+  CHECK(tight.scratch == slice);
+  CHECK(tight.cublas == 5 * mib - slice);
+  CHECK(arena + tight.total() <= arena + status + 5 * mib);
+  // Below one slice and 4 MiB of cuBLAS: an error naming the reserve.
+  CHECK_THROWS_WITH(withBudget(arena + status + 4 * mib),
+                    Catch::Contains("--workspace-reserve " +
+                                    std::to_string(full.total())));
 }

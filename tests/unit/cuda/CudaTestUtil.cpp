@@ -13,7 +13,7 @@ bool haveCudaDevice() {
   return present;
 }
 
-std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c) {
+nlohmann::json opPlanJson(const OpCase &c) {
   using nlohmann::json;
   constexpr uint64_t kAlign = 256;
   json buffers = json::array();
@@ -65,10 +65,16 @@ std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c) {
       {"format", "remat-plan"}, {"version", 1},          {"model", "op_test"},
       {"alignment", kAlign},    {"arena_bytes", offset}, {"buffers", buffers},
       {"steps", steps},         {"loss", loss},          {"batch", 1}};
-  LoadedPlan loaded = loadPlanText(plan.dump(), "op_test.plan");
+  return plan;
+}
+
+std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c) {
+  LoadedPlan loaded = loadPlanText(opPlanJson(c).dump(), "op_test.plan");
 
   backend.checkSupport(loaded);
   backend.workspaceBytes(loaded);
+  const std::vector<int64_t> &inputIds = loaded.plan.steps[0].inputs;
+  const std::vector<int64_t> &outputIds = loaded.plan.steps[0].outputs;
   char *base = static_cast<char *>(
       backend.allocateArena(loaded.plan.arenaBytes, loaded.plan.alignment));
   std::vector<HostTensor> results;

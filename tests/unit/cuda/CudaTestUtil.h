@@ -42,6 +42,9 @@ struct OpCase {
   int64_t trainingStep = 0;
 };
 
+/// The one-step plan (JSON, 256-aligned buffers) runOnBackend runs.
+nlohmann::json opPlanJson(const OpCase &c);
+
 /// Runs the op on `backend`; returns its results.
 std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c);
 

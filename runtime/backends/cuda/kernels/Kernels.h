@@ -62,6 +62,10 @@ void checkLaunch(const char *kernel, const char *file, int line);
 void launchSetTrainingStep(DeviceStatus *status, int64_t step,
                            cudaStream_t stream);
 
+/// Generates a randn / randint input at dst (enqueued on stream).
+void launchSynthetic(void *dst, const SyntheticRequest &request,
+                     cudaStream_t stream);
+
 // One launcher per op family.
 void launchMatmul(const KernelCall &call, const DeviceContext &ctx);
 void launchBinary(const KernelCall &call, const DeviceContext &ctx);

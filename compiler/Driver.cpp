@@ -36,6 +36,17 @@ const char *stageNames() {
   return "flat, graph, grad, train, scheduled, planned, plan";
 }
 
+int64_t arenaBudget(const CompileOptions &options) {
+  int64_t budget = *options.budgetBytes;
+  int64_t reserve = options.workspaceReserveBytes;
+  if (reserve < 0 || reserve >= budget)
+    throw std::runtime_error(
+        "the workspace reserve of " + std::to_string(reserve) +
+        " bytes leaves nothing of the budget of " + std::to_string(budget) +
+        " bytes for the arena");
+  return budget - reserve;
+}
+
 mlir::OwningOpRef<mlir::ModuleOp>
 buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
             Stage stage, const CompileOptions &options) {
@@ -51,7 +62,7 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
     pm.addPass(createSchedulePass());
   if (stage >= Stage::Planned && options.budgetBytes) {
     RematerializePassOptions remat;
-    remat.budgetBytes = *options.budgetBytes;
+    remat.budgetBytes = arenaBudget(options);
     remat.solver = options.solver;
     remat.timeLimit = options.timeLimitSeconds;
     remat.alignment = options.alignment;
@@ -73,6 +84,11 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
   if (mlir::failed(pm.run(*module))) {
     while (!messages.empty() && messages.back() == '\n')
       messages.pop_back();
+    if (options.budgetBytes && options.workspaceReserveBytes > 0)
+      messages += " (the arena's budget: " +
+                  std::to_string(*options.budgetBytes) + " bytes minus " +
+                  std::to_string(options.workspaceReserveBytes) +
+                  " bytes of workspace reserve)";
     throw std::runtime_error(messages.empty() ? "pass pipeline failed"
                                               : messages);
   }
@@ -97,6 +113,8 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
                         "store-all", seconds);
   report["optimality_gap"] = 0.0;
   report["min_feasible_bytes"] = nullptr;
+  report["workspace_reserve_bytes"] =
+      options.budgetBytes ? options.workspaceReserveBytes : 0;
   if (auto plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("remat.plan")) {
     auto num = [&](const char *key) {
       auto f = plan.getAs<mlir::FloatAttr>(key);
@@ -113,11 +131,11 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
       report["order"] = order.str();
   }
   // The contract: never an arena over the budget.
-  if (options.budgetBytes && layout.arenaBytes > *options.budgetBytes)
+  if (options.budgetBytes && layout.arenaBytes > arenaBudget(options))
     throw std::runtime_error("internal error: arena of " +
                              std::to_string(layout.arenaBytes) +
-                             " bytes exceeds the budget of " +
-                             std::to_string(*options.budgetBytes));
+                             " bytes exceeds the arena's budget of " +
+                             std::to_string(arenaBudget(options)));
   return emitPlan(step, liveness, layout, options.alignment, report);
 }
 

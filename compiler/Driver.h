@@ -30,6 +30,10 @@ struct CompileOptions {
   int64_t alignment = 64;
   /// Without a budget the step runs store-all (the memory-aware order).
   std::optional<int64_t> budgetBytes;
+  /// Bytes of the budget kept for the backend's workspace (cuBLAS workspace,
+  /// kernel scratch: docs/cuda.md): the arena is planned under budgetBytes
+  /// minus this. Needs budgetBytes.
+  int64_t workspaceReserveBytes = 0;
   std::string solver = "auto";
   double timeLimitSeconds = 1; ///< of the exact MILP
   bool progress = false;

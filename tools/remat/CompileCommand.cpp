@@ -48,6 +48,11 @@ static const char *kCompileHelp =
     "  --budget BYTES     memory budget for the whole step's arena, e.g.\n"
     "                     1.5GiB, 800MB, 123456; without it nothing is\n"
     "                     recomputed\n"
+    "  --workspace-reserve BYTES\n"
+    "                     with --budget: keep BYTES of the budget for the\n"
+    "                     backend's workspace (the CUDA backend's cuBLAS\n"
+    "                     workspace and kernel scratch, docs/cuda.md); the\n"
+    "                     arena is planned under budget - BYTES (default 0)\n"
     "  --solver NAME      auto (default), exact, dp, heuristic, store-all,\n"
     "                     per-block, sqrt\n"
     "  --time-limit S     time limit of the exact MILP (default: 1 s inside\n"
@@ -66,6 +71,7 @@ static const char *kTrainHelp =
     "`remat compile MODEL --emit=plan -o P` then `remat run P`.\n"
     "\n"
     "compile options: --preset NAME, --set NAME=VALUE, --budget BYTES,\n"
+    "  --workspace-reserve BYTES,\n"
     "  --solver NAME, --time-limit S, --progress, --no-reorder,\n"
     "  --plan FILE (keep the plan there; default: a temporary file),\n"
     "  --report FILE\n"
@@ -80,6 +86,7 @@ struct Options {
   std::string output = "-";
   std::string report;
   std::optional<int64_t> budget;
+  std::optional<int64_t> workspaceReserve;
   std::string solver = "auto";
   double timeLimit = -1; ///< -1: 1 s for auto, 60 s for exact
   bool progress = false;
@@ -116,6 +123,12 @@ int parse(const char *command, int argc, char **argv, Options &options,
           return usageError(command, "--budget '" + value +
                                          "' is not a byte size (e.g. "
                                          "1.5GiB, 800MB, 123456)");
+      } else if (takeValue(argc, argv, i, "--workspace-reserve", value)) {
+        options.workspaceReserve = compiler::parseByteSize(value);
+        if (!options.workspaceReserve)
+          return usageError(command, "--workspace-reserve '" + value +
+                                         "' is not a byte size (e.g. "
+                                         "64MiB, 123456)");
       } else if (takeValue(argc, argv, i, "--solver", value)) {
         options.solver = value;
       } else if (takeValue(argc, argv, i, "--time-limit", value)) {
@@ -158,6 +171,14 @@ int parse(const char *command, int argc, char **argv, Options &options,
   }
   if (options.model.empty())
     return usageError(command, "no model given");
+  if (options.workspaceReserve && !options.budget)
+    return usageError(command, "--workspace-reserve needs --budget");
+  if (options.workspaceReserve && *options.workspaceReserve >= *options.budget)
+    return usageError(command, "--workspace-reserve " +
+                                   std::to_string(*options.workspaceReserve) +
+                                   " leaves nothing of --budget " +
+                                   std::to_string(*options.budget) +
+                                   " for the arena");
   return -1;
 }
 
@@ -202,6 +223,12 @@ void printSummary(const nlohmann::json &report) {
   if (!report["budget_bytes"].is_null())
     std::cerr << "remat: budget "
               << formatBytes(report["budget_bytes"].get<int64_t>())
+              << (report.value("workspace_reserve_bytes", int64_t(0)) > 0
+                      ? " (arena: budget - workspace reserve " +
+                            formatBytes(report["workspace_reserve_bytes"]
+                                            .get<int64_t>()) +
+                            ")"
+                      : std::string())
               << ", solver " << report["solver"].get<std::string>()
               << ", recompute overhead "
               << report["recompute_overhead"].get<double>() * 100 << "%\n";
@@ -219,6 +246,7 @@ void printSummary(const nlohmann::json &report) {
 compiler::CompileOptions toCompileOptions(const Options &options) {
   compiler::CompileOptions c;
   c.budgetBytes = options.budget;
+  c.workspaceReserveBytes = options.workspaceReserve.value_or(0);
   c.solver = options.solver;
   c.timeLimitSeconds = options.timeLimit >= 0 ? options.timeLimit
                        : options.solver == "exact" ? 60.0

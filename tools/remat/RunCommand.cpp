@@ -121,6 +121,14 @@ int runCommand(const RunOptions &opt) {
         << exec.arenaBytes() << " B, workspace " << exec.workspaceBytes()
         << " B, backend " << backend->name() << ", seed " << exec.seed()
         << "\n";
+    if (auto budget = p.report.find("budget_bytes");
+        budget != p.report.end() && budget->is_number_integer()) {
+      uint64_t used = exec.arenaBytes() + exec.workspaceBytes();
+      err << "remat run: budget " << budget->get<int64_t>()
+          << " B; arena + workspace " << used << " B"
+          << (used <= budget->get<uint64_t>() ? " (within)" : " (OVER)")
+          << "\n";
+    }
     for (int64_t s = 0; s < opt.steps; ++s) {
       StepResult r = exec.runStep();
       out << formatStepLine(r, p, exec.arenaBytes()) << "\n" << std::flush;

@@ -8,19 +8,30 @@
 # so the whole run stays under 8 minutes):
 #   1. nvidia-smi                                     (   5 s)
 #   2. configure the runtime-only build               (  45 s)
-#      -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_CUDA=ON in $BUILD (build-device)
+#      -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_CUDA=ON in $BUILD (build-device);
+#      nlohmann_json and Catch2 come from .deps/ where the machine lacks them
 #   3. build remat (run only), remat-unit-cuda        ( 150 s)
 #   4. the [cuda] unit tests                          (  90 s)
-#   5. every plan under .plans/*.plan (filled by the lead with `remat
-#      compile` output, passed with the run tool's carry option):
-#      remat run PLAN --backend cuda --steps $STEPS --log  (  60 s in all)
-#   6. the PyTorch peer tools/bench/torch_gpu_bench.py (100 s; configurations
-#      not started after 75 s are recorded as skipped)
+#   5. every plan under .plans/*.plan (filled here by tools/device-plans.sh,
+#      passed with the run tool's carry option):
+#      remat run PLAN --backend cuda --steps $STEPS --log  ( 150 s in all;
+#      $STEPS_LARGE steps for the *-maxb32 plans)
+#   6. the PyTorch peer tools/bench/torch_gpu_bench.py, seed_mlp at batch
+#      1,000,000: eager and checkpoint timed, then the largest batch under
+#      32 GiB, then torch.compile (what is left of the time; configurations
+#      not started 40 s before the stage's end are recorded as skipped)
 #   7. summary table (printed last, also $OUT/summary.md)
-# Environment: OUT, BUILD, PLANS_DIR (.plans), STEPS (20), TOTAL_S (465),
-# BACKEND (cuda; cpu for a dry run of the script on a machine without GPU),
-# TORCH_ARGS (extra arguments for the peer script, e.g. "--batch 4096"),
+# Environment: OUT, BUILD, PLANS_DIR (.plans), STEPS (20), STEPS_LARGE (6),
+# TOTAL_S (465), BACKEND (cuda; cpu for a dry run of the script on a machine
+# without GPU), PYTHON (python3: the one with PyTorch), TORCH_ARGS (extra
+# arguments for the peer script, after the defaults, e.g. "--batch 4096"),
 # REMAT_CUDA_* (passed through to the backend, see docs/cuda.md).
+# Dry run here: BACKEND=cpu PYTHON=/usr/bin/python3 PLANS_DIR=<tiny plans>
+#   TORCH_ARGS="--tiny --batch 8" tools/device-check.sh
+#
+# Here, before the call:  tools/device-plans.sh   (fills .plans and .deps)
+# The call:  run(command="tools/device-check.sh", carry=[".plans", ".deps"],
+#                timeout_s=540)
 # Exit status: 0 when the build and the unit tests passed, 1 otherwise
 # (benchmark failures are reported in the table, not in the status).
 set -uo pipefail
@@ -30,6 +41,8 @@ out="${OUT:-$PWD/device-check-out}"
 build="${BUILD:-$root/build-device}"
 plans_dir="${PLANS_DIR:-$root/.plans}"
 steps="${STEPS:-20}"
+steps_large="${STEPS_LARGE:-6}"
+python="${PYTHON:-python3}"
 backend="${BACKEND:-cuda}"
 total_s="${TOTAL_S:-465}"
 mkdir -p "$out/bench"
@@ -103,7 +116,7 @@ fi
 
 # 5. Benchmark plans on the cuda backend.
 remat="$build/tools/remat/remat"
-bench_deadline=$(( $(date +%s) + 60 ))
+bench_deadline=$(( $(date +%s) + 150 ))
 shopt -s nullglob
 plans=("$plans_dir"/*.plan)
 if (( ${#plans[@]} == 0 )); then
@@ -111,27 +124,31 @@ if (( ${#plans[@]} == 0 )); then
 fi
 for plan in "${plans[@]}"; do
   name="$(basename "$plan" .plan)"
+  n=$steps
+  [[ "$name" == *maxb* ]] && n=$steps_large
   left=$(( bench_deadline - $(date +%s) ))
-  (( left > 40 )) && left=40
+  (( left > 60 )) && left=60
   if [[ ! -x "$remat" ]] || (( left < 5 )); then
     printf 'bench:%s\tskipped\t0\n' "$name" >> "$status_file"
     continue
   fi
   stage "bench:$name" "$left" "$out/bench/$name.txt" \
-    "$remat" run "$plan" --backend "$backend" --steps "$steps" \
+    "$remat" run "$plan" --backend "$backend" --steps "$n" \
     --log "$out/bench/$name.jsonl"
 done
 
-# 6. The PyTorch peer (TORCH_ARGS: extra arguments, split on spaces).
-torch_budget=100
+# 6. The PyTorch peer (TORCH_ARGS: extra arguments, split on spaces, after
+# the defaults so they override them).
+torch_budget=$(( $(remaining) - 15 ))
 read -r -a torch_args <<< "${TORCH_ARGS:-}"
 stage torch "$torch_budget" "$out/torch.log" \
-  python3 "$root/tools/bench/torch_gpu_bench.py" --device cuda \
-  --deadline $(( torch_budget - 25 )) --out "$out/torch.json" \
-  "${torch_args[@]}"
+  "$python" "$root/tools/bench/torch_gpu_bench.py" --device "$backend" \
+  --batch 1000000 --max-batch-budget $((32 << 30)) \
+  --deadline $(( torch_budget > 60 ? torch_budget - 40 : 20 )) \
+  --out "$out/torch.json" "${torch_args[@]}"
 
 # 7. Summary table (last).
-BACKEND="$backend" python3 - "$out" "$plans_dir" > "$out/summary.md" <<'PY'
+BACKEND="$backend" "$python" - "$out" "$plans_dir" > "$out/summary.md" <<'PY'
 import glob, json, os, re, statistics, sys
 out, plans_dir = sys.argv[1], sys.argv[2]
 MiB = 2 ** 20
@@ -142,10 +159,12 @@ print("| stage | rc | s |\n|---|---|---|")
 for line in open(os.path.join(out, "stages.tsv")).read().splitlines()[1:]:
     print("| " + " | ".join(line.split("\t")) + " |")
 print("\n## remat run (--backend %s)\n" % os.environ.get("BACKEND", "cuda"))
-print("| plan | budget MiB | planned peak MiB | arena MiB | workspace MiB "
-      "| device peak MiB | peak - context MiB | ms (median, steps 3+) "
-      "| loss first -> last |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("within budget: peak - context <= budget (the context is outside the "
+      "budget, DESIGN.md)\n")
+print("| plan | batch | budget MiB | planned peak MiB | arena MiB "
+      "| workspace MiB | device peak MiB | peak - context MiB "
+      "| within budget | ms (median, steps 3+) | loss first -> last |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for txt in sorted(glob.glob(os.path.join(out, "bench", "*.txt"))):
     name = os.path.basename(txt)[:-len(".txt")]
     log = os.path.join(out, "bench", name + ".jsonl")
@@ -162,11 +181,15 @@ for txt in sorted(glob.glob(os.path.join(out, "bench", "*.txt"))):
     timed = [r["ms"] for r in rows[2:]] or [r["ms"] for r in rows]
     peak = max((r.get("device_peak_bytes", 0) for r in rows), default=0)
     context = max((r.get("device_context_bytes", 0) for r in rows), default=0)
-    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-        name, mib(report.get("budget_bytes")),
+    budget = report.get("budget_bytes")
+    within = "-"
+    if budget and peak and context:
+        within = "yes" if peak - context <= budget else "NO"
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        name, plan.get("batch", "-"), mib(budget),
         mib(report.get("planned_peak_bytes")), mib(plan.get("arena_bytes")),
         mib(int(ws.group(1))) if ws else "-", mib(peak) if peak else "-",
-        mib(peak - context) if peak and context else "-",
+        mib(peak - context) if peak and context else "-", within,
         "%.2f" % statistics.median(timed) if timed else "-",
         "%.4g -> %.4g" % (rows[0]["loss"], rows[-1]["loss"]) if rows
         else "failed (see bench/%s.txt)" % name))
@@ -185,6 +208,20 @@ try:
             mib(r.get("max_memory_allocated")),
             r["status"] + ("" if r["status"] == "ok"
                            else ": " + r.get("error", "")[:80])))
+    if torch.get("max_batch"):
+        print("\n## largest batch under the budget (pytorch)\n")
+        print("| model | mode | budget MiB | max batch | ms at it "
+              "| max_memory_allocated MiB | max_memory_reserved MiB "
+              "| trials | s | status |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for r in torch["max_batch"]:
+            print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                r["model"], r["mode"], mib(r.get("budget_bytes")),
+                r.get("max_batch", "-"),
+                "%.1f" % r["step_ms"] if r.get("step_ms") else "-",
+                mib(r.get("max_memory_allocated")),
+                mib(r.get("max_memory_reserved")), r.get("trials", "-"),
+                "%.0f" % r.get("seconds", 0), r.get("status", "-")))
 except Exception as e:
     print("no PyTorch results (%s)" % e)
 PY

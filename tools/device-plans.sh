@@ -7,12 +7,28 @@
 #   gpt2-124M-all        GPT-2 124M, batch 8, seq 1024, f32, store-all
 #   gpt2-124M-75 / -50   at 75% / 50% of the store-all activation memory
 #   gpt2-124M-min        at the minimum feasible budget
+#   seed_mlp-maxb32      the forum's model at the largest batch that fits
+#   gpt2-124M-maxb32     32 GiB (remat plan --max-batch), GPT-2 likewise
 # Each plan's memory report sits beside it (NAME.json).
+#
+# It also fills .deps/ (ignored by git), a prefix laid out like /usr with
+# the header-only packages the GPU machine lacks (nlohmann_json, Catch2 v2),
+# copied from this machine's Debian packages; CMake falls back to it
+# (REMAT_DEPS_DIR) where find_package finds nothing. Carry both:
+#   run(command="tools/device-check.sh", carry=[".plans", ".deps"], ...)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 remat="${REMAT:-$root/build/tools/remat/remat}"
 out="$root/.plans"
+deps="$root/.deps"
 mkdir -p "$out"
+
+rm -rf "$deps"
+mkdir -p "$deps/include" "$deps/share/cmake" "$deps/lib/cmake"
+cp -r /usr/include/nlohmann /usr/include/catch2 "$deps/include/"
+cp -r /usr/share/cmake/nlohmann_json "$deps/share/cmake/"
+cp -r /usr/lib/cmake/Catch2 "$deps/lib/cmake/"
+cp /usr/lib/libCatch2WithMain.a "$deps/lib/"
 compile() {
   local name="$1"; shift
   "$remat" compile "$@" --emit=plan -o "$out/$name.plan" --report "$out/$name.json"
@@ -22,10 +38,33 @@ compile gpt2-124M-all "$root/models/gpt2.json" --set dropout=0
 read -r persistent acts < <(python3 -c "
 import json; r = json.load(open('$out/gpt2-124M-all.json')); b = r['breakdown']
 a = b['activations'] + b['grads']; print(r['planned_peak_bytes'] - a, a)")
-compile gpt2-124M-75 "$root/models/gpt2.json" --set dropout=0 --budget $((persistent + acts * 3 / 4))
-compile gpt2-124M-50 "$root/models/gpt2.json" --set dropout=0 --budget $((persistent + acts / 2))
-# A 1-byte budget fails and names the minimum feasible budget.
+# Budgets count the CUDA backend's workspace too (docs/cuda.md): the arena
+# gets budget - $reserve (cuBLAS's 32 MiB and 32 MiB of kernel scratch,
+# which attention uses in chunks of what it holds).
+reserve=$((64 << 20))
+budgeted() {
+  local name="$1" budget="$2"; shift 2
+  compile "$name" "$@" --budget "$budget" --workspace-reserve "$reserve"
+}
+budgeted gpt2-124M-75 $((persistent + acts * 3 / 4 + reserve)) \
+  "$root/models/gpt2.json" --set dropout=0
+budgeted gpt2-124M-50 $((persistent + acts / 2 + reserve)) \
+  "$root/models/gpt2.json" --set dropout=0
+# A 1-byte budget fails and names the minimum feasible (arena) budget.
 minimum=$({ "$remat" plan "$root/models/gpt2.json" --set dropout=0 --budget 1 2>&1 || true; } \
   | sed -n 's/.*minimum feasible budget: \([0-9]*\) bytes.*/\1/p')
-compile gpt2-124M-min "$root/models/gpt2.json" --set dropout=0 --budget "$minimum"
-du -sh "$out"
+budgeted gpt2-124M-min $((minimum + reserve)) "$root/models/gpt2.json" \
+  --set dropout=0
+# The largest batch whose arena fits 32 GiB - the reserve, for both models.
+budget32=$((32 << 30))
+maxbatch() {
+  "$remat" plan "$@" --max-batch --budget $((budget32 - reserve)) 2>/dev/null |
+    sed -n 's/^largest batch that fits [0-9]* bytes: \([0-9]*\)$/\1/p'
+}
+batch=$(maxbatch "$root/models/seed_mlp.json")
+budgeted seed_mlp-maxb32 "$budget32" "$root/models/seed_mlp.json" \
+  --set batch="$batch"
+batch=$(maxbatch "$root/models/gpt2.json" --set dropout=0)
+budgeted gpt2-124M-maxb32 "$budget32" "$root/models/gpt2.json" \
+  --set dropout=0 --set batch="$batch"
+du -sh "$out" "$deps"

@@ -267,6 +267,57 @@ def graph_reorder(remat, work):
           f"{moved['recompute_overhead']:.2f}")
 
 
+def workspace_reserve(remat, work):
+    """--workspace-reserve R plans the arena under budget - R, records R in
+    the report, and needs a budget larger than R."""
+    tiny = [model("gpt2.json"), "--preset", "tiny"]
+    budget, reserve = 560000, 30000
+    plan, report = compile_plan(remat, tiny + ["--budget", str(budget)],
+                                work, "plain")
+    if plan is None:
+        fail("compile at %d failed: %s" % (budget, report))
+    if report["workspace_reserve_bytes"] != 0:
+        fail("no reserve given but the report says %r"
+             % report["workspace_reserve_bytes"])
+    plan, reserved = compile_plan(
+        remat, tiny + ["--budget", str(budget), "--workspace-reserve",
+                       str(reserve)], work, "reserved")
+    if plan is None:
+        fail("compile with a reserve failed: %s" % reserved)
+    if reserved["budget_bytes"] != budget or \
+            reserved["workspace_reserve_bytes"] != reserve:
+        fail("report budget/reserve %r/%r, want %d/%d" % (
+            reserved["budget_bytes"], reserved["workspace_reserve_bytes"],
+            budget, reserve))
+    if reserved["arena_bytes"] > budget - reserve:
+        fail("arena %d exceeds budget - reserve %d"
+             % (reserved["arena_bytes"], budget - reserve))
+    if report["arena_bytes"] <= budget - reserve:
+        fail("the check cannot fail: without a reserve the arena (%d) already "
+             "fits budget - reserve" % report["arena_bytes"])
+    r = subprocess.run([remat, "run", plan, "--steps", "1"],
+                       capture_output=True, text=True)
+    if r.returncode != 0 or "budget %d B" % budget not in r.stderr or \
+            "(within)" not in r.stderr:
+        fail("remat run did not report the budget as met: " + r.stderr)
+    cases = [
+        (tiny + ["--emit=plan", "--workspace-reserve", "1KB"],
+         "--workspace-reserve needs --budget"),
+        (tiny + ["--emit=plan", "--budget", "100000", "--workspace-reserve",
+                 "100000"], "leaves nothing of --budget"),
+        (tiny + ["--emit=plan", "--budget", "100000", "--workspace-reserve",
+                 "some"], "is not a byte size"),
+    ]
+    for args, text in cases:
+        r = subprocess.run([remat, "compile"] + args, capture_output=True,
+                           text=True)
+        if r.returncode != 2 or text not in r.stderr:
+            fail("compile %s: exit %d, stderr %r lacks %r"
+                 % (" ".join(args[3:]), r.returncode, r.stderr, text))
+    print("arena %d <= %d - %d (without the reserve: %d)" % (
+        reserved["arena_bytes"], budget, reserve, report["arena_bytes"]))
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -276,7 +327,8 @@ def main():
               "dropout-replay": dropout_replay, "cli-errors": cli_errors,
               "budgets-bitwise": budgets_bitwise,
               "sweeps-in-budget": sweeps_in_budget,
-              "graph-reorder": graph_reorder}
+              "graph-reorder": graph_reorder,
+              "workspace-reserve": workspace_reserve}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

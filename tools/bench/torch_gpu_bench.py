@@ -67,6 +67,7 @@ Prints one line per configuration and writes JSON (--out, default stdout).
 import argparse
 import gc
 import json
+import os
 import math
 import statistics
 import sys
@@ -186,7 +187,8 @@ def make_model(model_name, mode, args, dev, optimizer=None):
     if optimizer == "sgd":
         opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     elif optimizer == "adamw":
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        # models/gpt2.json: lr 6e-4, no weight decay.
+        opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.0)
     else:
         opt = None
     return model, opt
@@ -734,6 +736,11 @@ def parse_args(argv=None):
                    help="optimizer of the timed steps; model: remat's (gpt2 "
                         "adamw, seed_mlp sgd)")
     p.add_argument("--attention", default="math", choices=["math", "sdpa"])
+    p.add_argument("--tf32", type=int, choices=[0, 1],
+                   default=int(os.environ.get("REMAT_CUDA_TF32", "0") not in
+                               ("", "0")),
+                   help="allow TF32 tensor cores in matmuls (default: as "
+                        "REMAT_CUDA_TF32 sets it for remat, i.e. off)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--deadline", type=float, default=0,
@@ -778,7 +785,8 @@ class Report:
         d = dict(torch=torch.__version__, device=str(dev),
                  device_name=(torch.cuda.get_device_name(dev)
                               if dev.type == "cuda" else "cpu"),
-                 tiny=self.args.tiny, results=self.results)
+                 tiny=self.args.tiny, tf32=self.args.tf32,
+                 results=self.results)
         if self.args.max_batch_budget:
             d.update(max_batch_setup=self.max_batch_setup,
                      max_batch=self.max_batch)
@@ -796,6 +804,10 @@ def main():
         sys.exit(0 if self_test() else 1)
 
     start = time.monotonic()
+    # The same precision as remat's GEMMs: full f32 unless TF32 is asked
+    # for on both sides.
+    torch.backends.cuda.matmul.allow_tf32 = bool(args.tf32)
+    torch.backends.cudnn.allow_tf32 = bool(args.tf32)
     dev = torch.device(args.device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         sys.exit("torch_gpu_bench: --device cuda but torch.cuda is not "

@@ -20,6 +20,7 @@ Exit 0 on success, 1 with a message on failure.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -318,6 +319,42 @@ def workspace_reserve(remat, work):
         reserved["arena_bytes"], budget, reserve, report["arena_bytes"]))
 
 
+def max_batch(remat, work):
+    """plan --max-batch names the largest batch that compiles under the
+    budget: that batch compiles, the next does not; a budget no batch meets
+    exits 1."""
+    for name, budget in (("gpt2.json", 600000), ("gpt2.json", 1500000),
+                         ("seed_mlp.json", 40000)):
+        base = [model(name), "--preset", "tiny"]
+        r = subprocess.run([remat, "plan"] + base + ["--max-batch", "--budget",
+                                                     str(budget)],
+                           capture_output=True, text=True)
+        found = re.search(r"largest batch that fits \d+ bytes: (\d+)",
+                          r.stdout)
+        if r.returncode != 0 or not found:
+            fail("%s at %d: exit %d, stdout %r" % (name, budget, r.returncode,
+                                                   r.stdout))
+        batch = int(found.group(1))
+        if batch < 2:
+            fail("%s at %d: batch %d cannot show the next one failing"
+                 % (name, budget, batch))
+        for b, want in ((batch, True), (batch + 1, False)):
+            plan, report = compile_plan(
+                remat, base + ["--set", "batch=%d" % b, "--budget",
+                               str(budget)], work, "b%d" % b)
+            if (plan is not None) != want:
+                fail("%s at %d: batch %d %s but --max-batch said %d" % (
+                    name, budget, b, "compiles" if plan else "fails", batch))
+        print("%s under %d bytes: batch %d compiles, %d does not"
+              % (name, budget, batch, batch + 1))
+    r = subprocess.run([remat, "plan", model("gpt2.json"), "--preset", "tiny",
+                        "--max-batch", "--budget", "300000"],
+                       capture_output=True, text=True)
+    if r.returncode != 1 or "no batch fits" not in r.stdout:
+        fail("a budget below batch 1's minimum: exit %d, stdout %r"
+             % (r.returncode, r.stdout))
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -328,7 +365,8 @@ def main():
               "budgets-bitwise": budgets_bitwise,
               "sweeps-in-budget": sweeps_in_budget,
               "graph-reorder": graph_reorder,
-              "workspace-reserve": workspace_reserve}
+              "workspace-reserve": workspace_reserve,
+              "max-batch": max_batch}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

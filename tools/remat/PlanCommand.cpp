@@ -246,19 +246,52 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
 }
 
 int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
+  using planner::SolverKind;
   planner::SolveOptions solve = solveOptions(options);
   solve.progress = false;
-  auto fits = [&](int64_t batch) {
+  // A batch fits when its store-all arena does or the solver's plan does;
+  // `quick` means the fast solvers only (the heuristic, then per-block),
+  // which `auto` falls back to, so auto fits every batch they fit.
+  auto fits = [&](int64_t batch, bool quick) {
     model::ModelOptions m = options.modelOptions;
     m.overrides.push_back({"batch", std::to_string(batch)});
     Session s = openSession(options, m);
-    bool ok = s.storeAllArena <= *options.budget ||
-              attemptWithFallbacks(s.problem, s.step, *options.budget, kind,
-                                   solve, s.alignment)
-                  .ok;
-    std::cerr << "remat plan: batch " << batch << (ok ? " fits" : " does not fit")
-              << "\n";
+    bool ok = s.storeAllArena <= *options.budget;
+    if (!ok && quick)
+      ok = attemptPlan(s.problem, s.step, *options.budget,
+                       SolverKind::Heuristic, solve, s.alignment)
+               .ok ||
+           attemptPlan(s.problem, s.step, *options.budget,
+                       SolverKind::PerBlock, solve, s.alignment)
+               .ok;
+    else if (!ok)
+      ok = attemptWithFallbacks(s.problem, s.step, *options.budget, kind,
+                                solve, s.alignment)
+               .ok;
+    std::cerr << "remat plan: batch " << batch
+              << (ok ? " fits" : " does not fit")
+              << (quick ? " (heuristic, per-block)" : "") << "\n";
     return ok;
+  };
+  // From a batch that fits: gallop up (+1, +2, +4, ...) to one that does
+  // not, then bisect.
+  auto largest = [&](int64_t low, bool quick) {
+    int64_t step = 1, high = 0;
+    for (;;) {
+      if (!fits(low + step, quick)) {
+        high = low + step;
+        break;
+      }
+      low += step;
+      step *= 2;
+      if (step > (int64_t(1) << 40))
+        return low;
+    }
+    while (high - low > 1) {
+      int64_t mid = low + (high - low) / 2;
+      (fits(mid, quick) ? low : high) = mid;
+    }
+    return low;
   };
   {
     model::ModelGraph g = model::loadModel(readText(options.model),
@@ -267,21 +300,18 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
       throw model::ModelError(options.model +
                               ": --max-batch needs a config variable 'batch'");
   }
-  if (!fits(1)) {
+  // With auto, the fast solvers bracket the answer in cheap trials, then
+  // auto (whose MILP and DP may fit a little more) goes on from there:
+  // usually one more trial. Other solvers search alone.
+  bool twoPhase = kind == SolverKind::Auto;
+  int64_t low = 0;
+  if (twoPhase && fits(1, true))
+    low = largest(1, true);
+  if (low == 0 && !fits(1, false)) {
     std::cout << "no batch fits " << *options.budget << " bytes\n";
     return 1;
   }
-  int64_t low = 1, high = 2;
-  while (fits(high)) {
-    low = high;
-    high *= 2;
-    if (high > (int64_t(1) << 40))
-      break;
-  }
-  while (high - low > 1) {
-    int64_t mid = low + (high - low) / 2;
-    (fits(mid) ? low : high) = mid;
-  }
+  low = largest(std::max<int64_t>(low, 1), false);
   std::cout << "largest batch that fits " << *options.budget
             << " bytes: " << low << "\n";
   writeJson(options, {{"budget_bytes", *options.budget}, {"max_batch", low}});

@@ -117,18 +117,18 @@ int parse(const char *command, int argc, char **argv, Options &options,
         options.output = value;
       } else if (takeValue(argc, argv, i, "--report", value)) {
         options.report = value;
-      } else if (takeValue(argc, argv, i, "--budget", value)) {
-        options.budget = compiler::parseByteSize(value);
-        if (!options.budget)
-          return usageError(command, "--budget '" + value +
+      } else if (takeValue(argc, argv, i, "--budget", value) ||
+                 takeValue(argc, argv, i, "--workspace-reserve", value)) {
+        bool isBudget = arg.rfind("--budget", 0) == 0;
+        std::optional<int64_t> &bytes =
+            isBudget ? options.budget : options.workspaceReserve;
+        bytes = compiler::parseByteSize(value);
+        if (!bytes)
+          return usageError(command, std::string(isBudget ? "--budget"
+                                                          : "--workspace-reserve") +
+                                         " '" + value +
                                          "' is not a byte size (e.g. "
                                          "1.5GiB, 800MB, 123456)");
-      } else if (takeValue(argc, argv, i, "--workspace-reserve", value)) {
-        options.workspaceReserve = compiler::parseByteSize(value);
-        if (!options.workspaceReserve)
-          return usageError(command, "--workspace-reserve '" + value +
-                                         "' is not a byte size (e.g. "
-                                         "64MiB, 123456)");
       } else if (takeValue(argc, argv, i, "--solver", value)) {
         options.solver = value;
       } else if (takeValue(argc, argv, i, "--time-limit", value)) {

@@ -60,31 +60,15 @@ uint64_t cublasWorkspaceFor(const LoadedPlan &plan) {
       256);
 }
 
-uint64_t scratchFor(const LoadedPlan &plan) {
-  uint64_t most = 0;
-  const Plan &p = plan.plan;
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    std::vector<TensorType> ins, outs;
-    for (int64_t b : p.steps[i].inputs)
-      ins.push_back({p.buffers[size_t(b)].dtype, p.buffers[size_t(b)].shape});
-    for (int64_t b : p.steps[i].outputs)
-      outs.push_back({p.buffers[size_t(b)].dtype, p.buffers[size_t(b)].shape});
-    most =
-        std::max(most, cuda::scratchBytesFor(plan.steps[i].op,
-                                             plan.steps[i].attrs, ins, outs));
-  }
-  return alignUp(most, 256);
-}
-
-/// The scratch the plan cannot do with less of: every step's need, except
-/// that attention needs room for one (batch, head) slice only (it works in
-/// chunks of what the scratch holds).
-uint64_t minimumScratchFor(const LoadedPlan &plan) {
+/// The kernel scratch of the plan: the largest single step's need. With
+/// `minimum`, attention counts one (batch, head) slice only (it works in
+/// chunks of what the scratch holds): the least the plan can run with.
+uint64_t scratchFor(const LoadedPlan &plan, bool minimum = false) {
   uint64_t most = 0;
   const Plan &p = plan.plan;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     OpKind op = plan.steps[i].op;
-    if (op == OpKind::Attention || op == OpKind::AttentionGrad) {
+    if (minimum && (op == OpKind::Attention || op == OpKind::AttentionGrad)) {
       const Shape &q = p.buffers[size_t(p.steps[i].inputs[0])].shape;
       uint64_t s = uint64_t(q[2]);
       most = std::max<uint64_t>(
@@ -123,7 +107,7 @@ CudaWorkspace cudaWorkspaceFor(const LoadedPlan &plan) {
   uint64_t arena = plan.plan.arenaBytes;
   if (!budget || arena + full.total() <= *budget)
     return full;
-  uint64_t minimumScratch = minimumScratchFor(plan);
+  uint64_t minimumScratch = scratchFor(plan, true);
   uint64_t minimumCublas =
       full.cublas ? std::min(full.cublas, kMinimumCublasWorkspace) : 0;
   uint64_t available = *budget > arena ? *budget - arena : 0;

@@ -84,6 +84,21 @@ public:
   virtual void prepare(const LoadedPlan &plan) = 0;
 
   virtual void copyIn(void *deviceDst, const void *hostSrc, uint64_t bytes) = 0;
+  /// Whether the backend runs copies and kernels in one queue, so the
+  /// executor may fill step t+1's inputs right after enqueuing step t's
+  /// calls (before synchronize): the host prepares the next batch while
+  /// the device computes. False (the default): inputs are filled just
+  /// before their step.
+  virtual bool overlapsInputCopies() const { return false; }
+  /// An input copy that may complete after it returns (the source may be
+  /// reused at once: the backend stages it), ordered after every call
+  /// enqueued before it. Returns false when the backend has no such copy
+  /// (the executor then uses copyIn). trainingStep is the step the input
+  /// is for.
+  virtual bool copyInputAsync(void *deviceDst, const void *hostSrc,
+                              uint64_t bytes, int64_t trainingStep) {
+    return false;
+  }
   /// Generates a randn / randint input at deviceDst where it lives, the
   /// values writeSyntheticBlock gives (SyntheticDraw.h), instead of the
   /// executor generating it on the host and copying it in. Returns false

@@ -42,6 +42,14 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
       if (p.buffers[i].init)
         writeBuffer(i, initialValue(p.buffers[i], runSeed));
     backend.synchronize();
+    // Filling step t+1's inputs before step t's loss is read is safe when
+    // no input shares bytes with the loss buffer.
+    prefetch = backend.overlapsInputCopies();
+    const BufferDesc &loss = p.buffers[size_t(p.loss)];
+    for (const BufferDesc &b : p.buffers)
+      if (b.role == BufferRole::Input && b.offset < loss.offset + loss.bytes &&
+          loss.offset < b.offset + b.bytes)
+        prefetch = false;
   } catch (...) {
     backend.freeArena(arena);
     throw;
@@ -131,6 +139,14 @@ void Executor::setInputData(const std::string &name, NpyArray data) {
                     "' has shape " + formatShape(b.shape) +
                     " (or k batches of it stacked on dim 0)");
   userData[*index] = std::move(data);
+  prefetchedStep = -1; // filled from the old source
+}
+
+void Executor::copyInput(size_t index, const void *src, uint64_t bytes,
+                         uint64_t offset, int64_t step) {
+  void *dst = static_cast<char *>(bufferAddress(index)) + offset;
+  if (!backend.copyInputAsync(dst, src, bytes, step))
+    backend.copyIn(dst, src, bytes);
 }
 
 SyntheticRequest Executor::syntheticRequest(const BufferDesc &b, uint64_t n,
@@ -151,7 +167,7 @@ SyntheticRequest Executor::syntheticRequest(const BufferDesc &b, uint64_t n,
   return r;
 }
 
-void Executor::fillInputs() {
+void Executor::fillInputs(int64_t step) {
   const Plan &p = loaded.plan;
   // Host copies are kept only of inputs some labels_of reads.
   std::set<size_t> needed;
@@ -175,9 +191,9 @@ void Executor::fillInputs() {
         // Straight from the loaded array: no staging copy.
         const NpyArray &a = it->second;
         uint64_t numBatches = a.bytes.size() / b.bytes;
-        uint64_t batch = uint64_t(numStepsRun) % numBatches;
+        uint64_t batch = uint64_t(step) % numBatches;
         const char *src = a.bytes.data() + batch * b.bytes;
-        backend.copyIn(bufferAddress(i), src, b.bytes);
+        copyInput(i, src, b.bytes, 0, step);
         if (needed.count(i))
           host.emplace(i, std::vector<char>(src, src + b.bytes));
         continue;
@@ -192,7 +208,7 @@ void Executor::fillInputs() {
         // (Past 2^34 elements the host path reports the stream's limit.)
         if ((n + 3) / 4 <= uint64_t(UINT32_MAX) + 1 &&
             backend.generateInput(bufferAddress(i),
-                                  syntheticRequest(b, n, numStepsRun)))
+                                  syntheticRequest(b, n, step)))
           continue;
         // Large inputs are generated and copied in pieces, so the host
         // never holds a second copy of the whole tensor.
@@ -201,27 +217,28 @@ void Executor::fillInputs() {
         for (uint64_t begin = 0; begin < n; begin += kChunk) {
           uint64_t count = std::min(kChunk, n - begin);
           std::vector<char> piece = syntheticInputRange(
-              p, i, runSeed, numStepsRun, begin, count);
-          backend.copyIn(static_cast<char *>(bufferAddress(i)) +
-                             begin * elementBytes,
-                         piece.data(), piece.size());
+              p, i, runSeed, step, begin, count);
+          copyInput(i, piece.data(), piece.size(), begin * elementBytes,
+                    step);
         }
         continue;
       }
       const std::vector<char> *source =
           isLabels ? &host.at(size_t(b.data->of)) : nullptr;
       std::vector<char> bytes =
-          syntheticInput(p, i, runSeed, numStepsRun, source);
-      writeBuffer(i, bytes);
+          syntheticInput(p, i, runSeed, step, source);
+      copyInput(i, bytes.data(), bytes.size(), 0, step);
       if (needed.count(i))
         host.emplace(i, std::move(bytes));
     }
 }
 
-StepResult Executor::runStep() {
+StepResult Executor::runStep(bool prefetchNext) {
   const Plan &p = loaded.plan;
   auto start = std::chrono::steady_clock::now();
-  fillInputs();
+  if (prefetchedStep != numStepsRun)
+    fillInputs(numStepsRun);
+  prefetchedStep = -1;
   backend.beginTrainingStep(numStepsRun);
   for (size_t si = 0; si < p.steps.size(); ++si) {
     KernelCall call;
@@ -246,6 +263,12 @@ StepResult Executor::runStep() {
       onStepExecuted(si);
   }
   backend.endTrainingStep(numStepsRun);
+  if (prefetch && prefetchNext) {
+    // The next batch, queued behind this step's work: its host side
+    // (generation, staging) overlaps the device computing this step.
+    fillInputs(numStepsRun + 1);
+    prefetchedStep = numStepsRun + 1;
+  }
   backend.synchronize();
   StepResult result;
   float loss = readLoss();

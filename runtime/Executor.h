@@ -8,6 +8,10 @@
 //   2. runs the plan's steps in order through the backend, calling
 //      onStepExecuted(stepIndex) after each;
 //   3. synchronizes, reads the loss, measures time and peak RSS.
+// On a backend that overlapsInputCopies() (CUDA), step t+1's inputs are
+// filled between 2 and 3 of step t (asynchronous copies, ordered after
+// step t's work), unless an input shares bytes with the loss buffer; so
+// after runStep the input buffers may already hold the next step's batch.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_EXECUTOR_H
@@ -69,8 +73,9 @@ public:
   /// s mod k). Throws PlanError otherwise.
   void setInputData(const std::string &name, NpyArray data);
 
-  /// Runs the next training step (0-based number stepsRun()).
-  StepResult runStep();
+  /// Runs the next training step (0-based number stepsRun()). prefetchNext
+  /// false: the caller runs no further step, so its inputs are not filled.
+  StepResult runStep(bool prefetchNext = true);
 
   /// Called after plan step `stepIndex` ran (before the next one), e.g. to
   /// copy a gradient right after the step that last writes it.
@@ -93,7 +98,11 @@ public:
   uint64_t seed() const { return runSeed; }
 
 private:
-  void fillInputs();
+  /// Fills every input for 0-based training step `step`.
+  void fillInputs(int64_t step);
+  /// Copies one input's bytes (asynchronously where the backend can).
+  void copyInput(size_t index, const void *src, uint64_t bytes,
+                 uint64_t offset, int64_t step);
   /// The device-side generation request of randn/randint input `b` (n
   /// elements) at 0-based training step `step`.
   SyntheticRequest syntheticRequest(const BufferDesc &b, uint64_t n,
@@ -108,6 +117,10 @@ private:
   uint64_t workspace = 0;
   uint64_t baselineRss = 0;
   int64_t numStepsRun = 0;
+  /// The step whose inputs are already in place (-1: none).
+  int64_t prefetchedStep = -1;
+  /// Whether inputs may be filled before the previous step's loss is read.
+  bool prefetch = false;
   /// Per plan step: resolved operand and result views into the arena.
   std::vector<std::vector<TensorRef>> stepInputs, stepOutputs;
   std::map<size_t, NpyArray> userData;

@@ -130,7 +130,7 @@ int runCommand(const RunOptions &opt) {
           << "\n";
     }
     for (int64_t s = 0; s < opt.steps; ++s) {
-      StepResult r = exec.runStep();
+      StepResult r = exec.runStep(/*prefetchNext=*/s + 1 < opt.steps);
       out << formatStepLine(r, p, exec.arenaBytes()) << "\n" << std::flush;
       if (log.is_open()) {
         nlohmann::json entry = {{"step", r.step},

@@ -260,6 +260,16 @@ struct CudaBackend::State {
   std::vector<KernelCall> pending;
   int64_t numCaptured = 0, numReplays = 0;
 
+  /// Pinned staging of input copies (copyInputAsync), two slots used by
+  /// alternate training steps: step t+1's inputs are staged while the
+  /// device computes step t, whose inputs came from the other slot.
+  struct Staging {
+    char *host = nullptr; ///< cudaMallocHost
+    uint64_t capacity = 0, used = 0;
+    int64_t step = -1;          ///< the training step filling it
+    cudaEvent_t done = nullptr; ///< after the slot's last copy
+  } staging[2];
+
   void samplePeak() {
     size_t freeBytes = 0, totalBytes = 0;
     if (cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess)
@@ -375,6 +385,43 @@ struct CudaBackend::State {
   void runStep(const KernelCall &call);
 
   /// Frees everything; never throws (destructor, failed constructor).
+  /// Stages `bytes` of `src` in pinned memory and enqueues the copy to
+  /// `dst`. A slot is reused two steps later; its event (recorded after its
+  /// copies) is waited for first, which has long passed by then (the
+  /// executor synchronized the step in between).
+  void stageInput(void *dst, const void *src, uint64_t bytes, int64_t step) {
+    Staging &slot = staging[step & 1];
+    if (slot.step != step) {
+      if (slot.done)
+        REMAT_CUDA_CHECK(cudaEventSynchronize(slot.done));
+      slot.step = step;
+      slot.used = 0;
+    }
+    if (!slot.done)
+      REMAT_CUDA_CHECK(
+          cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));
+    uint64_t need = slot.used + alignUp(bytes, 256);
+    if (need > slot.capacity) {
+      // Copies already enqueued from this slot read the old buffer: let
+      // them finish (only while the staging grows: the first steps).
+      REMAT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      char *bigger = nullptr;
+      uint64_t capacity = std::max(need, 2 * slot.capacity);
+      REMAT_CUDA_CHECK(
+          cudaMallocHost(reinterpret_cast<void **>(&bigger), capacity));
+      if (slot.host)
+        REMAT_CUDA_CHECK(cudaFreeHost(slot.host));
+      slot.host = bigger;
+      slot.capacity = capacity;
+    }
+    char *staged = slot.host + slot.used;
+    std::memcpy(staged, src, bytes);
+    REMAT_CUDA_CHECK(cudaMemcpyAsync(dst, staged, size_t(bytes),
+                                     cudaMemcpyHostToDevice, stream));
+    REMAT_CUDA_CHECK(cudaEventRecord(slot.done, stream));
+    slot.used = need;
+  }
+
   void release() noexcept {
     abortCapture();
     if (stream)
@@ -397,6 +444,13 @@ struct CudaBackend::State {
     if (hostStatus)
       cudaFreeHost(hostStatus);
     hostStatus = nullptr;
+    for (Staging &slot : staging) {
+      if (slot.host)
+        cudaFreeHost(slot.host);
+      if (slot.done)
+        cudaEventDestroy(slot.done);
+      slot = Staging();
+    }
   }
 };
 
@@ -538,6 +592,14 @@ void CudaBackend::copyIn(void *dst, const void *src, uint64_t bytes) {
   // Pageable source: returns once staged, so the caller may reuse it.
   REMAT_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(bytes),
                                    cudaMemcpyHostToDevice, s.stream));
+}
+
+bool CudaBackend::copyInputAsync(void *dst, const void *src, uint64_t bytes,
+                                 int64_t trainingStep) {
+  State &s = *state;
+  s.hostAccess(); // like copyIn: ordered before the step, never captured
+  s.stageInput(dst, src, bytes, trainingStep);
+  return true;
 }
 
 bool CudaBackend::generateInput(void *dst, const SyntheticRequest &request) {

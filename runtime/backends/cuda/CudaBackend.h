@@ -64,6 +64,13 @@ public:
   void prepare(const LoadedPlan &plan) override;
   void copyIn(void *deviceDst, const void *hostSrc, uint64_t bytes) override;
   void copyOut(void *hostDst, const void *deviceSrc, uint64_t bytes) override;
+  /// One stream: the executor fills step t+1's inputs right after step t's
+  /// calls; copyInputAsync stages them in pinned memory (two slots,
+  /// alternate steps) and copies asynchronously, so the host prepares the
+  /// next batch while the device computes.
+  bool overlapsInputCopies() const override { return true; }
+  bool copyInputAsync(void *deviceDst, const void *hostSrc, uint64_t bytes,
+                      int64_t trainingStep) override;
   /// randn / randint inputs are generated on the device (kernels/
   /// synthetic.cu), not on the host and copied in.
   bool generateInput(void *deviceDst, const SyntheticRequest &request) override;

@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -665,4 +667,76 @@ TEST_CASE("a backend that generates inputs in place trains bitwise like the "
     losses.push_back(exec.runStep().loss);
   CHECK(backend.generated == 5); // the tiny plan's one randn input, per step
   CHECK(losses == expected);
+}
+
+namespace {
+
+/// A CPU backend that claims one ordered queue (as CUDA's stream): the
+/// executor then fills step t+1's inputs before synchronizing step t.
+class PrefetchingCpuBackend : public RecordingBackend {
+public:
+  bool overlapsInputCopies() const override { return true; }
+  bool copyInputAsync(void *dst, const void *src, uint64_t bytes,
+                      int64_t trainingStep) override {
+    calls.push_back("input t" + std::to_string(trainingStep));
+    copyIn(dst, src, bytes);
+    return true;
+  }
+  void synchronize() override {
+    calls.push_back("sync");
+    CpuBackend::synchronize();
+  }
+};
+
+NpyArray stackedBatches(int batches, float scale) {
+  std::vector<float> values(size_t(batches) * 32);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = std::sin(float(i) * scale);
+  NpyArray data{DType::F32, {int64_t(batches) * 8, 4},
+                std::vector<char>(values.size() * 4)};
+  std::memcpy(data.bytes.data(), values.data(), data.bytes.size());
+  return data;
+}
+
+} // namespace
+
+TEST_CASE("on a backend with one ordered queue the next batch is filled "
+          "before the step synchronizes, with the same results",
+          "[runtime]") {
+  LoadedPlan plan = loadPlanText(kTinyLinearPlan, "tiny.plan");
+  std::vector<double> expected, losses;
+  {
+    CpuBackend cpu;
+    Executor exec(plan, cpu);
+    exec.setInputData("x", stackedBatches(3, 0.37f));
+    for (int i = 0; i < 4; ++i)
+      expected.push_back(exec.runStep().loss);
+    exec.setInputData("x", stackedBatches(2, 0.11f));
+    for (int i = 0; i < 2; ++i)
+      expected.push_back(exec.runStep().loss);
+  }
+  PrefetchingCpuBackend backend;
+  {
+    Executor exec(plan, backend);
+    exec.setInputData("x", stackedBatches(3, 0.37f));
+    for (int i = 0; i < 4; ++i)
+      losses.push_back(exec.runStep().loss);
+    // New data after a prefetch: the prefetched batch is not used.
+    exec.setInputData("x", stackedBatches(2, 0.11f));
+    losses.push_back(exec.runStep().loss);
+    losses.push_back(exec.runStep(/*prefetchNext=*/false).loss);
+  }
+  CHECK(losses == expected);
+  const auto &c = backend.calls;
+  auto at = [&](const std::string &call, std::ptrdiff_t from = 0) {
+    return std::find(c.begin() + from, c.end(), call) - c.begin();
+  };
+  // Step 1's batch is copied after step 0's calls, before its sync.
+  CHECK(at("input t0") < at("begin 0"));
+  CHECK(at("end 0") < at("input t1"));
+  CHECK(at("input t1") < at("sync", at("end 0")));
+  CHECK(at("input t1") < at("begin 1"));
+  // Step 4 refills (new data), step 5 prefetches nothing after it.
+  CHECK(std::count(c.begin(), c.end(), "input t4") == 2);
+  CHECK(std::count(c.begin(), c.end(), "input t6") == 0);
 }

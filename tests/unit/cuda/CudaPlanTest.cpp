@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <random>
 #include <fstream>
@@ -419,4 +420,32 @@ TEST_CASE("the cuda workspace shrinks to fit the plan's budget beside the "
   CHECK_THROWS_WITH(withBudget(arena + status + 4 * mib),
                     Catch::Contains("--workspace-reserve " +
                                     std::to_string(full.total())));
+}
+
+TEST_CASE("user data reaches the device through the pinned staging, one "
+          "step ahead: the cpu's losses",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  LoadedPlan plan = loadPlan(tinyPlanPath());
+  // Three batches of x [8, 4] stacked: step s reads batch s mod 3.
+  NpyArray data{DType::F32, {24, 4}, std::vector<char>(24 * 4 * 4)};
+  std::vector<float> values(24 * 4);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = std::cos(0.3f * float(i));
+  std::memcpy(data.bytes.data(), values.data(), data.bytes.size());
+  auto run = [&](Backend &backend) {
+    Executor exec(plan, backend);
+    exec.setInputData("x", data);
+    std::vector<float> losses;
+    for (int s = 0; s < 7; ++s)
+      losses.push_back(float(exec.runStep(s + 1 < 7).loss));
+    return losses;
+  };
+  auto cpu = createCpuBackend();
+  CudaBackend gpu;
+  std::vector<float> expected = run(*cpu), actual = run(gpu);
+  for (size_t i = 0; i < actual.size(); ++i) {
+    INFO("step " << i + 1);
+    CHECK(actual[i] == Approx(expected[i]).epsilon(1e-4).margin(1e-6));
+  }
 }

@@ -20,7 +20,9 @@
 #      1,000,000: eager and checkpoint timed, then the largest batch under
 #      32 GiB, then torch.compile (what is left of the time; configurations
 #      not started 40 s before the stage's end are recorded as skipped)
-#   7. summary table (printed last, also $OUT/summary.md)
+#   5b. compute-sanitizer --tool memcheck over the [cuda] tests   ( 60 s)
+#   7. summary table (printed last, also $OUT/summary.md); every log is
+#      packed into $OUT/logs.tgz (the run tool brings back 8 files at most)
 # Environment: OUT, BUILD, PLANS_DIR (.plans), STEPS (20), STEPS_LARGE (6),
 # TOTAL_S (465), BACKEND (cuda; cpu for a dry run of the script on a machine
 # without GPU), PYTHON (python3: the one with PyTorch), TORCH_ARGS (extra
@@ -45,9 +47,18 @@ steps_large="${STEPS_LARGE:-6}"
 python="${PYTHON:-python3}"
 backend="${BACKEND:-cuda}"
 total_s="${TOTAL_S:-465}"
-mkdir -p "$out/bench"
+# Everything goes to $out/logs, packed into $out/logs.tgz at the end (the
+# run tool brings back at most 8 files): $out holds summary.md and logs.tgz.
+logs="$out/logs"
+rm -rf "$logs" "$out/logs.tgz"
+mkdir -p "$logs/bench"
+pack() {
+  [[ -d "$logs" ]] || return 0
+  tar -czf "$out/logs.tgz" -C "$out" logs && rm -rf "$logs"
+}
+trap pack EXIT
 start=$(date +%s)
-status_file="$out/stages.tsv"
+status_file="$logs/stages.tsv"
 printf 'stage\trc\tseconds\n' > "$status_file"
 
 remaining() { echo $(( total_s - ($(date +%s) - start) )); }
@@ -78,17 +89,17 @@ stage() {
 ok=1
 
 # 1. The device.
-stage nvidia-smi 5 "$out/nvidia-smi.txt" nvidia-smi
+stage nvidia-smi 5 "$logs/nvidia-smi.txt" nvidia-smi
 
 # 2. Configure: runtime-only, CUDA on; tests off only if Catch2 is missing.
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 configure=(cmake "${generator[@]}" -S "$root" -B "$build"
   -DCMAKE_BUILD_TYPE=Release -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_CUDA=ON)
-if ! stage configure 45 "$out/configure.log" "${configure[@]}" \
+if ! stage configure 45 "$logs/configure.log" "${configure[@]}" \
     -DREMAT_ENABLE_TESTS=ON; then
   echo "   configure failed; retrying without tests (Catch2 missing?)"
-  stage configure-no-tests 45 "$out/configure-no-tests.log" \
+  stage configure-no-tests 45 "$logs/configure-no-tests.log" \
     "${configure[@]}" -DREMAT_ENABLE_TESTS=OFF || ok=0
 fi
 
@@ -96,16 +107,16 @@ fi
 targets=(remat)
 grep -q remat-unit-cuda "$build/build.ninja" "$build/Makefile" 2>/dev/null &&
   targets+=(remat-unit-cuda)
-stage build 150 "$out/build.log" \
+stage build 150 "$logs/build.log" \
   cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" || ok=0
-grep -i "warning" "$out/build.log" > "$out/build-warnings.txt" || true
+grep -i "warning" "$logs/build.log" > "$logs/build-warnings.txt" || true
 
 # 4. Unit tests ([cuda]).
 unit="$build/tests/unit/cuda/remat-unit-cuda"
 if [[ -x "$unit" ]]; then
-  stage unit-cuda 90 "$out/unit-cuda.txt" \
+  stage unit-cuda 90 "$logs/unit-cuda.txt" \
     "$unit" "[cuda]" --durations yes || ok=0
-  if grep -q "no CUDA device; skipping" "$out/unit-cuda.txt"; then
+  if grep -q "no CUDA device; skipping" "$logs/unit-cuda.txt"; then
     echo "   WARNING: the GPU tests SKIPPED (no CUDA device visible)"
     [[ "$backend" == cuda ]] && ok=0
   fi
@@ -132,23 +143,31 @@ for plan in "${plans[@]}"; do
     printf 'bench:%s\tskipped\t0\n' "$name" >> "$status_file"
     continue
   fi
-  stage "bench:$name" "$left" "$out/bench/$name.txt" \
+  stage "bench:$name" "$left" "$logs/bench/$name.txt" \
     "$remat" run "$plan" --backend "$backend" --steps "$n" \
-    --log "$out/bench/$name.jsonl"
+    --log "$logs/bench/$name.jsonl"
 done
+
+# 5b. compute-sanitizer memcheck over the [cuda] tests (out-of-bounds
+# accesses that do not change a result), where the tool exists.
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [[ "$backend" == cuda && -x "$unit" && -x "$sanitizer" ]]; then
+  stage memcheck 60 "$logs/memcheck.txt" "$sanitizer" --tool memcheck \
+    --error-exitcode 3 "$unit" "[cuda]" || true
+fi
 
 # 6. The PyTorch peer (TORCH_ARGS: extra arguments, split on spaces, after
 # the defaults so they override them).
 torch_budget=$(( $(remaining) - 15 ))
 read -r -a torch_args <<< "${TORCH_ARGS:-}"
-stage torch "$torch_budget" "$out/torch.log" \
+stage torch "$torch_budget" "$logs/torch.log" \
   "$python" "$root/tools/bench/torch_gpu_bench.py" --device "$backend" \
   --batch 1000000 --max-batch-budget $((32 << 30)) \
   --deadline $(( torch_budget > 60 ? torch_budget - 40 : 20 )) \
-  --out "$out/torch.json" "${torch_args[@]}"
+  --out "$logs/torch.json" "${torch_args[@]}"
 
 # 7. Summary table (last).
-BACKEND="$backend" "$python" - "$out" "$plans_dir" > "$out/summary.md" <<'PY'
+BACKEND="$backend" "$python" - "$logs" "$plans_dir" > "$out/summary.md" <<'PY'
 import glob, json, os, re, statistics, sys
 out, plans_dir = sys.argv[1], sys.argv[2]
 MiB = 2 ** 20
@@ -158,6 +177,12 @@ print("## stages\n")
 print("| stage | rc | s |\n|---|---|---|")
 for line in open(os.path.join(out, "stages.tsv")).read().splitlines()[1:]:
     print("| " + " | ".join(line.split("\t")) + " |")
+memcheck = os.path.join(out, "memcheck.txt")
+if os.path.exists(memcheck):
+    lines = [l.strip() for l in open(memcheck, errors="replace")
+             if "ERROR SUMMARY" in l]
+    print("\ncompute-sanitizer memcheck: %s" % (
+        lines[-1] if lines else "no ERROR SUMMARY line (see memcheck.txt)"))
 print("\n## remat run (--backend %s)\n" % os.environ.get("BACKEND", "cuda"))
 print("within budget: peak - context <= budget (the context is outside the "
       "budget, DESIGN.md)\n")
@@ -227,6 +252,7 @@ except Exception as e:
 PY
 echo
 cat "$out/summary.md"
+cp "$out/summary.md" "$logs/"
 echo
 echo "device-check: $( ((ok)) && echo PASS || echo FAIL ) in $(( $(date +%s) - start ))s; results in $out"
 exit $(( ok ? 0 : 1 ))

@@ -188,7 +188,7 @@ void Executor::fillInputs(int64_t step) {
       if (isLabels != (pass == 1))
         continue;
       if (auto it = userData.find(i); it != userData.end()) {
-        // Straight from the loaded array: no staging copy.
+        // Straight from the loaded array (no host copy of the batch).
         const NpyArray &a = it->second;
         uint64_t numBatches = a.bytes.size() / b.bytes;
         uint64_t batch = uint64_t(step) % numBatches;

@@ -91,6 +91,19 @@ ok=1
 # 1. The device.
 stage nvidia-smi 5 "$logs/nvidia-smi.txt" nvidia-smi
 
+# 1b. What the toolchain looks like (for a configure that fails: where nvcc
+# and cuBLAS are; CMake also looks in the wheels' nvidia/cu13).
+toolchain() {
+  echo "nvcc: $(command -v nvcc || echo 'not on PATH')"
+  ls -d /usr/local/cuda* 2>&1
+  { nvcc --version || /usr/local/cuda/bin/nvcc --version; } 2>&1 | tail -2
+  ls /usr/local/cuda/lib64 2>&1 | grep -i -E "cublas|cudart" | head
+  "$python" -c "import torch, site; print('torch', torch.__version__, 'cuda', torch.version.cuda); print(site.getsitepackages())" 2>&1
+  "$python" -c "import site, glob; [print(p) for d in site.getsitepackages() for p in glob.glob(d + '/nvidia/*/lib/libcublas.so*')]" 2>&1
+  cmake --version | head -1; g++ --version | head -1
+}
+stage toolchain 20 "$logs/toolchain.txt" bash -c "$(declare -f toolchain); python=$python; toolchain"
+
 # 2. Configure: runtime-only, CUDA on; tests off only if Catch2 is missing.
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)

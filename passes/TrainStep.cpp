@@ -286,7 +286,11 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
       step.graph.values[id].inPlaceOf = inPlaceOf;
       stepOp.results.push_back(id);
     }
-    if (info.kind == "reshape")
+    // cross_entropy_grad writes each row of dlogits after reading that
+    // row of logits (both kernels: softmax in place, then the label and the
+    // scale), so dlogits may take the bytes of logits dying there: for a
+    // language model that is the largest tensor of the step.
+    if (info.kind == "reshape" || info.kind == "cross_entropy_grad")
       stepOp.reusableOperand = 0;
     else if (isElementwise(info.kind))
       for (size_t i = 0; i < op.getNumOperands(); ++i)

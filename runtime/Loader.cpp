@@ -42,6 +42,7 @@ bool isInPlaceSafe(OpKind op) {
   case OpKind::GeluGrad:
   case OpKind::TanhGrad:
   case OpKind::MseGrad:
+  case OpKind::CrossEntropyGrad: // row by row: reads a row, then writes it
   case OpKind::SgdUpdate:
   case OpKind::AdamwUpdate:
     return true;

@@ -355,6 +355,33 @@ def max_batch(remat, work):
              % (r.returncode, r.stdout))
 
 
+def loss_grad_in_place(remat, work):
+    """cross_entropy_grad writes dlogits over the logits that die there (the
+    largest tensor of a language model's step), and the step still matches:
+    budgets-bitwise and torch-parity run such plans."""
+    plan, report = compile_plan(remat, [model("gpt2.json"), "--preset",
+                                        "tiny"], work, "lm")
+    if plan is None:
+        fail("compile failed: %s" % report)
+    with open(plan) as f:
+        p = json.load(f)
+    steps = [s for s in p["steps"] if s["op"] == "cross_entropy_grad"]
+    if len(steps) != 1:
+        fail("%d cross_entropy_grad steps" % len(steps))
+    logits = p["buffers"][steps[0]["inputs"][0]]
+    dlogits = p["buffers"][steps[0]["outputs"][0]]
+    if (logits["offset"], logits["bytes"]) != (dlogits["offset"],
+                                               dlogits["bytes"]):
+        fail("dlogits at %d (%d B), logits at %d (%d B): not in place" % (
+            dlogits["offset"], dlogits["bytes"], logits["offset"],
+            logits["bytes"]))
+    losses_ = run_plan(remat, plan, work, "lm", steps=3)[0]
+    if not all(l == l and l > 0 for l in losses_):
+        fail("losses %r" % losses_)
+    print("dlogits share logits' %d bytes at offset %d; losses %s" % (
+        logits["bytes"], logits["offset"], losses_))
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -366,7 +393,8 @@ def main():
               "sweeps-in-budget": sweeps_in_budget,
               "graph-reorder": graph_reorder,
               "workspace-reserve": workspace_reserve,
-              "max-batch": max_batch}
+              "max-batch": max_batch,
+              "loss-grad-in-place": loss_grad_in_place}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

@@ -704,20 +704,9 @@ TEST_CASE("on a backend with one ordered queue the next batch is filled "
           "before the step synchronizes, with the same results",
           "[runtime]") {
   LoadedPlan plan = loadPlanText(kTinyLinearPlan, "tiny.plan");
-  std::vector<double> expected, losses;
-  {
-    CpuBackend cpu;
-    Executor exec(plan, cpu);
-    exec.setInputData("x", stackedBatches(3, 0.37f));
-    for (int i = 0; i < 4; ++i)
-      expected.push_back(exec.runStep().loss);
-    exec.setInputData("x", stackedBatches(2, 0.11f));
-    for (int i = 0; i < 2; ++i)
-      expected.push_back(exec.runStep().loss);
-  }
-  PrefetchingCpuBackend backend;
-  {
+  auto run = [&](Backend &backend) {
     Executor exec(plan, backend);
+    std::vector<double> losses;
     exec.setInputData("x", stackedBatches(3, 0.37f));
     for (int i = 0; i < 4; ++i)
       losses.push_back(exec.runStep().loss);
@@ -725,8 +714,12 @@ TEST_CASE("on a backend with one ordered queue the next batch is filled "
     exec.setInputData("x", stackedBatches(2, 0.11f));
     losses.push_back(exec.runStep().loss);
     losses.push_back(exec.runStep(/*prefetchNext=*/false).loss);
-  }
-  CHECK(losses == expected);
+    return losses;
+  };
+  CpuBackend cpu;
+  std::vector<double> expected = run(cpu);
+  PrefetchingCpuBackend backend;
+  CHECK(run(backend) == expected);
   const auto &c = backend.calls;
   auto at = [&](const std::string &call, std::ptrdiff_t from = 0) {
     return std::find(c.begin() + from, c.end(), call) - c.begin();

@@ -57,16 +57,50 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
   int lossOp = -1;
   if (!graph.outputs.empty() && !graph.values[graph.outputs[0]].isArgument())
     lossOp = graph.values[graph.outputs[0]].producer;
+  // cross_entropy_grad writes dlogits over the logits dying there (the
+  // layout's reuse, StepGraph.cpp). The problem models that exactly: the
+  // result takes no bytes of its own, and the logits are computed once and
+  // stay resident until dlogits' last reader, which reads them here. (Other
+  // reusing ops, the elementwise ones, are small; the targets' slack covers
+  // them.) sharedWith[k]: the node whose bytes op k's result takes, or -1.
+  std::vector<int> sharedWith(graph.ops.size(), -1);
+  {
+    std::vector<int> lastReader(graph.values.size(), -1);
+    std::vector<char> isOutput(graph.values.size(), 0);
+    for (size_t k = 0; k < graph.ops.size(); ++k)
+      for (int v : graph.ops[k].operands)
+        lastReader[v] = static_cast<int>(k);
+    for (int o : graph.outputs)
+      isOutput[o] = 1;
+    for (size_t k = 0; k < graph.ops.size(); ++k) {
+      const memory::StepOp &op = graph.ops[k];
+      if (step.ops[k].kind != "cross_entropy_grad" || op.reusableOperand < 0 ||
+          op.results.size() != 1)
+        continue;
+      int u = op.operands[op.reusableOperand], r = op.results[0];
+      const memory::StepValue &in = graph.values[u];
+      if (!in.isArgument() && !isOutput[u] && !isOutput[r] &&
+          lastReader[u] == static_cast<int>(k) &&
+          memory::alignUp(in.bytes, alignment) ==
+              memory::alignUp(graph.values[r].bytes, alignment))
+        sharedWith[k] = in.producer;
+    }
+  }
   for (size_t k = 0; k < graph.ops.size(); ++k) {
     const memory::StepOp &op = graph.ops[k];
     int64_t bytes = 0;
-    for (int r : op.results)
-      if (graph.values[r].inPlaceOf < 0)
-        bytes += memory::alignUp(graph.values[r].bytes, alignment);
+    if (sharedWith[k] < 0)
+      for (int r : op.results)
+        if (graph.values[r].inPlaceOf < 0)
+          bytes += memory::alignUp(graph.values[r].bytes, alignment);
     std::vector<int> operands;
     for (int v : op.operands)
-      if (!graph.values[v].isArgument())
-        operands.push_back(graph.values[v].producer);
+      if (!graph.values[v].isArgument()) {
+        int producer = graph.values[v].producer;
+        operands.push_back(producer);
+        if (sharedWith[producer] >= 0)
+          operands.push_back(sharedWith[producer]);
+      }
     if (lossOp >= 0 && (int)k > lossOp &&
         op.phase != memory::Phase::Forward)
       operands.push_back(lossOp);
@@ -80,6 +114,9 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
                     op.phase == memory::Phase::Forward, block,
                     op.phase != memory::Phase::Forward);
   }
+  for (size_t k = 0; k < graph.ops.size(); ++k)
+    if (sharedWith[k] >= 0)
+      problem.nodes[sharedWith[k]].recomputable = false;
   for (int o : graph.outputs)
     if (!graph.values[o].isArgument())
       problem.requiredOutputs.push_back(graph.values[o].producer);

@@ -1,0 +1,58 @@
+//===- PlannerProblemTest.cpp - The planner problem of a compiled step ---===//
+#include "compiler/Driver.h"
+#include "compiler/ModelGraph.h"
+#include "passes/Rematerialize.h"
+#include "passes/TrainStep.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+using namespace remat;
+
+TEST_CASE("cross_entropy_grad's result shares the logits' bytes in the "
+          "planner problem as in the layout",
+          "[compiler]") {
+  std::ifstream in(std::string(REMAT_SOURCE_DIR) + "/models/gpt2.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  model::ModelOptions options;
+  options.preset = "tiny";
+  model::ModelGraph graph = model::loadModel(text.str(), "gpt2.json", options);
+  mlir::MLIRContext context;
+  auto module =
+      compiler::buildModule(graph, context, compiler::Stage::Scheduled);
+  TrainStep step = extractTrainStep(*module);
+  planner::Problem problem = buildPlannerProblem(step, 64);
+  REQUIRE(problem.size() == int(step.ops.size()));
+
+  int grad = -1;
+  for (size_t k = 0; k < step.ops.size(); ++k)
+    if (step.ops[k].kind == "cross_entropy_grad")
+      grad = int(k);
+  REQUIRE(grad >= 0);
+  const memory::StepOp &op = step.graph.ops[size_t(grad)];
+  int logits = step.graph.values[size_t(op.operands[0])].producer;
+  int dlogits = op.results[0];
+  // The result takes no bytes of its own; the logits are computed once and
+  // read by every reader of dlogits, so they stay resident as long.
+  CHECK(problem.nodes[size_t(grad)].bytes == 0);
+  CHECK(problem.nodes[size_t(logits)].bytes > 0);
+  CHECK_FALSE(problem.nodes[size_t(logits)].recomputable);
+  int readers = 0;
+  for (size_t k = 0; k < step.graph.ops.size(); ++k) {
+    const auto &operands = step.graph.ops[k].operands;
+    if (std::find(operands.begin(), operands.end(), dlogits) ==
+        operands.end())
+      continue;
+    ++readers;
+    const auto &nodeOperands = problem.nodes[k].operands;
+    CHECK(std::find(nodeOperands.begin(), nodeOperands.end(), logits) !=
+          nodeOperands.end());
+  }
+  CHECK(readers >= 2); // the lm_head's input and weight gradients
+}

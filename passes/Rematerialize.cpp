@@ -175,6 +175,7 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
   // far (lower targets rarely give cheaper schedules), and the cheapest fit
   // wins.
   std::optional<Attempt> bestFit;
+  int retargets = 0;
   while (!targets.empty()) {
     int64_t target = *targets.begin();
     targets.erase(targets.begin());
@@ -196,6 +197,7 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
     if (bestFit &&
         candidates.front().stats.cost >= bestFit->result.stats.cost)
       break;
+    int64_t cheapestArena = -1; // the layout of this target's best schedule
     for (size_t c = 0; c < candidates.size(); ++c) {
       planner::SolveResult &candidate = candidates[c];
       if (bestFit && candidate.stats.cost >= bestFit->result.stats.cost)
@@ -216,6 +218,8 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
       a.arenaBytes =
           memory::assignOffsets(a.applied.graph, live, alignment).arenaBytes;
       a.result = std::move(candidate);
+      if (c == 0)
+        cheapestArena = a.arenaBytes;
       if (a.arenaBytes <= budget) {
         a.ok = true;
         if (c == 0)
@@ -229,6 +233,16 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
       a.error = "the schedules found fit the planner's count but their "
                 "arena needs " + std::to_string(a.arenaBytes) +
                 " bytes after layout";
+    // The best schedule's layout overflowed by some bytes: try the target
+    // lower by exactly that next (usually it fits, and costs less than the
+    // grid's next point, which may be far lower). A few times at most.
+    if (!bestFit && cheapestArena > budget && retargets < 4) {
+      int64_t lowered = target - (cheapestArena - budget);
+      if (lowered > lower && lowered < target) {
+        targets.insert(lowered);
+        ++retargets;
+      }
+    }
   }
   return bestFit ? std::move(*bestFit) : a;
 }

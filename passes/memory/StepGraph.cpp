@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 namespace remat::memory {
 
@@ -275,33 +276,54 @@ RecomputedStep applyComputeOrder(const StepGraph &graph,
   for (int o : graph.outputs)
     out.graph.outputs.push_back(current[o]);
 
-  // Move each in-place update after the last other reader of its argument.
-  bool moved = true;
-  while (moved) {
-    moved = false;
-    for (size_t k = 0; k < out.graph.ops.size() && !moved; ++k) {
-      int lastReader = -1;
-      for (int r : out.graph.ops[k].results) {
-        int arg = out.graph.values[r].inPlaceOf;
-        if (arg < 0)
-          continue;
-        for (size_t j = k + 1; j < out.graph.ops.size(); ++j)
-          for (int v : out.graph.ops[j].operands)
-            if (v == arg)
-              lastReader = std::max(lastReader, static_cast<int>(j));
-      }
-      if (lastReader < 0)
-        continue;
-      // Rotate op k to just after lastReader.
-      auto rotate = [&](auto &vec) {
-        std::rotate(vec.begin() + k, vec.begin() + k + 1,
-                    vec.begin() + lastReader + 1);
-      };
-      rotate(out.graph.ops);
-      rotate(out.origin);
-      rotate(out.recompute);
-      moved = true;
+  // Move each in-place update right after the last other reader of its
+  // argument, in one pass: an update reads only its own parameter, gradient
+  // and state, which no other update overwrites, so moving one never
+  // changes another's last reader. Updates with the same last reader go
+  // after it latest-first (the order the former rotate-one-at-a-time loop
+  // gave, at quadratic cost per move).
+  size_t numOps = out.graph.ops.size();
+  std::vector<int> lastReaderOf(out.graph.values.size(), -1);
+  for (size_t j = 0; j < numOps; ++j)
+    for (int v : out.graph.ops[j].operands)
+      lastReaderOf[v] = static_cast<int>(j);
+  std::vector<std::vector<int>> after(numOps); // reader -> updates after it
+  std::vector<char> deferred(numOps, 0);
+  for (size_t k = 0; k < numOps; ++k) {
+    int lastReader = -1;
+    for (int r : out.graph.ops[k].results) {
+      int arg = out.graph.values[r].inPlaceOf;
+      if (arg >= 0 && lastReaderOf[arg] > static_cast<int>(k))
+        lastReader = std::max(lastReader, lastReaderOf[arg]);
     }
+    if (lastReader < 0)
+      continue;
+    deferred[k] = 1;
+    after[size_t(lastReader)].push_back(static_cast<int>(k));
+  }
+  std::vector<int> order;
+  order.reserve(numOps);
+  for (size_t j = 0; j < numOps; ++j) {
+    if (deferred[j] && !after[j].empty())
+      throw std::logic_error("applyComputeOrder: an in-place update is the "
+                             "last reader of another's argument");
+    if (!deferred[j])
+      order.push_back(static_cast<int>(j));
+    for (auto it = after[j].rbegin(); it != after[j].rend(); ++it)
+      order.push_back(*it);
+  }
+  {
+    std::vector<StepOp> ops;
+    std::vector<int> origin;
+    std::vector<char> recompute;
+    for (int k : order) {
+      ops.push_back(std::move(out.graph.ops[size_t(k)]));
+      origin.push_back(out.origin[size_t(k)]);
+      recompute.push_back(out.recompute[size_t(k)]);
+    }
+    out.graph.ops = std::move(ops);
+    out.origin = std::move(origin);
+    out.recompute.assign(recompute.begin(), recompute.end());
   }
   for (size_t k = 0; k < out.graph.ops.size(); ++k)
     for (int r : out.graph.ops[k].results)

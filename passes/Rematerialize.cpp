@@ -43,7 +43,8 @@ namespace remat {
 #include "passes/Passes.h.inc"
 
 planner::Problem buildPlannerProblem(const TrainStep &step,
-                                     int64_t alignment) {
+                                     int64_t alignment,
+                                     bool shareLossGradient) {
   const memory::StepGraph &graph = step.graph;
   planner::Problem problem;
   for (const memory::StepValue &v : graph.values)
@@ -64,7 +65,7 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
   // reusing ops, the elementwise ones, are small; the targets' slack covers
   // them.) sharedWith[k]: the node whose bytes op k's result takes, or -1.
   std::vector<int> sharedWith(graph.ops.size(), -1);
-  {
+  if (shareLossGradient) {
     std::vector<int> lastReader(graph.values.size(), -1);
     std::vector<char> isOutput(graph.values.size(), 0);
     for (size_t k = 0; k < graph.ops.size(); ++k)
@@ -318,7 +319,8 @@ struct RematerializePass
       return signalPassFailure();
     TrainStep &step = *extracted;
     auto start = std::chrono::steady_clock::now();
-    planner::Problem problem = buildPlannerProblem(step, alignment);
+    planner::Problem problem = buildPlannerProblem(
+        step, alignment, /*shareLossGradient=*/kind != planner::SolverKind::ChainDp);
     planner::SolveOptions options;
     options.timeLimitSeconds = timeLimit;
     options.progress = progress;

@@ -11,8 +11,13 @@ namespace remat {
 /// are its results' aligned sizes (none for in-place updates), cost its
 /// modeled seconds; arguments are persistent bytes; forward ops may be
 /// recomputed; the loss and the updates are required outputs. Ops of
-/// repeated blocks get a block id per repetition ("h.3.*").
-planner::Problem buildPlannerProblem(const TrainStep &step, int64_t alignment);
+/// repeated blocks get a block id per repetition ("h.3.*"). With
+/// `shareLossGradient`, cross_entropy_grad's result takes the bytes of the
+/// logits dying there, as in the layout (the logits' node is then computed
+/// once, which the chain DP's conversion rejects: the DP gets the problem
+/// without it, the layout's slack covering the difference).
+planner::Problem buildPlannerProblem(const TrainStep &step, int64_t alignment,
+                                     bool shareLossGradient = true);
 
 /// One planning attempt under `budget`: solve at planner targets from the
 /// budget plus the reuse slack down a fixed grid to the lower bound; at each

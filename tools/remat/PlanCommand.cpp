@@ -115,7 +115,10 @@ Session openSession(const PlanOptions &options,
       compiler::buildModule(graph, context, compiler::Stage::Scheduled);
   Session s;
   s.step = extractTrainStep(*module);
-  s.problem = buildPlannerProblem(s.step, s.alignment);
+  planner::SolverKind kind = planner::SolverKind::Auto;
+  planner::parseSolverKind(options.solver, kind);
+  s.problem = buildPlannerProblem(s.step, s.alignment,
+                                  kind != planner::SolverKind::ChainDp);
   memory::Liveness live = memory::computeLiveness(s.step.graph, s.alignment);
   s.storeAllArena =
       memory::assignOffsets(s.step.graph, live, s.alignment).arenaBytes;

@@ -449,3 +449,32 @@ TEST_CASE("user data reaches the device through the pinned staging, one "
     CHECK(actual[i] == Approx(expected[i]).epsilon(1e-4).margin(1e-6));
   }
 }
+
+TEST_CASE("the shipped GPT-2 tiny plan gives the cpu's losses on cuda, with "
+          "and without graphs",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  // Every op family GPT-2 uses, recomputation, dropout and the loss
+  // gradient written over the logits (ExecutorTest checks the same file
+  // on the CPU).
+  LoadedPlan plan = loadPlan(std::string(REMAT_SOURCE_DIR) +
+                             "/tests/e2e/plans/gpt2_tiny_520k.plan");
+  auto cpu = createCpuBackend();
+  Run expected = runPlan(*cpu, plan, 5);
+  CudaBackend withGraphs;
+  Run replayed = runPlan(withGraphs, plan, 5);
+  CHECK(withGraphs.graphsCaptured() == 1);
+  Run eager;
+  {
+    ScopedEnv off("REMAT_CUDA_GRAPHS", "0");
+    CudaBackend noGraphs;
+    eager = runPlan(noGraphs, plan, 5);
+  }
+  CHECK(replayed.losses == eager.losses);
+  for (size_t i = 0; i < expected.losses.size(); ++i) {
+    INFO("step " << i + 1 << ": cuda " << replayed.losses[i] << ", cpu "
+                 << expected.losses[i]);
+    CHECK(replayed.losses[i] ==
+          Approx(expected.losses[i]).epsilon(1e-4).margin(1e-6));
+  }
+}

@@ -185,8 +185,13 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
     first = false;
 
     if (!solved.ok) {
+      // Proven: no schedule within this target in the planner's model, so
+      // none within any lower one either.
+      bool proven = solved.stats.status == "infeasible";
       a.error = solved.error;
       a.result = std::move(solved);
+      if (proven)
+        break;
       continue;
     }
     // The best schedule, then (auto) the other solvers' in cost order: the

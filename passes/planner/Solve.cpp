@@ -219,6 +219,7 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
     if (candidate.ok)
       runnersUp.push_back(std::move(candidate));
   };
+  bool provenInfeasible = false;
   consider(solveOne(problem, budgetBytes, SolverKind::StoreAll, options,
                     Schedule(), start));
   if (!(best.ok && best.stats.provenGap == 0.0)) {
@@ -246,6 +247,7 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
       SolveResult exact =
           solveOne(problem, budgetBytes, SolverKind::Exact, exactOptions,
                    best.ok ? best.schedule : Schedule(), start);
+      provenInfeasible = exact.stats.status == "infeasible";
       double exactBound = exact.stats.bestBound;
       consider(std::move(exact));
       if (best.ok && exactBound == exactBound && best.stats.cost > 0 &&
@@ -259,7 +261,8 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
   }
   if (!best.ok) {
     result.error = "no solver found a schedule within the budget: " + errors;
-    result.stats.status = "failed";
+    // "infeasible": the MILP proved that no schedule in this order fits.
+    result.stats.status = provenInfeasible ? "infeasible" : "failed";
     result.stats.baseCost = problem.totalCost();
     result.stats.solveSeconds = secondsSince(start);
     return result;
@@ -337,6 +340,8 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
   SolveResult failed; // the given order's outcome when nothing fits
   if (!given.ok)
     failed = given;
+  // Proven infeasible in every order tried (lower bound or MILP).
+  bool allInfeasible = !given.ok && given.stats.status == "infeasible";
   collect(given, nullptr);
   for (size_t i = 0; i < orders.size(); ++i) {
     const NodeOrder &order = orders[i];
@@ -344,12 +349,16 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
     SolveOptions other = inner;
     other.timeLimitSeconds =
         std::max(0.1, left / static_cast<double>(orders.size() - i));
-    if (kind == SolverKind::Auto)
+    // The MILP runs in the other orders only on small graphs, where it
+    // takes a fraction of a second (and can prove a budget infeasible).
+    if (kind == SolverKind::Auto && problem.size() > 40)
       other.exactMaxNodes = -1;
     other.progress = false;
     SolveResult candidate = solveInOrder(permuteProblem(problem, order.order),
                                          budgetBytes, kind, other);
     minimum = std::min(minimum, candidate.minimumBytes);
+    allInfeasible = allInfeasible && !candidate.ok &&
+                    candidate.stats.status == "infeasible";
     otherOrders += (otherOrders.empty() ? "" : ", ") + order.name;
     collect(candidate, &order);
   }
@@ -358,6 +367,7 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
       failed.error += " (no schedule in the orders " + otherOrders +
                       " either)";
     failed.error += replayErrors;
+    failed.stats.status = allInfeasible ? "infeasible" : "failed";
     failed.minimumBytes = minimum;
     failed.stats.solveSeconds = secondsSince(start);
     return failed;

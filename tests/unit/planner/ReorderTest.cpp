@@ -167,3 +167,34 @@ TEST_CASE("reordering never makes a plan worse", "[planner]") {
   }
   CHECK(compared >= 8);
 }
+
+TEST_CASE("auto reports a budget the MILP proves infeasible in every order "
+          "as infeasible, and fits the next byte up",
+          "[planner]") {
+  // Seeds whose minimum lies above the lower bound (so the proof is the
+  // MILP's, in each of the three orders) and whose MILPs prove it in well
+  // under the time limit.
+  for (unsigned seed : {15u, 17u, 21u}) {
+    Problem problem = randomTrainingDag(seed, 5);
+    REQUIRE(problem.size() <= 40); // the MILP runs in every order
+    SolveOptions options;
+    options.reorder = true;
+    options.timeLimitSeconds = 2;
+    auto fits = [&](int64_t budget) {
+      return solve(problem, budget, SolverKind::Auto, options);
+    };
+    // The smallest budget auto meets, by bisection.
+    int64_t bound = computeLowerBound(problem).bytes;
+    int64_t low = bound - 1, high = storeAllPeak(problem);
+    REQUIRE(fits(high).ok);
+    while (high - low > 1) {
+      int64_t mid = low + (high - low) / 2;
+      (fits(mid).ok ? high : low) = mid;
+    }
+    INFO("seed " << seed << ": lower bound " << bound << ", minimum " << high);
+    REQUIRE(low >= bound); // not the lower bound's refusal
+    SolveResult below = fits(low);
+    CHECK_FALSE(below.ok);
+    CHECK(below.stats.status == "infeasible");
+  }
+}

@@ -44,6 +44,25 @@ struct ScopedEnv {
   ~ScopedEnv() { unsetenv(name.c_str()); }
 };
 
+/// The plan run on cuda with graphs (replayed) and with REMAT_CUDA_GRAPHS=0
+/// (eager), plus the graph statistics of the first run.
+struct GraphRuns {
+  Run replayed, eager;
+  int64_t captured = 0, replays = 0;
+};
+
+GraphRuns runWithAndWithoutGraphs(const LoadedPlan &plan, int steps) {
+  GraphRuns runs;
+  CudaBackend withGraphs;
+  runs.replayed = runPlan(withGraphs, plan, steps);
+  runs.captured = withGraphs.graphsCaptured();
+  runs.replays = withGraphs.graphReplays();
+  ScopedEnv off("REMAT_CUDA_GRAPHS", "0");
+  CudaBackend noGraphs;
+  runs.eager = runPlan(noGraphs, plan, steps);
+  return runs;
+}
+
 } // namespace
 
 TEST_CASE("the tiny plan gives the same losses on the cuda and cpu backends",
@@ -160,16 +179,10 @@ TEST_CASE("graph replay reads dropout's and adamw's step on the device",
   auto cpu = createCpuBackend();
   Run expected = runPlan(*cpu, plan, 6);
   REMAT_REQUIRE_CUDA_DEVICE();
-  CudaBackend withGraphs;
-  Run replayed = runPlan(withGraphs, plan, 6);
-  CHECK(withGraphs.graphsCaptured() == 1);
-  CHECK(withGraphs.graphReplays() == 4);
-  Run eager;
-  {
-    ScopedEnv off("REMAT_CUDA_GRAPHS", "0");
-    CudaBackend noGraphs;
-    eager = runPlan(noGraphs, plan, 6);
-  }
+  GraphRuns runs = runWithAndWithoutGraphs(plan, 6);
+  const Run &replayed = runs.replayed, &eager = runs.eager;
+  CHECK(runs.captured == 1);
+  CHECK(runs.replays == 4);
   CHECK(replayed.losses == eager.losses);
   for (const auto &[name, t] : eager.state)
     CHECK(replayed.state.at(name).bytes == t.bytes);
@@ -461,16 +474,10 @@ TEST_CASE("the shipped GPT-2 tiny plan gives the cpu's losses on cuda, with "
                              "/tests/e2e/plans/gpt2_tiny_520k.plan");
   auto cpu = createCpuBackend();
   Run expected = runPlan(*cpu, plan, 5);
-  CudaBackend withGraphs;
-  Run replayed = runPlan(withGraphs, plan, 5);
-  CHECK(withGraphs.graphsCaptured() == 1);
-  Run eager;
-  {
-    ScopedEnv off("REMAT_CUDA_GRAPHS", "0");
-    CudaBackend noGraphs;
-    eager = runPlan(noGraphs, plan, 5);
-  }
-  CHECK(replayed.losses == eager.losses);
+  GraphRuns runs = runWithAndWithoutGraphs(plan, 5);
+  const Run &replayed = runs.replayed;
+  CHECK(runs.captured == 1);
+  CHECK(replayed.losses == runs.eager.losses);
   for (size_t i = 0; i < expected.losses.size(); ++i) {
     INFO("step " << i + 1 << ": cuda " << replayed.losses[i] << ", cpu "
                  << expected.losses[i]);

@@ -142,7 +142,16 @@ fi
 remat="$build/tools/remat/remat"
 bench_deadline=$(( $(date +%s) + 150 ))
 shopt -s nullglob
-plans=("$plans_dir"/*.plan)
+# The forum's model and GPT-2 at store-all first (the targets), then the
+# budgets, the max-batch plans last; anything else after them.
+plans=()
+for name in seed_mlp-1M gpt2-124M-all gpt2-124M-50 gpt2-124M-75 \
+    gpt2-124M-min seed_mlp-maxb32 gpt2-124M-maxb32; do
+  [[ -f "$plans_dir/$name.plan" ]] && plans+=("$plans_dir/$name.plan")
+done
+for plan in "$plans_dir"/*.plan; do
+  [[ " ${plans[*]} " == *" $plan "* ]] || plans+=("$plan")
+done
 if (( ${#plans[@]} == 0 )); then
   echo "== bench: no plans under $plans_dir"
 fi

@@ -272,6 +272,18 @@ Attempt attemptWithFallbacks(const planner::Problem &problem,
   return a;
 }
 
+bool fitsWithFastSolvers(const planner::Problem &problem,
+                         const TrainStep &step, int64_t budget,
+                         const planner::SolveOptions &options,
+                         int64_t alignment) {
+  return attemptPlan(problem, step, budget, planner::SolverKind::Heuristic,
+                     options, alignment)
+             .ok ||
+         attemptPlan(problem, step, budget, planner::SolverKind::PerBlock,
+                     options, alignment)
+             .ok;
+}
+
 int64_t minimumFeasibleBudget(const planner::Problem &problem,
                               const TrainStep &step, int64_t lowerBound,
                               const planner::SolveOptions &options,
@@ -281,13 +293,7 @@ int64_t minimumFeasibleBudget(const planner::Problem &problem,
   planner::SolveOptions probe = options;
   probe.progress = false;
   auto meets = [&](int64_t budget) {
-    return attemptWithFallbacks(problem, step, budget,
-                                planner::SolverKind::Heuristic, probe,
-                                alignment)
-               .ok ||
-           attemptPlan(problem, step, budget, planner::SolverKind::PerBlock,
-                       probe, alignment)
-               .ok;
+    return fitsWithFastSolvers(problem, step, budget, probe, alignment);
   };
   memory::Liveness live = memory::computeLiveness(step.graph, alignment);
   int64_t high =

@@ -45,6 +45,14 @@ Attempt attemptWithFallbacks(const planner::Problem &problem,
                              const planner::SolveOptions &options,
                              int64_t alignment);
 
+/// Whether the fast solvers' schedule fits `budget` after layout: the
+/// heuristic's, else per-block's (what `auto` falls back to, so auto fits
+/// every budget they fit).
+bool fitsWithFastSolvers(const planner::Problem &problem,
+                         const TrainStep &step, int64_t budget,
+                         const planner::SolveOptions &options,
+                         int64_t alignment);
+
 /// The smallest budget, to within 0.5%, that the heuristic or per-block
 /// schedule meets after layout (`auto` falls back to both, so it meets it
 /// too): a bisection between `lowerBound` (no

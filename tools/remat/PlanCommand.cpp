@@ -261,12 +261,8 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
     Session s = openSession(options, m);
     bool ok = s.storeAllArena <= *options.budget;
     if (!ok && quick)
-      ok = attemptPlan(s.problem, s.step, *options.budget,
-                       SolverKind::Heuristic, solve, s.alignment)
-               .ok ||
-           attemptPlan(s.problem, s.step, *options.budget,
-                       SolverKind::PerBlock, solve, s.alignment)
-               .ok;
+      ok = fitsWithFastSolvers(s.problem, s.step, *options.budget, solve,
+                               s.alignment);
     else if (!ok)
       ok = attemptWithFallbacks(s.problem, s.step, *options.budget, kind,
                                 solve, s.alignment)

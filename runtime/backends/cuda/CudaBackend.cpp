@@ -69,10 +69,9 @@ uint64_t scratchFor(const LoadedPlan &plan, bool minimum = false) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     OpKind op = plan.steps[i].op;
     if (minimum && (op == OpKind::Attention || op == OpKind::AttentionGrad)) {
-      const Shape &q = p.buffers[size_t(p.steps[i].inputs[0])].shape;
-      uint64_t s = uint64_t(q[2]);
-      most = std::max<uint64_t>(
-          most, s * s * sizeof(float) * (op == OpKind::AttentionGrad ? 2 : 1));
+      most = std::max(most, cuda::attentionSliceBytes(
+                                op, p.buffers[size_t(p.steps[i].inputs[0])]
+                                        .shape));
       continue;
     }
     std::vector<TensorType> ins, outs;
@@ -384,7 +383,6 @@ struct CudaBackend::State {
   /// CudaBackend::runStep: dispatch, capture or queue for replay.
   void runStep(const KernelCall &call);
 
-  /// Frees everything; never throws (destructor, failed constructor).
   /// Stages `bytes` of `src` in pinned memory and enqueues the copy to
   /// `dst`. A slot is reused two steps later; its event (recorded after its
   /// copies) is waited for first, which has long passed by then (the
@@ -422,6 +420,7 @@ struct CudaBackend::State {
     slot.used = need;
   }
 
+  /// Frees everything; never throws (destructor, failed constructor).
   void release() noexcept {
     abortCapture();
     if (stream)

@@ -100,6 +100,9 @@ uint64_t layerNormGradScratchBytes(const Shape &x);
 uint64_t embeddingGradScratchBytes(int64_t positions, int64_t vocab);
 uint64_t lossScratchBytes(OpKind op, const Shape &x);
 uint64_t attentionScratchBytes(OpKind op, const Shape &q);
+/// One (batch, head) slice of attention's scratch (S*S floats, twice for
+/// attention_grad): the least it works with, in chunks of what it holds.
+uint64_t attentionSliceBytes(OpKind op, const Shape &q);
 
 /// Row-major strided-batched GEMM through cuBLAS:
 /// C_i = alpha * op(A_i) op(B_i) + beta * C_i for i < batch, where

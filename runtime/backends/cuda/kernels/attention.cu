@@ -41,19 +41,14 @@ struct AttentionGeometry {
   int64_t slices, s, dh, perChunk;
 };
 
-uint64_t sliceBytes(OpKind op, int64_t s) {
-  return uint64_t(s) * uint64_t(s) * sizeof(float) *
-         (op == OpKind::AttentionGrad ? 2 : 1);
-}
-
 AttentionGeometry geometryOf(OpKind op, const Shape &q) {
   AttentionGeometry g{q[0] * q[1], q[2], q[3], 1};
   // The row kernels launch one block per row of the chunk: count * S must
   // fit grid.x (2^31 - 1) even under a huge scratch cap.
   int64_t gridLimit = std::max<int64_t>(1, INT_MAX / g.s);
-  g.perChunk = std::clamp<int64_t>(
-      std::min<int64_t>(int64_t(scratchCap() / sliceBytes(op, g.s)), gridLimit),
-      1, g.slices);
+  int64_t byCap = int64_t(scratchCap() / attentionSliceBytes(op, q));
+  g.perChunk =
+      std::clamp<int64_t>(std::min(byCap, gridLimit), 1, g.slices);
   return g;
 }
 
@@ -64,7 +59,7 @@ AttentionGeometry geometryOf(OpKind op, const Shape &q) {
 AttentionGeometry launchGeometry(const KernelCall &call,
                                  const DeviceContext &ctx) {
   AttentionGeometry g = geometryOf(call.op, call.inputs[0].shape);
-  uint64_t perSlice = sliceBytes(call.op, g.s);
+  uint64_t perSlice = attentionSliceBytes(call.op, call.inputs[0].shape);
   if (ctx.scratchBytes < perSlice)
     throw std::runtime_error(
         std::string("cuda: ") + opName(call.op) + " needs " +
@@ -111,9 +106,14 @@ void probabilities(const DeviceContext &ctx, const AttentionGeometry &g,
 
 } // namespace
 
+uint64_t attentionSliceBytes(OpKind op, const Shape &q) {
+  return uint64_t(q[2]) * uint64_t(q[2]) * sizeof(float) *
+         (op == OpKind::AttentionGrad ? 2 : 1);
+}
+
 uint64_t attentionScratchBytes(OpKind op, const Shape &q) {
   AttentionGeometry g = geometryOf(op, q);
-  return uint64_t(g.perChunk) * sliceBytes(op, g.s);
+  return uint64_t(g.perChunk) * attentionSliceBytes(op, q);
 }
 
 void launchAttention(const KernelCall &call, const DeviceContext &ctx) {

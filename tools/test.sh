@@ -1,8 +1,21 @@
 #!/usr/bin/env bash
-# Sets up (installs missing packages, builds) and runs the whole test suite.
+# Sets up (installs missing packages, builds) and runs the whole test suite:
+# the main build's tests, then the CUDA backend's [cuda] tests on the CPU
+# emulator (a second, runtime-only build: REMAT_CUDA_EMULATOR=ON, see
+# docs/cuda.md), so the GPU kernels are checked where no GPU exists.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${REMAT_BUILD_DIR:-$root/build}"
+emu="${REMAT_EMU_BUILD_DIR:-$build-cuda-emu}"
 "$root/tools/setup.sh" "$build"
 cd "$build"
 ctest --output-on-failure -j"$(nproc)"
+
+echo "test: the CUDA backend on the CPU emulator ($emu)"
+if [[ ! -f "$emu/build.ninja" ]]; then
+  cmake -G Ninja -S "$root" -B "$emu" -DCMAKE_BUILD_TYPE=Release \
+    -DREMAT_ENABLE_MLIR=OFF -DREMAT_CUDA_EMULATOR=ON >/dev/null
+fi
+ninja -C "$emu" -j"$(nproc)" remat-unit-cuda
+cd "$emu"
+ctest --output-on-failure -j"$(nproc)" -R '^unit-cuda'

@@ -47,8 +47,7 @@ AttentionGeometry geometryOf(OpKind op, const Shape &q) {
   // fit grid.x (2^31 - 1) even under a huge scratch cap.
   int64_t gridLimit = std::max<int64_t>(1, INT_MAX / g.s);
   int64_t byCap = int64_t(scratchCap() / attentionSliceBytes(op, q));
-  g.perChunk =
-      std::clamp<int64_t>(std::min(byCap, gridLimit), 1, g.slices);
+  g.perChunk = std::clamp<int64_t>(std::min(byCap, gridLimit), 1, g.slices);
   return g;
 }
 
@@ -61,10 +60,11 @@ AttentionGeometry launchGeometry(const KernelCall &call,
   AttentionGeometry g = geometryOf(call.op, call.inputs[0].shape);
   uint64_t perSlice = attentionSliceBytes(call.op, call.inputs[0].shape);
   if (ctx.scratchBytes < perSlice)
-    throw std::runtime_error(
-        std::string("cuda: ") + opName(call.op) + " needs " +
-        std::to_string(perSlice) + " B of scratch per (batch, head) but the "
-        "workspace reserved " + std::to_string(ctx.scratchBytes) + " B");
+    throw std::runtime_error(std::string("cuda: ") + opName(call.op) +
+                             " needs " + std::to_string(perSlice) +
+                             " B of scratch per (batch, head) but the "
+                             "workspace reserved " +
+                             std::to_string(ctx.scratchBytes) + " B");
   g.perChunk =
       std::min<int64_t>(g.perChunk, int64_t(ctx.scratchBytes / perSlice));
   return g;
@@ -99,8 +99,9 @@ void probabilities(const DeviceContext &ctx, const AttentionGeometry &g,
   int64_t ss = g.s * g.s, sd = g.s * g.dh;
   gemmRowMajor(ctx, false, true, g.s, g.s, g.dh, at.scale, q, g.dh, sd, k, g.dh,
                sd, 0.0f, p, g.s, ss, count);
-  maskedSoftmaxKernel<<<unsigned(count * g.s), rowThreads(g.s), 0,
-                        ctx.stream>>>(p, g.s, at.causal);
+  REMAT_LAUNCH(unsigned(count * g.s), rowThreads(g.s), 0, ctx.stream,
+               maskedSoftmaxKernel)
+  (p, g.s, at.causal);
   REMAT_CUDA_CHECK_LAUNCH("maskedSoftmaxKernel");
 }
 
@@ -153,8 +154,9 @@ void launchAttentionGrad(const KernelCall &call, const DeviceContext &ctx) {
                  sd, 0.0f, dv, g.dh, sd, count);
     gemmRowMajor(ctx, false, true, g.s, g.s, g.dh, 1.0f, dout, g.dh, sd, v,
                  g.dh, sd, 0.0f, dp, g.s, ss, count);
-    softmaxBackwardRowKernel<<<unsigned(count * g.s), rowThreads(g.s), 0,
-                               ctx.stream>>>(p, dp, g.s);
+    REMAT_LAUNCH(unsigned(count * g.s), rowThreads(g.s), 0, ctx.stream,
+                 softmaxBackwardRowKernel)
+    (p, dp, g.s);
     REMAT_CUDA_CHECK_LAUNCH("softmaxBackwardRowKernel");
     gemmRowMajor(ctx, false, false, g.s, g.dh, g.s, at.scale, dp, g.s, ss, k,
                  g.dh, sd, 0.0f, dq, g.dh, sd, count);

@@ -68,10 +68,10 @@ bool isSuffix(const Shape &small, const Shape &big) {
 }
 
 template <BinaryOp Op, typename Index>
-void launchMod(const float *a, int64_t na, const float *b, int64_t nb,
-               float *c, int64_t n, const DeviceContext &ctx) {
-  binaryModKernel<Op, Index><<<gridFor(n), kThreads, 0, ctx.stream>>>(
-      a, Index(na), b, Index(nb), c, Index(n));
+void launchMod(const float *a, int64_t na, const float *b, int64_t nb, float *c,
+               int64_t n, const DeviceContext &ctx) {
+  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, binaryModKernel<Op, Index>)
+  (a, Index(na), b, Index(nb), c, Index(n));
   REMAT_CUDA_CHECK_LAUNCH("binaryModKernel");
 }
 
@@ -79,8 +79,9 @@ template <BinaryOp Op, typename Index>
 void launchStrided(const float *a, const StridedIndex &ia, const float *b,
                    const StridedIndex &ib, float *c, int64_t n,
                    const DeviceContext &ctx) {
-  binaryStridedKernel<Op, Index>
-      <<<gridFor(n), kThreads, 0, ctx.stream>>>(a, ia, b, ib, c, Index(n));
+  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream,
+               binaryStridedKernel<Op, Index>)
+  (a, ia, b, ib, c, Index(n));
   REMAT_CUDA_CHECK_LAUNCH("binaryStridedKernel");
 }
 

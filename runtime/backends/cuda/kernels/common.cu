@@ -73,13 +73,14 @@ __global__ void sumDoublesKernel(const double *values, int64_t count,
 
 void launchSetTrainingStep(DeviceStatus *status, int64_t step,
                            cudaStream_t stream) {
-  setTrainingStepKernel<<<1, 1, 0, stream>>>(status, step);
+  REMAT_LAUNCH(1, 1, 0, stream, setTrainingStepKernel)(status, step);
   REMAT_CUDA_CHECK_LAUNCH("setTrainingStepKernel");
 }
 
 void launchSumDoubles(const double *values, int64_t count, double divisor,
                       float *out, cudaStream_t stream) {
-  sumDoublesKernel<<<1, 1024, 0, stream>>>(values, count, divisor, out);
+  REMAT_LAUNCH(1, 1024, 0, stream, sumDoublesKernel)
+  (values, count, divisor, out);
   REMAT_CUDA_CHECK_LAUNCH("sumDoublesKernel");
 }
 

@@ -22,6 +22,20 @@ namespace remat::runtime::cuda {
 
 inline constexpr int kThreads = 256;
 
+/// `REMAT_LAUNCH(grid, block, sharedBytes, stream, kernel)(args...)` is
+/// `kernel<<<grid, block, sharedBytes, stream>>>(args...)`, written so that
+/// the host compiler parses it too: the CUDA emulator
+/// (REMAT_CUDA_EMULATOR=ON, emu/include/cuda_runtime.h) runs the same
+/// kernels on the CPU. The kernel comes last, so a template's commas need
+/// no parentheses.
+#ifdef REMAT_CUDA_EMULATION
+#define REMAT_LAUNCH(grid, block, sharedBytes, stream, ...)                    \
+  REMAT_EMU_LAUNCH(grid, block, sharedBytes, stream, __VA_ARGS__)
+#else
+#define REMAT_LAUNCH(grid, block, sharedBytes, stream, ...)                    \
+  __VA_ARGS__<<<grid, block, sharedBytes, stream>>>
+#endif
+
 /// Blocks for a grid-stride loop over n elements.
 inline unsigned gridFor(int64_t n, int threads = kThreads) {
   int64_t blocks = (n + threads - 1) / threads;

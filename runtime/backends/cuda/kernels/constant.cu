@@ -15,8 +15,8 @@ __global__ void fillKernel(float *y, float value, int64_t n) {
 
 void launchConstant(const KernelCall &call, const DeviceContext &ctx) {
   int64_t n = call.outputs[0].numElements;
-  fillKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
-      call.outputs[0].as<float>(), call.attrs->value, n);
+  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, fillKernel)
+  (call.outputs[0].as<float>(), call.attrs->value, n);
   REMAT_CUDA_CHECK_LAUNCH("fillKernel");
 }
 

@@ -39,9 +39,9 @@ void launchDropout(const KernelCall &call, const DeviceContext &ctx) {
   int64_t n = call.inputs[0].numElements;
   float rate = call.attrs->rate;
   float scale = 1.0f / (1.0f - rate);
-  dropoutKernel<<<gridFor((n + 3) / 4), kThreads, 0, ctx.stream>>>(
-      call.inputs[0].as<const float>(), call.outputs[0].as<float>(), n,
-      call.attrs->seed, rate, scale, ctx.status);
+  REMAT_LAUNCH(gridFor((n + 3) / 4), kThreads, 0, ctx.stream, dropoutKernel)
+  (call.inputs[0].as<const float>(), call.outputs[0].as<float>(), n,
+   call.attrs->seed, rate, scale, ctx.status);
   REMAT_CUDA_CHECK_LAUNCH("dropoutKernel");
 }
 

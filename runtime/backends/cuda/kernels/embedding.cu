@@ -131,11 +131,11 @@ uint64_t embeddingGradScratchBytes(int64_t positions, int64_t vocab) {
 void launchEmbedding(const KernelCall &call, const DeviceContext &ctx) {
   const TensorRef &table = call.inputs[0], &indices = call.inputs[1];
   int64_t v = table.shape[0], d = table.shape[1];
-  embeddingKernel<<<gridFor(indices.numElements * d), kThreads, 0,
-                    ctx.stream>>>(
-      table.as<const float>(), indices.data, indices.dtype == DType::I64,
-      indices.numElements, v, d, call.outputs[0].as<float>(), ctx.status,
-      int64_t(call.stepIndex));
+  REMAT_LAUNCH(gridFor(indices.numElements * d), kThreads, 0, ctx.stream,
+               embeddingKernel)
+  (table.as<const float>(), indices.data, indices.dtype == DType::I64,
+   indices.numElements, v, d, call.outputs[0].as<float>(), ctx.status,
+   int64_t(call.stepIndex));
   REMAT_CUDA_CHECK_LAUNCH("embeddingKernel");
 }
 
@@ -155,18 +155,18 @@ void launchEmbeddingGrad(const KernelCall &call, const DeviceContext &ctx) {
   void *temp = scratch + 4 * keyBytes + alignUp(uint64_t(v + 1) * sizeof(int));
   size_t tempBytes = cubTempBytes(positions, v);
 
-  embeddingKeysKernel<<<gridFor(positions), kThreads, 0, ctx.stream>>>(
-      indices.data, indices.dtype == DType::I64, positions, v, keysIn, valuesIn,
-      ctx.status, int64_t(call.stepIndex));
+  REMAT_LAUNCH(gridFor(positions), kThreads, 0, ctx.stream, embeddingKeysKernel)
+  (indices.data, indices.dtype == DType::I64, positions, v, keysIn, valuesIn,
+   ctx.status, int64_t(call.stepIndex));
   REMAT_CUDA_CHECK_LAUNCH("embeddingKeysKernel");
   REMAT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
       temp, tempBytes, keysIn, keysOut, valuesIn, valuesOut, int(positions), 0,
       endBitFor(v), ctx.stream));
-  segmentStartKernel<<<gridFor(v + 1), kThreads, 0, ctx.stream>>>(
-      keysOut, positions, v, start);
+  REMAT_LAUNCH(gridFor(v + 1), kThreads, 0, ctx.stream, segmentStartKernel)
+  (keysOut, positions, v, start);
   REMAT_CUDA_CHECK_LAUNCH("segmentStartKernel");
-  segmentSumKernel<<<gridFor(v * d), kThreads, 0, ctx.stream>>>(
-      dy.as<const float>(), valuesOut, start, v, d, dtable.as<float>());
+  REMAT_LAUNCH(gridFor(v * d), kThreads, 0, ctx.stream, segmentSumKernel)
+  (dy.as<const float>(), valuesOut, start, v, d, dtable.as<float>());
   REMAT_CUDA_CHECK_LAUNCH("segmentSumKernel");
 }
 

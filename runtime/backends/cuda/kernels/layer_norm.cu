@@ -116,9 +116,9 @@ int64_t paramChunks(int64_t rows, int64_t d) {
   if (rows <= 64)
     return 1;
   return std::max<int64_t>(
-      1, std::min({(rows + 31) / 32,
-                   std::max<int64_t>(1, (int64_t(1) << 18) / d),
-                   int64_t(1024)}));
+      1,
+      std::min({(rows + 31) / 32, std::max<int64_t>(1, (int64_t(1) << 18) / d),
+                int64_t(1024)}));
 }
 
 } // namespace
@@ -132,10 +132,10 @@ uint64_t layerNormGradScratchBytes(const Shape &x) {
 void launchLayerNorm(const KernelCall &call, const DeviceContext &ctx) {
   int64_t d = call.inputs[0].shape.back();
   int64_t rows = call.inputs[0].numElements / d;
-  layerNormKernel<<<unsigned(rows), rowThreads(d), 0, ctx.stream>>>(
-      call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
-      call.inputs[2].as<const float>(), call.outputs[0].as<float>(), d,
-      call.attrs->epsilon);
+  REMAT_LAUNCH(unsigned(rows), rowThreads(d), 0, ctx.stream, layerNormKernel)
+  (call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
+   call.inputs[2].as<const float>(), call.outputs[0].as<float>(), d,
+   call.attrs->epsilon);
   REMAT_CUDA_CHECK_LAUNCH("layerNormKernel");
 }
 
@@ -146,17 +146,18 @@ void launchLayerNormGrad(const KernelCall &call, const DeviceContext &ctx) {
   const float *dy = call.inputs[2].as<const float>();
   double *stats = static_cast<double *>(ctx.scratch);
   float *partial = reinterpret_cast<float *>(stats + 2 * rows);
-  layerNormDxKernel<<<unsigned(rows), rowThreads(d), 0, ctx.stream>>>(
-      x, call.inputs[1].as<const float>(), dy, call.outputs[0].as<float>(),
-      stats, d, call.attrs->epsilon);
+  REMAT_LAUNCH(unsigned(rows), rowThreads(d), 0, ctx.stream, layerNormDxKernel)
+  (x, call.inputs[1].as<const float>(), dy, call.outputs[0].as<float>(), stats,
+   d, call.attrs->epsilon);
   REMAT_CUDA_CHECK_LAUNCH("layerNormDxKernel");
   int64_t chunks = paramChunks(rows, d);
-  layerNormParamChunkKernel<<<gridFor(d * chunks), kThreads, 0, ctx.stream>>>(
-      x, dy, stats, rows, d, chunks, partial);
+  REMAT_LAUNCH(gridFor(d * chunks), kThreads, 0, ctx.stream,
+               layerNormParamChunkKernel)
+  (x, dy, stats, rows, d, chunks, partial);
   REMAT_CUDA_CHECK_LAUNCH("layerNormParamChunkKernel");
-  layerNormParamCombineKernel<<<gridFor(d), kThreads, 0, ctx.stream>>>(
-      partial, d, chunks, call.outputs[1].as<float>(),
-      call.outputs[2].as<float>());
+  REMAT_LAUNCH(gridFor(d), kThreads, 0, ctx.stream, layerNormParamCombineKernel)
+  (partial, d, chunks, call.outputs[1].as<float>(),
+   call.outputs[2].as<float>());
   REMAT_CUDA_CHECK_LAUNCH("layerNormParamCombineKernel");
 }
 

@@ -31,11 +31,13 @@ void gatherAs(const KernelCall &call, const DeviceContext &ctx,
   const Element *x = call.inputs[0].as<const Element>();
   int64_t n = y.numElements;
   if (fitsIndex32(n))
-    gatherKernel<Element, uint32_t><<<gridFor(n), kThreads, 0, ctx.stream>>>(
-        x, ix, y.as<Element>(), uint32_t(n));
+    REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream,
+                 gatherKernel<Element, uint32_t>)
+    (x, ix, y.as<Element>(), uint32_t(n));
   else
-    gatherKernel<Element, int64_t><<<gridFor(n), kThreads, 0, ctx.stream>>>(
-        x, ix, y.as<Element>(), n);
+    REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream,
+                 gatherKernel<Element, int64_t>)
+    (x, ix, y.as<Element>(), n);
   REMAT_CUDA_CHECK_LAUNCH("gatherKernel");
 }
 

@@ -108,9 +108,10 @@ void launchCrossEntropy(const KernelCall &call, const DeviceContext &ctx) {
   const TensorRef &logits = call.inputs[0], &labels = call.inputs[1];
   int64_t c = logits.shape.back(), rows = logits.numElements / c;
   double *rowLoss = static_cast<double *>(ctx.scratch);
-  crossEntropyRowKernel<<<unsigned(rows), rowThreads(c), 0, ctx.stream>>>(
-      logits.as<const float>(), labels.data, labels.dtype == DType::I64, c,
-      rowLoss, ctx.status, int64_t(call.stepIndex));
+  REMAT_LAUNCH(unsigned(rows), rowThreads(c), 0, ctx.stream,
+               crossEntropyRowKernel)
+  (logits.as<const float>(), labels.data, labels.dtype == DType::I64, c,
+   rowLoss, ctx.status, int64_t(call.stepIndex));
   REMAT_CUDA_CHECK_LAUNCH("crossEntropyRowKernel");
   launchSumDoubles(rowLoss, rows, double(rows), call.outputs[0].as<float>(),
                    ctx.stream);
@@ -119,10 +120,11 @@ void launchCrossEntropy(const KernelCall &call, const DeviceContext &ctx) {
 void launchCrossEntropyGrad(const KernelCall &call, const DeviceContext &ctx) {
   const TensorRef &logits = call.inputs[0], &labels = call.inputs[1];
   int64_t c = logits.shape.back(), rows = logits.numElements / c;
-  crossEntropyGradKernel<<<unsigned(rows), rowThreads(c), 0, ctx.stream>>>(
-      logits.as<const float>(), labels.data, labels.dtype == DType::I64,
-      call.inputs[2].as<const float>(), rows, c, call.outputs[0].as<float>(),
-      ctx.status, int64_t(call.stepIndex));
+  REMAT_LAUNCH(unsigned(rows), rowThreads(c), 0, ctx.stream,
+               crossEntropyGradKernel)
+  (logits.as<const float>(), labels.data, labels.dtype == DType::I64,
+   call.inputs[2].as<const float>(), rows, c, call.outputs[0].as<float>(),
+   ctx.status, int64_t(call.stepIndex));
   REMAT_CUDA_CHECK_LAUNCH("crossEntropyGradKernel");
 }
 
@@ -130,9 +132,9 @@ void launchMse(const KernelCall &call, const DeviceContext &ctx) {
   int64_t n = call.inputs[0].numElements;
   int64_t blocks = mseBlocks(n);
   double *partial = static_cast<double *>(ctx.scratch);
-  msePartialKernel<<<unsigned(blocks), kThreads, 0, ctx.stream>>>(
-      call.inputs[0].as<const float>(), call.inputs[1].as<const float>(), n,
-      partial);
+  REMAT_LAUNCH(unsigned(blocks), kThreads, 0, ctx.stream, msePartialKernel)
+  (call.inputs[0].as<const float>(), call.inputs[1].as<const float>(), n,
+   partial);
   REMAT_CUDA_CHECK_LAUNCH("msePartialKernel");
   launchSumDoubles(partial, blocks, double(n), call.outputs[0].as<float>(),
                    ctx.stream);
@@ -140,9 +142,9 @@ void launchMse(const KernelCall &call, const DeviceContext &ctx) {
 
 void launchMseGrad(const KernelCall &call, const DeviceContext &ctx) {
   int64_t n = call.inputs[0].numElements;
-  mseGradKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
-      call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
-      call.inputs[2].as<const float>(), call.outputs[0].as<float>(), n);
+  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, mseGradKernel)
+  (call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
+   call.inputs[2].as<const float>(), call.outputs[0].as<float>(), n);
   REMAT_CUDA_CHECK_LAUNCH("mseGradKernel");
 }
 

@@ -49,22 +49,22 @@ __global__ void adamwKernel(const float *paramIn, const float *grad,
 void launchSgdUpdate(const KernelCall &call, const DeviceContext &ctx) {
   const OpAttrs &at = *call.attrs;
   int64_t n = call.inputs[0].numElements;
-  sgdKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
-      call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
-      call.inputs[2].as<const float>(), call.outputs[0].as<float>(),
-      call.outputs[1].as<float>(), n, at.lr, at.momentum, at.weightDecay);
+  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, sgdKernel)
+  (call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
+   call.inputs[2].as<const float>(), call.outputs[0].as<float>(),
+   call.outputs[1].as<float>(), n, at.lr, at.momentum, at.weightDecay);
   REMAT_CUDA_CHECK_LAUNCH("sgdKernel");
 }
 
 void launchAdamwUpdate(const KernelCall &call, const DeviceContext &ctx) {
   const OpAttrs &at = *call.attrs;
   int64_t n = call.inputs[0].numElements;
-  adamwKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
-      call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
-      call.inputs[2].as<const float>(), call.inputs[3].as<const float>(),
-      call.outputs[0].as<float>(), call.outputs[1].as<float>(),
-      call.outputs[2].as<float>(), n, at.lr, at.beta1, at.beta2, at.eps,
-      at.weightDecay, ctx.status);
+  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, adamwKernel)
+  (call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
+   call.inputs[2].as<const float>(), call.inputs[3].as<const float>(),
+   call.outputs[0].as<float>(), call.outputs[1].as<float>(),
+   call.outputs[2].as<float>(), n, at.lr, at.beta1, at.beta2, at.eps,
+   at.weightDecay, ctx.status);
   REMAT_CUDA_CHECK_LAUNCH("adamwKernel");
 }
 

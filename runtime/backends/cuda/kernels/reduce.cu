@@ -148,17 +148,18 @@ void run(const KernelCall &call, const DeviceContext &ctx,
   const float *x = call.inputs[0].as<const float>();
   float *y = call.outputs[0].as<float>();
   if (g.chunks == 1) {
-    chunkSumKernel<<<gridFor(g.outputs), kThreads, 0, ctx.stream>>>(
-        x, g.kept, g.reduced, g.outputs, g.length, 1, y, scale);
+    REMAT_LAUNCH(gridFor(g.outputs), kThreads, 0, ctx.stream, chunkSumKernel)
+    (x, g.kept, g.reduced, g.outputs, g.length, 1, y, scale);
     REMAT_CUDA_CHECK_LAUNCH("chunkSumKernel");
     return;
   }
   float *partial = static_cast<float *>(ctx.scratch);
-  chunkSumKernel<<<gridFor(g.outputs * g.chunks), kThreads, 0, ctx.stream>>>(
-      x, g.kept, g.reduced, g.outputs, g.length, g.chunks, partial, 1.0f);
+  REMAT_LAUNCH(gridFor(g.outputs * g.chunks), kThreads, 0, ctx.stream,
+               chunkSumKernel)
+  (x, g.kept, g.reduced, g.outputs, g.length, g.chunks, partial, 1.0f);
   REMAT_CUDA_CHECK_LAUNCH("chunkSumKernel");
-  combineKernel<<<gridFor(g.outputs), kThreads, 0, ctx.stream>>>(
-      partial, g.outputs, g.chunks, y, scale);
+  REMAT_LAUNCH(gridFor(g.outputs), kThreads, 0, ctx.stream, combineKernel)
+  (partial, g.outputs, g.chunks, y, scale);
   REMAT_CUDA_CHECK_LAUNCH("combineKernel");
 }
 

@@ -16,8 +16,8 @@ namespace {
 
 __global__ void syntheticKernel(SyntheticRequest request, void *dst) {
   uint64_t blocks = (request.numElements + 3) / 4;
-  for (uint64_t b = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
-       b < blocks; b += uint64_t(gridDim.x) * blockDim.x)
+  for (uint64_t b = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; b < blocks;
+       b += uint64_t(gridDim.x) * blockDim.x)
     writeSyntheticBlock(request, b, dst);
 }
 
@@ -26,7 +26,8 @@ __global__ void syntheticKernel(SyntheticRequest request, void *dst) {
 void launchSynthetic(void *dst, const SyntheticRequest &request,
                      cudaStream_t stream) {
   int64_t blocks = int64_t((request.numElements + 3) / 4);
-  syntheticKernel<<<gridFor(blocks), kThreads, 0, stream>>>(request, dst);
+  REMAT_LAUNCH(gridFor(blocks), kThreads, 0, stream, syntheticKernel)
+  (request, dst);
   REMAT_CUDA_CHECK_LAUNCH("syntheticKernel");
 }
 

@@ -69,17 +69,16 @@ __global__ void unaryGradKernel(OpKind op, const float *x, const float *dy,
 
 void launchUnary(const KernelCall &call, const DeviceContext &ctx) {
   int64_t n = call.inputs[0].numElements;
-  unaryKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
-      call.op, call.inputs[0].as<const float>(), call.outputs[0].as<float>(),
-      n);
+  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, unaryKernel)
+  (call.op, call.inputs[0].as<const float>(), call.outputs[0].as<float>(), n);
   REMAT_CUDA_CHECK_LAUNCH("unaryKernel");
 }
 
 void launchUnaryGrad(const KernelCall &call, const DeviceContext &ctx) {
   int64_t n = call.inputs[0].numElements;
-  unaryGradKernel<<<gridFor(n), kThreads, 0, ctx.stream>>>(
-      call.op, call.inputs[0].as<const float>(),
-      call.inputs[1].as<const float>(), call.outputs[0].as<float>(), n);
+  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, unaryGradKernel)
+  (call.op, call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
+   call.outputs[0].as<float>(), n);
   REMAT_CUDA_CHECK_LAUNCH("unaryGradKernel");
 }
 

@@ -16,6 +16,10 @@ if [[ ! -f "$emu/build.ninja" ]]; then
   cmake -G Ninja -S "$root" -B "$emu" -DCMAKE_BUILD_TYPE=Release \
     -DREMAT_ENABLE_MLIR=OFF -DREMAT_CUDA_EMULATOR=ON >/dev/null
 fi
-ninja -C "$emu" -j"$(nproc)" remat-unit-cuda
+ninja -C "$emu" -j"$(nproc)" remat-unit-cuda remat-run
 cd "$emu"
 ctest --output-on-failure -j"$(nproc)" -R '^unit-cuda'
+# Every model's plans through `remat run --backend cuda` on the emulator,
+# against the CPU backend (the compiler comes from the main build).
+python3 "$root/tests/e2e/cuda_emulator.py" --remat "$build/tools/remat/remat" \
+  --run "$emu/runtime/remat-run" --work "$emu/e2e"

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Every model's compiled plans through `remat run --backend cuda` on the CUDA
+emulator (stdlib only; tools/test.sh runs it).
+
+  cuda_emulator.py --remat REMAT --run EMU_REMAT_RUN [--work DIR]
+
+REMAT is the compiler (`remat`, main build); EMU_REMAT_RUN is `remat-run`
+of a REMAT_CUDA_EMULATOR=ON build (docs/cuda.md, "The CPU emulator"). For
+gpt2 (tiny, dropout 0.1), mlp_deep (tiny) and seed_mlp (tiny), at store-all
+and at half the store-all activation memory plus the CUDA workspace:
+- the cuda run's losses and step-1 gradients are bitwise equal at both
+  budgets (recomputation changes no bit);
+- they match the CPU backend's: losses within 1e-4 relative, each gradient
+  within 1e-4 of its largest magnitude (or of a millionth of the largest
+  gradient of all, for gradients that are rounding noise);
+- a budgeted run reports its arena + workspace within the plan's budget.
+Exit 0 on success, 1 with a message on failure.
+"""
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+from array import array
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import compile_plan, fail, model  # noqa: E402
+
+# The CUDA backend's default workspace for these models (32 MiB of cuBLAS
+# workspace plus kernel scratch) fits in this reserve, so nothing shrinks.
+RESERVE = 40 << 20
+STEPS = 3
+
+
+def read_gradients(path):
+    """The F32 tensors of a safetensors file, by name."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    body = raw[8 + n:]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] != "F32":
+            fail(f"{path}: {name} is {info['dtype']}, expected F32")
+        begin, end = info["data_offsets"]
+        out[name] = array("f", body[begin:end])
+    return out
+
+
+def run(runner, plan, backend, work, tag):
+    log = os.path.join(work, tag + ".jsonl")
+    grads = os.path.join(work, tag + ".safetensors")
+    r = subprocess.run([runner, plan, "--steps", str(STEPS), "--seed", "5",
+                        "--backend", backend, "--log", log, "--dump-grads",
+                        grads], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"remat run {plan} --backend {backend} failed:\n{r.stderr}")
+    with open(log) as f:
+        losses = [json.loads(line)["loss"] for line in f]
+    return losses, read_gradients(grads), r.stdout + r.stderr
+
+
+def compare_with_cpu(name, cuda, cpu):
+    (cuda_losses, cuda_grads, _), (cpu_losses, cpu_grads, _) = cuda, cpu
+    for step, (a, b) in enumerate(zip(cuda_losses, cpu_losses), 1):
+        if abs(a - b) > 1e-4 * max(abs(b), 1e-6):
+            fail(f"{name}: step {step} loss {a} on cuda, {b} on the cpu")
+    if cuda_grads.keys() != cpu_grads.keys():
+        fail(f"{name}: gradient names differ: {sorted(cuda_grads)} vs "
+             f"{sorted(cpu_grads)}")
+    # A gradient that is zero in exact arithmetic (GPT-2's key biases:
+    # softmax ignores a shift shared by a row) is rounding noise on both
+    # backends: it is measured against a millionth of the largest gradient.
+    largest = max(max(abs(v) for v in g) for g in cpu_grads.values())
+    worst = 0.0
+    for param, b in cpu_grads.items():
+        a = cuda_grads[param]
+        scale = max(max(abs(v) for v in b), 1e-6 * largest, 1e-30)
+        error = max(abs(x - y) for x, y in zip(a, b)) / scale
+        worst = max(worst, error)
+        if error > 1e-4:
+            fail(f"{name}: gradient of {param}: normalized error {error:.3g} "
+                 f"between cuda and the cpu")
+    return worst
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--remat", required=True)
+    parser.add_argument("--run", required=True)
+    parser.add_argument("--work")
+    args = parser.parse_args()
+    work = args.work or tempfile.mkdtemp(prefix="remat-cuda-emu-")
+    os.makedirs(work, exist_ok=True)
+    cases = (("gpt2", ["--preset", "tiny", "--set", "dropout=0.1"]),
+             ("mlp_deep", ["--preset", "tiny"]),
+             ("seed_mlp", ["--preset", "tiny"]))
+    for name, config in cases:
+        source = [model(name + ".json")] + config
+        plan_all, rep = compile_plan(args.remat, source, work, name + "-all")
+        if plan_all is None:
+            fail(rep)
+        b = rep["breakdown"]
+        persistent = rep["planned_peak_bytes"] - b["activations"] - b["grads"]
+        half = persistent + b["activations"] // 2
+        # Below the minimum, plan at the minimum: the error names it.
+        _, error = compile_plan(args.remat, source + ["--budget", "1"], work,
+                                "x")
+        marker = "minimum feasible budget: "
+        if marker not in error:
+            fail(f"{name}: an infeasible budget did not name the minimum")
+        arena_budget = max(half, int(error.split(marker)[1].split()[0]))
+        budget = arena_budget + RESERVE
+        plan_half, rep_half = compile_plan(
+            args.remat, source + ["--budget", str(budget),
+                                  "--workspace-reserve", str(RESERVE)],
+            work, name + "-half")
+        if plan_half is None:
+            fail(f"{name} at budget {budget}: {rep_half}")
+        recomputes = sum(1 for s in json.load(open(plan_half))["steps"]
+                         if s.get("recompute"))
+        all_cuda = run(args.run, plan_all, "cuda", work, name + "-all-cuda")
+        half_cuda = run(args.run, plan_half, "cuda", work, name + "-half-cuda")
+        half_cpu = run(args.run, plan_half, "cpu", work, name + "-half-cpu")
+        if all_cuda[:2] != half_cuda[:2]:
+            fail(f"{name}: cuda results at store-all and at budget {budget} "
+                 f"differ: losses {all_cuda[0]} vs {half_cuda[0]}")
+        if "(within)" not in half_cuda[2]:
+            fail(f"{name}: the budgeted cuda run does not report its "
+                 f"workspace within the budget:\n{half_cuda[2]}")
+        worst = compare_with_cpu(name, half_cuda, half_cpu)
+        print(f"{name}: store-all arena {rep['arena_bytes']} B and budget "
+              f"{budget} B (arena {rep_half['arena_bytes']} B, {recomputes} "
+              f"recompute steps): cuda bitwise equal across budgets; "
+              f"step-{STEPS} loss {half_cuda[0][-1]:.7f} on cuda, "
+              f"{half_cpu[0][-1]:.7f} on the cpu; worst gradient error "
+              f"{worst:.2g}")
+
+
+if __name__ == "__main__":
+    main()

@@ -28,8 +28,11 @@
 # without GPU), PYTHON (python3: the one with PyTorch), TORCH_ARGS (extra
 # arguments for the peer script, after the defaults, e.g. "--batch 4096"),
 # REMAT_CUDA_* (passed through to the backend, see docs/cuda.md).
-# Dry run here: BACKEND=cpu PYTHON=/usr/bin/python3 PLANS_DIR=<tiny plans>
-#   TORCH_ARGS="--tiny --batch 8" tools/device-check.sh
+# EMULATOR=1 builds the backend for the CPU emulator (docs/cuda.md) instead
+# of nvcc: the whole script, cuda backend included, runs without a GPU
+# (memcheck skipped; the PyTorch peer on the CPU unless TORCH_DEVICE says).
+# Dry runs here: EMULATOR=1 (or BACKEND=cpu) PYTHON=/usr/bin/python3
+#   PLANS_DIR=<tiny plans> TORCH_ARGS="--tiny --batch 8" tools/device-check.sh
 #
 # Here, before the call:  tools/device-plans.sh   (fills .plans and .deps)
 # The call:  run(command="tools/device-check.sh", carry=[".plans", ".deps"],
@@ -46,6 +49,9 @@ steps="${STEPS:-20}"
 steps_large="${STEPS_LARGE:-6}"
 python="${PYTHON:-python3}"
 backend="${BACKEND:-cuda}"
+emulator="${EMULATOR:-0}"
+torch_device="${TORCH_DEVICE:-$backend}"
+[[ "$emulator" == 1 && -z "${TORCH_DEVICE:-}" ]] && torch_device=cpu
 total_s="${TOTAL_S:-465}"
 # Everything goes to $out/logs, packed into $out/logs.tgz at the end (the
 # run tool brings back at most 8 files): $out holds summary.md and logs.tgz.
@@ -107,8 +113,10 @@ stage toolchain 20 "$logs/toolchain.txt" bash -c "$(declare -f toolchain); pytho
 # 2. Configure: runtime-only, CUDA on; tests off only if Catch2 is missing.
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
+cuda_option=-DREMAT_ENABLE_CUDA=ON
+[[ "$emulator" == 1 ]] && cuda_option=-DREMAT_CUDA_EMULATOR=ON
 configure=(cmake "${generator[@]}" -S "$root" -B "$build"
-  -DCMAKE_BUILD_TYPE=Release -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_CUDA=ON)
+  -DCMAKE_BUILD_TYPE=Release -DREMAT_ENABLE_MLIR=OFF "$cuda_option")
 if ! stage configure 45 "$logs/configure.log" "${configure[@]}" \
     -DREMAT_ENABLE_TESTS=ON; then
   echo "   configure failed; retrying without tests (Catch2 missing?)"
@@ -173,7 +181,7 @@ done
 # 5b. compute-sanitizer memcheck over the [cuda] tests (out-of-bounds
 # accesses that do not change a result), where the tool exists.
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [[ "$backend" == cuda && -x "$unit" && -x "$sanitizer" ]]; then
+if [[ "$backend" == cuda && "$emulator" != 1 && -x "$unit" && -x "$sanitizer" ]]; then
   stage memcheck 60 "$logs/memcheck.txt" "$sanitizer" --tool memcheck \
     --error-exitcode 3 "$unit" "[cuda]" || true
 fi
@@ -183,7 +191,7 @@ fi
 torch_budget=$(( $(remaining) - 15 ))
 read -r -a torch_args <<< "${TORCH_ARGS:-}"
 stage torch "$torch_budget" "$logs/torch.log" \
-  "$python" "$root/tools/bench/torch_gpu_bench.py" --device "$backend" \
+  "$python" "$root/tools/bench/torch_gpu_bench.py" --device "$torch_device" \
   --batch 1000000 --max-batch-budget $((32 << 30)) \
   --deadline $(( torch_budget > 60 ? torch_budget - 40 : 20 )) \
   --out "$logs/torch.json" "${torch_args[@]}"

@@ -1,7 +1,9 @@
 //===- CudaEmu.cpp - CUDA runtime, kernel threads and cuBLAS on the CPU --===//
 //
 // The implementation behind emu/include (see cuda_runtime.h for what is
-// modeled). Threads of a block are ucontext fibers on guarded stacks; the
+// modeled). Threads of a block are fibers on guarded stacks (a few lines of
+// assembly switch them on x86-64, ucontext elsewhere: swapcontext's signal
+// mask system calls doubled the tests' time); the
 // scheduler runs every ready fiber until it finishes or waits at a barrier,
 // then releases warp exchanges whose lanes have all arrived, else the block
 // barrier once every live thread waits there, else reports the deadlock.
@@ -109,10 +111,90 @@ Stream *resolve(cudaStream_t stream) {
 // Fibers
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// Execution contexts
+//===----------------------------------------------------------------------===//
+
+#if defined(__x86_64__)
+} // namespace
+} // namespace cudaemu
+
+// remat_emu_switch(save, load): saves the callee-saved registers on the
+// current stack, stores the stack pointer in *save, continues on `load`.
+extern "C" void remat_emu_switch(void **save, void *load);
+asm(R"(
+  .text
+  .globl remat_emu_switch
+  .type remat_emu_switch, @function
+remat_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size remat_emu_switch, .-remat_emu_switch
+  .section .note.GNU-stack,"",@progbits
+  .text
+)");
+
+namespace cudaemu {
+namespace {
+
+struct Context {
+  void *sp = nullptr;
+};
+
+/// Prepares `c` to run `entry` (which never returns) on the stack.
+void startContext(Context &c, char *stack, size_t bytes, void (*entry)()) {
+  uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + bytes) & ~uintptr_t(15);
+  // `ret` pops entry from a 16-aligned slot, leaving the stack as a call
+  // leaves it (8 mod 16); below it, the six registers the switch pops.
+  void **slot = reinterpret_cast<void **>(top - 16);
+  slot[0] = reinterpret_cast<void *>(entry);
+  slot[1] = nullptr;
+  void **registers = slot - 6;
+  for (int i = 0; i < 6; ++i)
+    registers[i] = nullptr;
+  c.sp = registers;
+}
+
+void switchContext(Context &from, Context &to) {
+  remat_emu_switch(&from.sp, to.sp);
+}
+#else
+struct Context {
+  ucontext_t uc;
+};
+
+void startContext(Context &c, char *stack, size_t bytes, void (*entry)()) {
+  if (getcontext(&c.uc) != 0)
+    fatal("getcontext failed");
+  c.uc.uc_stack.ss_sp = stack;
+  c.uc.uc_stack.ss_size = bytes;
+  c.uc.uc_link = nullptr;
+  makecontext(&c.uc, entry, 0);
+}
+
+void switchContext(Context &from, Context &to) {
+  if (swapcontext(&from.uc, &to.uc) != 0)
+    fatal("swapcontext failed");
+}
+#endif
+
 enum class FiberState { Ready, AtBlockBarrier, AtWarpExchange, Done, Faulted };
 
 struct Fiber {
-  ucontext_t context;
+  Context context;
   ThreadIndex index;
   FiberState state = FiberState::Ready;
   unsigned mask = 0;     ///< the warp exchange's lane mask
@@ -155,18 +237,20 @@ struct BlockRun {
   /// Per warp, two slot sets of 32 lanes (exchange k uses set k % 2: a lane
   /// can be at most one exchange ahead of another lane of its warp).
   std::vector<std::array<std::array<uint64_t, 32>, 2>> slots;
-  ucontext_t scheduler;
+  Context scheduler;
   Fiber *current = nullptr;
 };
 
 thread_local BlockRun *activeBlock = nullptr;
 thread_local ThreadIndex hostIndex; // threadIdx read outside a kernel
 
-void fiberMain() {
+[[noreturn]] void fiberMain() {
   BlockRun *block = activeBlock;
   (*block->body)();
-  block->current->state = FiberState::Done;
-  // uc_link returns to the scheduler.
+  Fiber *fiber = block->current;
+  fiber->state = FiberState::Done;
+  switchContext(fiber->context, block->scheduler);
+  fatal("a finished thread resumed");
 }
 
 std::string describe(const BlockRun &block, const Fiber &fiber) {
@@ -182,8 +266,7 @@ void suspend(FiberState state) {
   BlockRun *block = activeBlock;
   Fiber *fiber = block->current;
   fiber->state = state;
-  if (swapcontext(&fiber->context, &block->scheduler) != 0)
-    fatal("swapcontext failed");
+  switchContext(fiber->context, block->scheduler);
 }
 
 /// An error inside a kernel (a fault on the GPU): reported, and the fiber
@@ -287,12 +370,7 @@ bool runBlock(BlockRun &block, dim3 grid, dim3 blockShape, uint3 blockIdx_,
     f.index.thread.x = unsigned(t % blockShape.x);
     f.index.thread.y = unsigned(t / blockShape.x % blockShape.y);
     f.index.thread.z = unsigned(t / (size_t(blockShape.x) * blockShape.y));
-    if (getcontext(&f.context) != 0)
-      fatal("getcontext failed");
-    f.context.uc_stack.ss_sp = pool.stack(t);
-    f.context.uc_stack.ss_size = StackPool::kStackBytes;
-    f.context.uc_link = &block.scheduler;
-    makecontext(&f.context, fiberMain, 0);
+    startContext(f.context, pool.stack(t), StackPool::kStackBytes, fiberMain);
   }
   // Forward: round robin, every ready thread once per round, in index
   // order. Reverse: warps and lanes in reverse order, each warp run as far
@@ -309,8 +387,7 @@ bool runBlock(BlockRun &block, dim3 grid, dim3 blockShape, uint3 blockIdx_,
           if (f.state != FiberState::Ready)
             continue;
           block.current = &f;
-          if (swapcontext(&block.scheduler, &f.context) != 0)
-            fatal("swapcontext failed");
+          switchContext(block.scheduler, f.context);
           if (f.state == FiberState::Faulted)
             return false;
         }

@@ -6,13 +6,14 @@ emulator (stdlib only; tools/test.sh runs it).
 
 REMAT is the compiler (`remat`, main build); EMU_REMAT_RUN is `remat-run`
 of a REMAT_CUDA_EMULATOR=ON build (docs/cuda.md, "The CPU emulator"). For
-gpt2 (tiny, dropout 0.1), mlp_deep (tiny) and seed_mlp (tiny), at store-all
+gpt2 (tiny and small, dropout 0.1), mlp_deep (tiny) and seed_mlp (tiny), at store-all
 and at half the store-all activation memory plus the CUDA workspace:
 - the cuda run's losses and step-1 gradients are bitwise equal at both
   budgets (recomputation changes no bit);
 - they match the CPU backend's: losses within 1e-4 relative, each gradient
-  within 1e-4 of its largest magnitude (or of a millionth of the largest
-  gradient of all, for gradients that are rounding noise);
+  within 1e-4 of its largest magnitude or of 1e-4 of the largest gradient
+  of all, whichever is larger (GPT-2's key-bias gradients are zero in exact
+  arithmetic: rounding noise on both backends);
 - a budgeted run reports its arena + workspace within the plan's budget.
 Exit 0 on success, 1 with a message on failure.
 """
@@ -31,7 +32,6 @@ from checks import compile_plan, fail, model  # noqa: E402
 # The CUDA backend's default workspace for these models (32 MiB of cuBLAS
 # workspace plus kernel scratch) fits in this reserve, so nothing shrinks.
 RESERVE = 40 << 20
-STEPS = 3
 
 
 def read_gradients(path):
@@ -52,10 +52,10 @@ def read_gradients(path):
     return out
 
 
-def run(runner, plan, backend, work, tag):
+def run(runner, plan, backend, steps, work, tag):
     log = os.path.join(work, tag + ".jsonl")
     grads = os.path.join(work, tag + ".safetensors")
-    r = subprocess.run([runner, plan, "--steps", str(STEPS), "--seed", "5",
+    r = subprocess.run([runner, plan, "--steps", str(steps), "--seed", "5",
                         "--backend", backend, "--log", log, "--dump-grads",
                         grads], capture_output=True, text=True)
     if r.returncode != 0:
@@ -75,12 +75,13 @@ def compare_with_cpu(name, cuda, cpu):
              f"{sorted(cpu_grads)}")
     # A gradient that is zero in exact arithmetic (GPT-2's key biases:
     # softmax ignores a shift shared by a row) is rounding noise on both
-    # backends: it is measured against a millionth of the largest gradient.
+    # backends (about 1e-10 of the largest gradient): a gradient is measured
+    # against at least 1e-4 of the largest one.
     largest = max(max(abs(v) for v in g) for g in cpu_grads.values())
     worst = 0.0
     for param, b in cpu_grads.items():
         a = cuda_grads[param]
-        scale = max(max(abs(v) for v in b), 1e-6 * largest, 1e-30)
+        scale = max(max(abs(v) for v in b), 1e-4 * largest, 1e-30)
         error = max(abs(x - y) for x, y in zip(a, b)) / scale
         worst = max(worst, error)
         if error > 1e-4:
@@ -97,12 +98,16 @@ def main():
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="remat-cuda-emu-")
     os.makedirs(work, exist_ok=True)
-    cases = (("gpt2", ["--preset", "tiny", "--set", "dropout=0.1"]),
-             ("mlp_deep", ["--preset", "tiny"]),
-             ("seed_mlp", ["--preset", "tiny"]))
-    for name, config in cases:
+    # gpt2 small (d_model 128, seq 64, vocab 256) reaches kernel shapes the
+    # tiny preset does not (wider rows, more attention slices); ~5 s a step.
+    cases = (("gpt2", ["--preset", "tiny", "--set", "dropout=0.1"], 3),
+             ("gpt2", ["--preset", "small", "--set", "dropout=0.1"], 2),
+             ("mlp_deep", ["--preset", "tiny"], 3),
+             ("seed_mlp", ["--preset", "tiny"], 3))
+    for name, config, steps in cases:
+        tag = f"{name}-{config[1]}"
         source = [model(name + ".json")] + config
-        plan_all, rep = compile_plan(args.remat, source, work, name + "-all")
+        plan_all, rep = compile_plan(args.remat, source, work, tag + "-all")
         if plan_all is None:
             fail(rep)
         b = rep["breakdown"]
@@ -119,14 +124,17 @@ def main():
         plan_half, rep_half = compile_plan(
             args.remat, source + ["--budget", str(budget),
                                   "--workspace-reserve", str(RESERVE)],
-            work, name + "-half")
+            work, tag + "-half")
         if plan_half is None:
             fail(f"{name} at budget {budget}: {rep_half}")
         recomputes = sum(1 for s in json.load(open(plan_half))["steps"]
                          if s.get("recompute"))
-        all_cuda = run(args.run, plan_all, "cuda", work, name + "-all-cuda")
-        half_cuda = run(args.run, plan_half, "cuda", work, name + "-half-cuda")
-        half_cpu = run(args.run, plan_half, "cpu", work, name + "-half-cpu")
+        all_cuda = run(args.run, plan_all, "cuda", steps, work,
+                       tag + "-all-cuda")
+        half_cuda = run(args.run, plan_half, "cuda", steps, work,
+                        tag + "-half-cuda")
+        half_cpu = run(args.run, plan_half, "cpu", steps, work,
+                       tag + "-half-cpu")
         if all_cuda[:2] != half_cuda[:2]:
             fail(f"{name}: cuda results at store-all and at budget {budget} "
                  f"differ: losses {all_cuda[0]} vs {half_cuda[0]}")
@@ -134,10 +142,10 @@ def main():
             fail(f"{name}: the budgeted cuda run does not report its "
                  f"workspace within the budget:\n{half_cuda[2]}")
         worst = compare_with_cpu(name, half_cuda, half_cpu)
-        print(f"{name}: store-all arena {rep['arena_bytes']} B and budget "
+        print(f"{tag}: store-all arena {rep['arena_bytes']} B and budget "
               f"{budget} B (arena {rep_half['arena_bytes']} B, {recomputes} "
               f"recompute steps): cuda bitwise equal across budgets; "
-              f"step-{STEPS} loss {half_cuda[0][-1]:.7f} on cuda, "
+              f"step-{steps} loss {half_cuda[0][-1]:.7f} on cuda, "
               f"{half_cpu[0][-1]:.7f} on the cpu; worst gradient error "
               f"{worst:.2g}")
 

@@ -21,6 +21,7 @@ Exit 0 on success, 1 with a message on failure.
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -35,6 +36,19 @@ def model(name):
 def fail(message):
     print("FAIL:", message)
     sys.exit(1)
+
+
+def safetensors_entries(path):
+    """(name, header entry, raw bytes) of every tensor of a safetensors file."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    body = raw[8 + n:]
+    for name, info in header.items():
+        if name != "__metadata__":
+            begin, end = info["data_offsets"]
+            yield name, info, body[begin:end]
 
 
 def losses(remat, args, work, tag):

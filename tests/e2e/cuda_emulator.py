@@ -20,14 +20,13 @@ Exit 0 on success, 1 with a message on failure.
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 from array import array
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checks import compile_plan, fail, model  # noqa: E402
+from checks import compile_plan, fail, model, safetensors_entries  # noqa: E402
 
 # The CUDA backend's default workspace for these models (32 MiB of cuBLAS
 # workspace plus kernel scratch) fits in this reserve, so nothing shrinks.
@@ -36,19 +35,11 @@ RESERVE = 40 << 20
 
 def read_gradients(path):
     """The F32 tensors of a safetensors file, by name."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    body = raw[8 + n:]
     out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
+    for name, info, data in safetensors_entries(path):
         if info["dtype"] != "F32":
             fail(f"{path}: {name} is {info['dtype']}, expected F32")
-        begin, end = info["data_offsets"]
-        out[name] = array("f", body[begin:end])
+        out[name] = array("f", data)
     return out
 
 

@@ -24,6 +24,9 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import safetensors_entries  # noqa: E402
+
 SKIP = 77
 
 
@@ -45,20 +48,11 @@ def write_safetensors(path, tensors):
 
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    body = raw[8 + n:]
     out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
+    for name, info, data in safetensors_entries(path):
         if info["dtype"] != "F32":
             raise ValueError(f"{path}: {name} is {info['dtype']}, expected F32")
-        begin, end = info["data_offsets"]
-        out[name] = np.frombuffer(body[begin:end], dtype=np.float32).reshape(
-            info["shape"])
+        out[name] = np.frombuffer(data, dtype=np.float32).reshape(info["shape"])
     return out
 
 

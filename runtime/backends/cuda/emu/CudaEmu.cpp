@@ -37,7 +37,8 @@ struct GraphExec {
 struct Stream {
   bool capturing = false;
   bool invalidated = false;
-  Graph *graph = nullptr;
+  Graph *graph = nullptr; ///< the capture in progress
+  ~Stream() { delete graph; }
 };
 struct Event {
   bool recordedInCapture = false;
@@ -521,6 +522,22 @@ using namespace cudaemu;
 
 namespace {
 
+/// cudaStreamCreate / cudaEventCreate.
+template <typename Handle> cudaError_t createHandle(Handle **handle) {
+  if (!handle)
+    return fail(cudaErrorInvalidValue);
+  *handle = new Handle();
+  return cudaSuccess;
+}
+
+/// cudaStreamDestroy / cudaEventDestroy.
+template <typename Handle> cudaError_t destroyHandle(Handle *handle) {
+  if (!handle)
+    return fail(cudaErrorInvalidResourceHandle);
+  delete handle;
+  return cudaSuccess;
+}
+
 /// A synchronous call on a capturing stream: invalidates the capture.
 cudaError_t refuseIfCapturing(Stream *s) {
   if (!s->capturing)
@@ -721,18 +738,11 @@ cudaError_t cudaStreamCreate(cudaStream_t *stream) {
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned) {
-  if (!stream)
-    return fail(cudaErrorInvalidValue);
-  *stream = new Stream();
-  return cudaSuccess;
+  return createHandle(stream);
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  if (!stream)
-    return fail(cudaErrorInvalidResourceHandle);
-  delete stream->graph;
-  delete stream;
-  return cudaSuccess;
+  return destroyHandle(stream);
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
@@ -781,17 +791,11 @@ cudaError_t cudaEventCreate(cudaEvent_t *event) {
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned) {
-  if (!event)
-    return fail(cudaErrorInvalidValue);
-  *event = new Event();
-  return cudaSuccess;
+  return createHandle(event);
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  if (!event)
-    return fail(cudaErrorInvalidResourceHandle);
-  delete event;
-  return cudaSuccess;
+  return destroyHandle(event);
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {

@@ -13,6 +13,8 @@
   checks.py REMAT sweeps-in-budget every model (tiny): each budget of a sweep has
                                    planned peak and arena within it, and the
                                    compiled plans agree
+  checks.py REMAT check-bounds     every model (tiny) at its minimum budget runs
+                                   under remat run --check-bounds on the cpu
   checks.py REMAT graph-reorder    plan --graph keeps the given order by default
                                    (proven optimum for it); --reorder moves an op
                                    and needs no recomputation
@@ -396,6 +398,27 @@ def loss_grad_in_place(remat, work):
         logits["bytes"], logits["offset"], losses_))
 
 
+def check_bounds(remat, work):
+    """Every model (tiny) at the minimum budget: each step reads only its
+    operands and writes only its results on the cpu (`--check-bounds`)."""
+    for name in ("seed_mlp", "mlp_deep", "gpt2"):
+        args = [model(name + ".json"), "--preset", "tiny"]
+        if name == "gpt2":
+            args += ["--set", "dropout=0.1"]
+        _, error = compile_plan(remat, args + ["--budget", "1"], work, "x")
+        minimum = int(error.split("minimum feasible budget: ")[1].split()[0])
+        plan, rep = compile_plan(remat, args + ["--budget", str(minimum)],
+                                 work, name)
+        if plan is None:
+            fail(f"{name} at its minimum {minimum}: {rep}")
+        r = subprocess.run([remat, "run", plan, "--steps", "2",
+                            "--check-bounds"], capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"{name}: remat run --check-bounds failed:\n{r.stderr}")
+        print(f"{name}: {len(json.load(open(plan))['steps'])} steps at the "
+              f"minimum budget {minimum} B keep to their buffers")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -408,7 +431,8 @@ def main():
               "graph-reorder": graph_reorder,
               "workspace-reserve": workspace_reserve,
               "max-batch": max_batch,
-              "loss-grad-in-place": loss_grad_in_place}
+              "loss-grad-in-place": loss_grad_in_place,
+              "check-bounds": check_bounds}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

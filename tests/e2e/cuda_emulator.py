@@ -14,7 +14,9 @@ and at half the store-all activation memory plus the CUDA workspace:
   within 1e-4 of its largest magnitude or of 1e-4 of the largest gradient
   of all, whichever is larger (GPT-2's key-bias gradients are zero in exact
   arithmetic: rounding noise on both backends);
-- a budgeted run reports its arena + workspace within the plan's budget.
+- a budgeted run reports its arena + workspace within the plan's budget;
+- the tiny budgeted runs pass `remat run --check-bounds` (every step reads
+  only its operands and writes only its results).
 Exit 0 on success, 1 with a message on failure.
 """
 import argparse
@@ -43,12 +45,12 @@ def read_gradients(path):
     return out
 
 
-def run(runner, plan, backend, steps, work, tag):
+def run(runner, plan, backend, steps, work, tag, extra=()):
     log = os.path.join(work, tag + ".jsonl")
     grads = os.path.join(work, tag + ".safetensors")
     r = subprocess.run([runner, plan, "--steps", str(steps), "--seed", "5",
                         "--backend", backend, "--log", log, "--dump-grads",
-                        grads], capture_output=True, text=True)
+                        grads, *extra], capture_output=True, text=True)
     if r.returncode != 0:
         fail(f"remat run {plan} --backend {backend} failed:\n{r.stderr}")
     with open(log) as f:
@@ -122,8 +124,10 @@ def main():
                          if s.get("recompute"))
         all_cuda = run(args.run, plan_all, "cuda", steps, work,
                        tag + "-all-cuda")
+        # Under the bounds check (runtime/BoundsCheck.h) where small.
+        check = ["--check-bounds"] if config[1] == "tiny" else []
         half_cuda = run(args.run, plan_half, "cuda", steps, work,
-                        tag + "-half-cuda")
+                        tag + "-half-cuda", check)
         half_cpu = run(args.run, plan_half, "cpu", steps, work,
                        tag + "-half-cpu")
         if all_cuda[:2] != half_cuda[:2]:

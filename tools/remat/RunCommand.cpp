@@ -2,6 +2,7 @@
 #include "tools/remat/RunCommand.h"
 
 #include "runtime/Backend.h"
+#include "runtime/BoundsCheck.h"
 #ifdef REMAT_HAVE_CUDA_BACKEND
 #include "runtime/backends/cuda/CudaBackend.h"
 #endif
@@ -63,6 +64,10 @@ std::string runUsage() {
          "  --backend NAME            " +
          availableBackends() +
          " (default cpu)\n"
+         "  --check-bounds            check that every step reads only its\n"
+         "                            operands and writes only its results\n"
+         "                            (each step runs twice; graphs off;\n"
+         "                            for debugging a backend)\n"
          "  --help                    this text\n";
 }
 
@@ -74,6 +79,9 @@ int runCommand(const RunOptions &opt) {
       throw PlanError("--steps must be >= 0");
     LoadedPlan plan = loadPlan(opt.planPath);
     std::unique_ptr<Backend> backend = createBackend(opt.backend);
+    [[maybe_unused]] Backend *device = backend.get(); // not the bounds check
+    if (opt.checkBounds)
+      backend = withBoundsCheck(std::move(backend));
     ExecutorOptions execOptions;
     execOptions.seed = opt.seed;
     Executor exec(plan, *backend, execOptions);
@@ -145,7 +153,7 @@ int runCommand(const RunOptions &opt) {
         if (p.tokensPerSample > 1)
           entry["tokens_per_s"] = r.tokensPerSecond;
 #ifdef REMAT_HAVE_CUDA_BACKEND
-        if (auto *cuda = dynamic_cast<CudaBackend *>(backend.get())) {
+        if (auto *cuda = dynamic_cast<CudaBackend *>(device)) {
           entry["device_peak_bytes"] = cuda->devicePeakBytes();
           entry["device_context_bytes"] = cuda->contextBytes();
         }
@@ -212,6 +220,10 @@ int runMain(int argc, char **argv, std::ostream &out, std::ostream &err) {
     if (arg == "--help" || arg == "-h") {
       out << runUsage();
       return 0;
+    }
+    if (arg == "--check-bounds") {
+      opt.checkBounds = true;
+      continue;
     }
     if (arg == "--steps" || arg == "--seed" || arg == "--weights" ||
         arg == "--save" || arg == "--log" || arg == "--data" ||

@@ -2,7 +2,7 @@
 //
 //   remat run model.plan --steps N [--seed S] [--weights W.safetensors]
 //       [--save OUT.safetensors] [--log log.jsonl] [--data name=file.npy]...
-//       [--dump-grads G.safetensors] [--backend cpu]
+//       [--dump-grads G.safetensors] [--backend cpu] [--check-bounds]
 //
 // Depends only on the runtime (no MLIR), so the standalone `remat-run`
 // executable and the `remat` CLI share it.
@@ -31,6 +31,9 @@ struct RunOptions {
   /// (input buffer name, .npy path) pairs.
   std::vector<std::pair<std::string, std::string>> data;
   std::string backend = "cpu";
+  /// Check every step's reads and writes against its buffers
+  /// (runtime/BoundsCheck.h): slow, for debugging a backend.
+  bool checkBounds = false;
   std::ostream *out = &std::cout; ///< step lines
   std::ostream *err = &std::cerr; ///< errors and the header line
 };

@@ -1,6 +1,7 @@
 //===- CudaPlanTest.cpp - Whole plans, graphs, errors, memory on cuda -----===//
 #include "CudaTestUtil.h"
 
+#include "runtime/BoundsCheck.h"
 #include "runtime/Executor.h"
 #include "runtime/Loader.h"
 #include "runtime/backends/cuda/CudaBackend.h"
@@ -492,4 +493,21 @@ TEST_CASE("the shipped GPT-2 tiny plan gives the cpu's losses on cuda, with "
     CHECK(replayed.losses[i] ==
           Approx(expected.losses[i]).epsilon(1e-4).margin(1e-6));
   }
+}
+
+TEST_CASE("every step of the GPT-2 tiny plan keeps to its buffers on cuda",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  // runtime/BoundsCheck.h: each step also runs on an arena whose other
+  // bytes are 0xFF; a stray read or write throws naming the step.
+  LoadedPlan plan = loadPlan(std::string(REMAT_SOURCE_DIR) +
+                             "/tests/e2e/plans/gpt2_tiny_520k.plan");
+  std::unique_ptr<Backend> checked =
+      withBoundsCheck(std::make_unique<CudaBackend>());
+  auto cpu = createCpuBackend();
+  Run expected = runPlan(*cpu, plan, 2);
+  Run actual = runPlan(*checked, plan, 2);
+  for (size_t i = 0; i < expected.losses.size(); ++i)
+    CHECK(actual.losses[i] ==
+          Approx(expected.losses[i]).epsilon(1e-4).margin(1e-6));
 }

@@ -284,10 +284,13 @@ void fault(const std::string &message) {
 bool releaseWarp(BlockRun &block, size_t warpStart, std::string &why) {
   size_t warpEnd = std::min(block.fibers.size(), warpStart + 32);
   bool released = false;
+  unsigned examined = 0; // lanes whose exchange was looked at in this pass
   for (size_t t = warpStart; t < warpEnd; ++t) {
     Fiber &f = block.fibers[t];
-    if (f.state != FiberState::AtWarpExchange)
+    if (f.state != FiberState::AtWarpExchange ||
+        (examined >> (t - warpStart) & 1u))
       continue;
+    examined |= f.mask;
     // Every lane of f's mask must wait at the same exchange.
     bool all = true;
     for (int lane = 0; lane < 32 && all; ++lane) {
@@ -942,22 +945,30 @@ cublasStatus_t cublasSgemmStridedBatched(
   float alphaValue = *alpha, betaValue = *beta;
   bool tf32 = handle->mode == CUBLAS_TF32_TENSOR_OP_MATH;
   cudaError_t err = enqueue(handle->stream, [=]() {
+    // op(A) rows and op(B) columns copied contiguous (k floats each), so
+    // the dot products stream; the sum order (p = 0..k-1) is unchanged.
+    std::vector<float> rowsA(size_t(m) * size_t(k)), colsB(size_t(n) * size_t(k));
     for (int batch = 0; batch < batchCount; ++batch) {
       const float *A = a + batch * strideA;
       const float *B = b + batch * strideB;
       float *C = c + batch * strideC;
+      for (int i = 0; i < m; ++i)
+        for (int p = 0; p < k; ++p) {
+          float x = ta ? A[p + size_t(i) * lda] : A[i + size_t(p) * lda];
+          rowsA[size_t(i) * size_t(k) + size_t(p)] = tf32 ? toTf32(x) : x;
+        }
+      for (int j = 0; j < n; ++j)
+        for (int p = 0; p < k; ++p) {
+          float y = tb ? B[j + size_t(p) * ldb] : B[p + size_t(j) * ldb];
+          colsB[size_t(j) * size_t(k) + size_t(p)] = tf32 ? toTf32(y) : y;
+        }
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) {
+          const float *x = &rowsA[size_t(i) * size_t(k)];
+          const float *y = &colsB[size_t(j) * size_t(k)];
           float sum = 0.0f;
-          for (int p = 0; p < k; ++p) {
-            float x = ta ? A[p + size_t(i) * lda] : A[i + size_t(p) * lda];
-            float y = tb ? B[j + size_t(p) * ldb] : B[p + size_t(j) * ldb];
-            if (tf32) {
-              x = toTf32(x);
-              y = toTf32(y);
-            }
-            sum += x * y;
-          }
+          for (int p = 0; p < k; ++p)
+            sum += x[p] * y[p];
           float &out = C[i + size_t(j) * ldc];
           // beta == 0: C is not read (it may hold NaN), as cuBLAS documents.
           out = betaValue == 0.0f ? alphaValue * sum

@@ -48,12 +48,6 @@ Run runPlan(Backend &backend, const LoadedPlan &plan, int steps) {
   return run;
 }
 
-/// Sets an environment variable for one scope.
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const char *n, const char *value) : name(n) { setenv(n, value, 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
 
 /// The plan run on cuda with graphs (replayed) and with REMAT_CUDA_GRAPHS=0
 /// (eager), plus the graph statistics of the first run.

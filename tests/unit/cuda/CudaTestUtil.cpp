@@ -137,4 +137,26 @@ void checkAgainstCpu(const OpCase &c, double tolerance) {
   }
 }
 
+HostTensor indices(const Shape &shape, int64_t limit, std::mt19937 &rng,
+                   DType dtype) {
+  std::uniform_int_distribution<int64_t> dist(0, limit - 1);
+  HostTensor t{dtype, shape, {}};
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  for (int64_t i = 0; i < n; ++i)
+    t.values.push_back(double(dist(rng)));
+  return t;
+}
+
+void checkAttentionAgainstCpu(const Shape &s, const nlohmann::json &attrs,
+                              std::mt19937 &rng) {
+  HostTensor q = randomTensor(s, rng), k = randomTensor(s, rng),
+             v = randomTensor(s, rng), dout = randomTensor(s, rng);
+  TensorType t{DType::F32, s};
+  checkAgainstCpu({OpKind::Attention, attrs, {q, k, v}, {t}}, kReductionTol);
+  checkAgainstCpu({OpKind::AttentionGrad, attrs, {q, k, v, dout}, {t, t, t}},
+                  kReductionTol);
+}
+
 } // namespace remat::runtime::test

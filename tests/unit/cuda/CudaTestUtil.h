@@ -18,6 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+#include <random>
+#include <string>
+
 #include <catch2/catch.hpp>
 
 namespace remat::runtime::test {
@@ -51,6 +55,26 @@ std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c);
 /// Runs the op on the CPU and CUDA backends and checks each result's
 /// normalized error against `tolerance` (0 = bitwise equal).
 void checkAgainstCpu(const OpCase &c, double tolerance);
+
+/// attention and attention_grad of random q, k, v (and dout) of shape `s`
+/// with `attrs`, each checked against the CPU at kReductionTol.
+void checkAttentionAgainstCpu(const Shape &s, const nlohmann::json &attrs,
+                              std::mt19937 &rng);
+
+/// Normalized-error tolerances of the kernel comparisons.
+inline constexpr double kElementwiseTol = 2e-6;
+inline constexpr double kReductionTol = 1e-5;
+
+/// Random indices in [0, limit) of `shape` (i32 unless `dtype` says).
+HostTensor indices(const Shape &shape, int64_t limit, std::mt19937 &rng,
+                   DType dtype = DType::I32);
+
+/// Sets an environment variable for one scope.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char *n, const char *value) : name(n) { setenv(n, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
 
 } // namespace remat::runtime::test
 

@@ -27,13 +27,17 @@ inline constexpr int kThreads = 256;
 /// the host compiler parses it too: the CUDA emulator
 /// (REMAT_CUDA_EMULATOR=ON, emu/include/cuda_runtime.h) runs the same
 /// kernels on the CPU. The kernel comes last, so a template's commas need
-/// no parentheses.
+/// no parentheses. It first clears the runtime's last error (every failed
+/// runtime call sets it, a cudaMalloc that REMAT_CUDA_CHECK already threw
+/// for included), so REMAT_CUDA_CHECK_LAUNCH reports this launch's error
+/// only. A sticky device error survives the clear: the launch fails again.
 #ifdef REMAT_CUDA_EMULATION
 #define REMAT_LAUNCH(grid, block, sharedBytes, stream, ...)                    \
-  REMAT_EMU_LAUNCH(grid, block, sharedBytes, stream, __VA_ARGS__)
+  (void)cudaGetLastError(),                                                    \
+      REMAT_EMU_LAUNCH(grid, block, sharedBytes, stream, __VA_ARGS__)
 #else
 #define REMAT_LAUNCH(grid, block, sharedBytes, stream, ...)                    \
-  __VA_ARGS__<<<grid, block, sharedBytes, stream>>>
+  (void)cudaGetLastError(), __VA_ARGS__<<<grid, block, sharedBytes, stream>>>
 #endif
 
 /// Blocks for a grid-stride loop over n elements.

@@ -12,6 +12,9 @@
 #include "cublas_v2.h"
 #include "cuda_runtime.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -153,6 +156,8 @@ namespace {
 
 struct Context {
   void *sp = nullptr;
+  const void *stackBottom = nullptr; ///< for AddressSanitizer (switchTo)
+  size_t stackSize = 0;
 };
 
 /// Prepares `c` to run `entry` (which never returns) on the stack.
@@ -167,6 +172,8 @@ void startContext(Context &c, char *stack, size_t bytes, void (*entry)()) {
   for (int i = 0; i < 6; ++i)
     registers[i] = nullptr;
   c.sp = registers;
+  c.stackBottom = stack;
+  c.stackSize = bytes;
 }
 
 void switchContext(Context &from, Context &to) {
@@ -175,6 +182,8 @@ void switchContext(Context &from, Context &to) {
 #else
 struct Context {
   ucontext_t uc;
+  const void *stackBottom = nullptr; ///< for AddressSanitizer (switchTo)
+  size_t stackSize = 0;
 };
 
 void startContext(Context &c, char *stack, size_t bytes, void (*entry)()) {
@@ -184,6 +193,8 @@ void startContext(Context &c, char *stack, size_t bytes, void (*entry)()) {
   c.uc.uc_stack.ss_size = bytes;
   c.uc.uc_link = nullptr;
   makecontext(&c.uc, entry, 0);
+  c.stackBottom = stack;
+  c.stackSize = bytes;
 }
 
 void switchContext(Context &from, Context &to) {
@@ -191,6 +202,22 @@ void switchContext(Context &from, Context &to) {
     fatal("swapcontext failed");
 }
 #endif
+
+/// switchContext, told to AddressSanitizer where it is built in (a fiber's
+/// stack is otherwise taken for a stack overflow or a buffer overrun).
+/// `leaving`: `from` never resumes (its fake stack is freed).
+void switchTo(Context &from, Context &to, bool leaving = false) {
+#if defined(__SANITIZE_ADDRESS__)
+  void *fakeStack = nullptr;
+  __sanitizer_start_switch_fiber(leaving ? nullptr : &fakeStack,
+                                 to.stackBottom, to.stackSize);
+  switchContext(from, to);
+  __sanitizer_finish_switch_fiber(fakeStack, nullptr, nullptr);
+#else
+  (void)leaving;
+  switchContext(from, to);
+#endif
+}
 
 enum class FiberState { Ready, AtBlockBarrier, AtWarpExchange, Done, Faulted };
 
@@ -247,10 +274,15 @@ thread_local ThreadIndex hostIndex; // threadIdx read outside a kernel
 
 [[noreturn]] void fiberMain() {
   BlockRun *block = activeBlock;
+#if defined(__SANITIZE_ADDRESS__)
+  // The first switch here: learn the scheduler's stack for the way back.
+  __sanitizer_finish_switch_fiber(nullptr, &block->scheduler.stackBottom,
+                                  &block->scheduler.stackSize);
+#endif
   (*block->body)();
   Fiber *fiber = block->current;
   fiber->state = FiberState::Done;
-  switchContext(fiber->context, block->scheduler);
+  switchTo(fiber->context, block->scheduler, /*leaving=*/true);
   fatal("a finished thread resumed");
 }
 
@@ -267,7 +299,7 @@ void suspend(FiberState state) {
   BlockRun *block = activeBlock;
   Fiber *fiber = block->current;
   fiber->state = state;
-  switchContext(fiber->context, block->scheduler);
+  switchTo(fiber->context, block->scheduler);
 }
 
 /// An error inside a kernel (a fault on the GPU): reported, and the fiber
@@ -391,7 +423,7 @@ bool runBlock(BlockRun &block, dim3 grid, dim3 blockShape, uint3 blockIdx_,
           if (f.state != FiberState::Ready)
             continue;
           block.current = &f;
-          switchContext(block.scheduler, f.context);
+          switchTo(block.scheduler, f.context);
           if (f.state == FiberState::Faulted)
             return false;
         }

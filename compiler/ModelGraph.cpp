@@ -111,10 +111,28 @@ private:
   const std::string &text;
   const std::map<std::string, double> &config;
   size_t pos = 0;
+  /// Open parentheses, sqrt( and unary signs around the current atom: the
+  /// parser recurses once per level, so "((((...1" a million deep would
+  /// overflow the stack.
+  int depth = 0;
+  static constexpr int kMaxDepth = 200;
 
   [[noreturn]] void fail(const std::string &why) {
-    throw std::invalid_argument("in expression \"" + text + "\": " + why);
+    // A long expression is named by its start only.
+    std::string shown =
+        text.size() > 80 ? text.substr(0, 80) + "..." : text;
+    throw std::invalid_argument("in expression \"" + shown + "\": " + why);
   }
+  /// Enters one level of nesting for the lifetime of the guard.
+  struct Nested {
+    explicit Nested(ExpressionParser &p) : p(p) {
+      if (++p.depth > kMaxDepth)
+        p.fail("nested more than " + std::to_string(kMaxDepth) +
+               " levels deep");
+    }
+    ~Nested() { --p.depth; }
+    ExpressionParser &p;
+  };
   void skipSpace() {
     while (pos < text.size() && std::isspace((unsigned char)text[pos]))
       ++pos;
@@ -159,6 +177,7 @@ private:
     }
   }
   double parseUnary() {
+    Nested guard(*this);
     if (eat('-'))
       return -parseUnary();
     if (eat('+'))
@@ -176,7 +195,14 @@ private:
     if (pos < text.size() &&
         (std::isdigit((unsigned char)text[pos]) || text[pos] == '.')) {
       size_t used = 0;
-      double v = std::stod(text.substr(pos), &used);
+      double v = 0;
+      try {
+        v = std::stod(text.substr(pos), &used);
+      } catch (const std::out_of_range &) {
+        fail("number out of range at '" + text.substr(pos, 20) + "'");
+      } catch (const std::invalid_argument &) {
+        fail("malformed number at '" + text.substr(pos, 20) + "'");
+      }
       pos += used;
       return v;
     }
@@ -592,6 +618,16 @@ private:
     return v.get<std::string>();
   }
 
+  /// The optional string field "kind" of `object` ("" when absent).
+  std::string kindOf(const json &object, const std::string &pointer) {
+    auto it = object.find("kind");
+    if (it == object.end())
+      return "";
+    if (!it->is_string())
+      fail(pointer + "/kind", "expected a string, got " + jsonKind(*it));
+    return it->get<std::string>();
+  }
+
   double number(const json &v, const std::string &pointer) {
     if (v.is_number())
       return v.get<double>();
@@ -624,7 +660,10 @@ private:
       if (d != std::floor(d))
         fail(p, "dimension " + std::to_string(d) + " is not an integer");
       if (d <= 0)
-        fail(p, "dimension " + std::to_string((long long)d) +
+        // (A double below -2^63 has no long long to print as.)
+        fail(p, "dimension " +
+                    (d >= -9.0e18 ? std::to_string((long long)d)
+                                  : std::to_string(d)) +
                     " must be positive");
       if (d > 4.0e18)
         fail(p, "dimension overflows 64 bits");
@@ -672,9 +711,18 @@ private:
 };
 
 ModelGraph ModelReader::read(const std::string &text) {
-  // 1. Parse.
+  // 1. Parse. Nesting is limited: nlohmann copies, compares and dumps
+  // values recursively, and a value a million arrays deep (in "attrs", say)
+  // overflowed the stack when the reader copied it.
+  constexpr int kMaxJsonDepth = 100;
+  auto limitDepth = [&](int depth, json::parse_event_t, json &) {
+    if (depth > kMaxJsonDepth)
+      throw ModelError(sourceName + ": malformed JSON: nested more than " +
+                       std::to_string(kMaxJsonDepth) + " levels deep");
+    return true;
+  };
   try {
-    root = json::parse(text);
+    root = json::parse(text, limitDepth);
   } catch (const json::parse_error &e) {
     size_t line = 1, column = 1;
     for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
@@ -691,6 +739,13 @@ ModelGraph ModelReader::read(const std::string &text) {
       what = what.substr(colon + 2);
     throw ModelError(sourceName + ":" + std::to_string(line) + ":" +
                      std::to_string(column) + ": malformed JSON: " + what);
+  } catch (const json::exception &e) {
+    // Not a syntax error: a number literal out of range ("1e999" is
+    // out_of_range.406), reported without a position.
+    std::string what = e.what();
+    if (auto pos = what.find("] "); pos != std::string::npos)
+      what = what.substr(pos + 2);
+    throw ModelError(sourceName + ": malformed JSON: " + what);
   }
   checkKeys(root, "", {"format", "version", "name", "description", "config",
                        "presets", "seed", "tokens_per_sample", "inputs",
@@ -860,7 +915,7 @@ json ModelReader::normalizeData(const json &data, const std::string &pointer,
   }
   checkKeys(data, pointer, {"kind", "std", "low", "high", "vocab", "of",
                             "shift", "a", "c"});
-  std::string kind = data.value("kind", "");
+  std::string kind = kindOf(data, pointer);
   json out{{"kind", kind}};
   if (kind == "randn") {
     if (index)
@@ -905,7 +960,7 @@ json ModelReader::normalizeInit(const json &init, const std::string &pointer) {
   if (init.is_null())
     return json{{"kind", "normal"}, {"mean", 0.0}, {"std", 0.02}};
   checkKeys(init, pointer, {"kind", "mean", "std", "low", "high"});
-  std::string kind = init.value("kind", "");
+  std::string kind = kindOf(init, pointer);
   auto num = [&](const char *key, double fallback) {
     return init.contains(key) ? number(init[key], pointer + "/" + key)
                               : fallback;
@@ -1302,7 +1357,7 @@ void ModelReader::readOptimizer() {
   const json &opt = root.value("optimizer", json{{"kind", "sgd"}});
   checkKeys(opt, "/optimizer", {"kind", "lr", "momentum", "weight_decay",
                                 "beta1", "beta2", "eps"});
-  std::string kind = opt.value("kind", "");
+  std::string kind = kindOf(opt, "/optimizer");
   auto num = [&](const char *key, double fallback) {
     return opt.contains(key) ? number(opt[key], std::string("/optimizer/") + key)
                              : fallback;

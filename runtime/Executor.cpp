@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <new>
 
 namespace remat::runtime {
 
@@ -21,7 +22,13 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
   backend.checkSupport(loaded);
   workspace = backend.workspaceBytes(loaded);
   baselineRss = readCurrentRssBytes();
-  arena = backend.allocateArena(p.arenaBytes, p.alignment);
+  try {
+    arena = backend.allocateArena(p.arenaBytes, p.alignment);
+  } catch (const std::bad_alloc &) {
+    throw ExecutionError(loaded.source + ": /arena_bytes: cannot allocate " +
+                         "the arena of " + std::to_string(p.arenaBytes) +
+                         " bytes (out of memory)");
+  }
   try {
     backend.prepare(loaded);
     auto refOf = [&](int64_t idx) {
@@ -280,7 +287,9 @@ StepResult Executor::runStep(bool prefetchNext) {
       std::chrono::duration<double, std::milli>(end - start).count();
   double seconds = std::max(result.milliseconds / 1000.0, 1e-9);
   result.samplesPerSecond = double(p.batch) / seconds;
-  result.tokensPerSecond = double(p.batch * p.tokensPerSample) / seconds;
+  // (In double: batch * tokens_per_sample may overflow int64.)
+  result.tokensPerSecond =
+      double(p.batch) * double(p.tokensPerSample) / seconds;
   result.peakRssBytes = readPeakRssBytes();
   return result;
 }

@@ -42,7 +42,7 @@ bool isInPlaceSafe(OpKind op) {
   case OpKind::GeluGrad:
   case OpKind::TanhGrad:
   case OpKind::MseGrad:
-  case OpKind::CrossEntropyGrad: // row by row: reads a row, then writes it
+  case OpKind::CrossEntropyGrad: // row by row over its logits (input 0 only)
   case OpKind::SgdUpdate:
   case OpKind::AdamwUpdate:
     return true;
@@ -131,6 +131,11 @@ void validateBuffer(const LoadedPlan &lp, size_t i) {
                       ", " + std::to_string(d.high) + ")");
     if (d.low < -maxValue || d.high - 1 > maxValue)
       fail(where, kind + " range does not fit " + dtypeName(b.dtype));
+    // The generator draws from high - low values, an int64.
+    if (d.low < 0 && d.high > INT64_MAX + d.low)
+      fail(where, kind + " range [" + std::to_string(d.low) + ", " +
+                      std::to_string(d.high) +
+                      ") has more than 2^63 - 1 values");
     break;
   case DataSpec::Kind::Sequence:
     if (b.shape.empty())
@@ -156,8 +161,14 @@ void validateBuffer(const LoadedPlan &lp, size_t i) {
       fail(where, kind + " has shape " + formatShape(b.shape) +
                       " but its sequence '" + src.name + "' has shape " +
                       formatShape(src.shape));
-    if (d.shift < 0)
-      fail(where, kind + " shift must be >= 0");
+    // Past the end of a row the generator steps the sequence rule once per
+    // position of the shift, so a huge shift would hang every step.
+    if (d.shift < 0 || (!b.shape.empty() && d.shift > b.shape.back()))
+      fail(where, kind + " shift must be in [0, " +
+                      (b.shape.empty() ? std::string("T")
+                                       : std::to_string(b.shape.back())) +
+                      "] (the last dim, time), got " +
+                      std::to_string(d.shift));
     break;
   }
   case DataSpec::Kind::Randn:
@@ -240,10 +251,18 @@ void validateStep(LoadedPlan &lp, size_t si, std::vector<bool> &written) {
       const BufferDesc &ib = plan.buffers[s.inputs[i]];
       if (!overlaps(ob, ib))
         continue;
-      if (!(sameRange(ob, ib) && isInPlaceSafe(*op)))
+      // cross_entropy_grad reads a row of logits before writing that row
+      // of dlogits, but it reads label r again after writing row r: over
+      // the labels (an [R] i32 under [R,1] f32 dlogits) it would index
+      // with the float it just wrote.
+      bool overLabels = *op == OpKind::CrossEntropyGrad && i != 0;
+      if (!(sameRange(ob, ib) && isInPlaceSafe(*op) && !overLabels))
         fail(where, what + " shares bytes with input " + std::to_string(i) +
                         " '" + ib.name + "'" +
-                        (isInPlaceSafe(*op)
+                        (overLabels ? " but '" + s.op +
+                                          "' runs in place only over input "
+                                          "0 (its logits)"
+                         : isInPlaceSafe(*op)
                              ? " without being the same range"
                              : " but '" + s.op + "' cannot run in place"));
     }

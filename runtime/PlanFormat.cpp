@@ -341,9 +341,18 @@ Plan parsePlan(const json &v, const std::string &source) {
 }
 
 Plan parsePlanText(const std::string &text, const std::string &source) {
+  // Nesting is limited: nlohmann copies values recursively, and a "report"
+  // a million arrays deep overflowed the stack when parsePlan copied it.
+  constexpr int kMaxJsonDepth = 100;
+  auto limitDepth = [&](int depth, json::parse_event_t, json &) {
+    if (depth > kMaxJsonDepth)
+      throw PlanError(source + ": malformed JSON: nested more than " +
+                      std::to_string(kMaxJsonDepth) + " levels deep");
+    return true;
+  };
   json v;
   try {
-    v = json::parse(text);
+    v = json::parse(text, limitDepth);
   } catch (const json::parse_error &e) {
     std::string what = e.what();
     // nlohmann prefixes "[json.exception.parse_error.101] "; drop the tag.
@@ -355,6 +364,13 @@ Plan parsePlanText(const std::string &text, const std::string &source) {
                          ? "truncated JSON (unexpected end of input)"
                          : "malformed JSON at byte " + std::to_string(e.byte)) +
                     ": " + what);
+  } catch (const json::exception &e) {
+    // Not a syntax error: a number literal out of range ("1e999" is
+    // out_of_range.406), which nlohmann reports without a byte position.
+    std::string what = e.what();
+    if (auto pos = what.find("] "); pos != std::string::npos)
+      what = what.substr(pos + 2);
+    throw PlanError(source + ": malformed JSON: " + what);
   }
   return parsePlan(v, source);
 }

@@ -7,7 +7,36 @@
 #include <cstring>
 #include <new>
 
+#include <unistd.h>
+
 namespace remat::runtime {
+
+namespace {
+
+/// Workspace bytes of step `i`, saturating at UINT64_MAX.
+uint64_t stepWorkspaceBytes(const LoadedPlan &plan, size_t i) {
+  std::vector<Shape> shapes;
+  for (int64_t idx : plan.plan.steps[i].inputs)
+    shapes.push_back(plan.plan.buffers[idx].shape);
+  uint64_t elements = cpu::kernelWorkspaceElements(plan.steps[i].op, shapes);
+  if (elements > UINT64_MAX / sizeof(float))
+    return UINT64_MAX;
+  return elements * sizeof(float);
+}
+
+std::string formatBytes(uint64_t bytes) {
+  return bytes == UINT64_MAX ? "2^64 or more" : std::to_string(bytes);
+}
+
+} // namespace
+
+uint64_t physicalMemoryBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0 ||
+      uint64_t(pages) > UINT64_MAX / uint64_t(pageSize))
+    return UINT64_MAX;
+  return uint64_t(pages) * uint64_t(pageSize);
+}
 
 CpuBackend::~CpuBackend() = default;
 
@@ -18,18 +47,36 @@ void CpuBackend::checkSupport(const LoadedPlan &plan) const {
       throw PlanError(plan.bufferPlace(i) + ": dtype " + dtypeName(d) +
                       " is not supported by the cpu backend (f32 only)");
   }
+  // Refuse what cannot fit in host memory before allocating any of it: a
+  // huge-but-valid arena would otherwise fail in posix_memalign (or be
+  // overcommitted, then touched by the zero fill until the OOM killer
+  // ends the process).
+  const Plan &p = plan.plan;
+  uint64_t memory = memoryLimit ? memoryLimit : physicalMemoryBytes();
+  std::string limit = "this machine's memory (" + std::to_string(memory) +
+                      " bytes)";
+  if (p.arenaBytes > memory)
+    throw PlanError(plan.source + ": /arena_bytes: arena of " +
+                    std::to_string(p.arenaBytes) + " bytes is more than " +
+                    limit + "; the cpu backend does not attempt it");
+  if (p.alignment > memory)
+    throw PlanError(plan.source + ": /alignment: alignment " +
+                    std::to_string(p.alignment) + " is more than " + limit);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    uint64_t bytes = stepWorkspaceBytes(plan, i);
+    if (bytes > memory - p.arenaBytes)
+      throw PlanError(plan.stepPlace(i) + ": needs a workspace of " +
+                      formatBytes(bytes) + " bytes, which with the arena of " +
+                      std::to_string(p.arenaBytes) + " bytes is more than " +
+                      limit);
+  }
 }
 
 uint64_t CpuBackend::workspaceBytes(const LoadedPlan &plan) const {
-  uint64_t elements = 0;
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    std::vector<Shape> shapes;
-    for (int64_t idx : plan.plan.steps[i].inputs)
-      shapes.push_back(plan.plan.buffers[idx].shape);
-    elements = std::max(elements,
-                        cpu::kernelWorkspaceElements(plan.steps[i].op, shapes));
-  }
-  return elements * sizeof(float);
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    bytes = std::max(bytes, stepWorkspaceBytes(plan, i));
+  return bytes;
 }
 
 void *CpuBackend::allocateArena(uint64_t bytes, uint64_t alignment) {

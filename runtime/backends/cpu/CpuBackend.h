@@ -4,6 +4,9 @@
 // zero-filled posix_memalign allocation; the workspace is one more
 // allocation made once in prepare(), sized by the largest attention step:
 // max over attention steps of S*S floats, 2*S*S for attention_grad.
+// checkSupport refuses a plan whose arena, or arena plus the workspace of
+// one step, is more than the host's physical memory, before anything is
+// allocated.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_CPUBACKEND_H
@@ -35,11 +38,18 @@ public:
   int arenaAllocations() const { return numArenaAllocations; }
   uint64_t lastArenaBytes() const { return lastArenaSize; }
 
+  /// The memory checkSupport fits arena + workspace into; 0 (the default)
+  /// means the host's physical memory. Tests set a small one.
+  uint64_t memoryLimit = 0;
+
 private:
   int numArenaAllocations = 0;
   uint64_t lastArenaSize = 0;
   std::vector<float> workspace;
 };
+
+/// Physical memory of the host in bytes (UINT64_MAX when unknown).
+uint64_t physicalMemoryBytes();
 
 } // namespace remat::runtime
 

@@ -384,13 +384,22 @@ template <typename T> struct Kernels {
   }
 
   void transpose() {
+    // transpose also moves index tensors, whose elements are not T.
+    if (in(0).dtype == DType::I64)
+      return transposeAs<int64_t>();
+    if (in(0).dtype == DType::I32)
+      return transposeAs<int32_t>();
+    transposeAs<T>();
+  }
+
+  template <typename E> void transposeAs() {
     const Shape &xs = in(0).shape;
     std::vector<int64_t> xStrides = stridesOf(xs);
     std::vector<int64_t> strides[1] = {std::vector<int64_t>(xs.size())};
     for (size_t d = 0; d < xs.size(); ++d)
       strides[0][d] = xStrides[attrs().permutation[d]];
-    const T *x = inData(0);
-    T *y = outData(0);
+    const E *x = in(0).template as<const E>();
+    E *y = out(0).template as<E>();
     walk(out(0).shape, strides,
          [&](int64_t i, const int64_t *off) { y[i] = x[off[0]]; });
   }
@@ -617,7 +626,12 @@ uint64_t kernelWorkspaceElements(OpKind op,
                                  const std::vector<Shape> &inputShapes) {
   if (op == OpKind::Attention || op == OpKind::AttentionGrad) {
     uint64_t s = uint64_t(inputShapes[0][2]);
-    return (op == OpKind::Attention ? 1 : 2) * s * s;
+    uint64_t factor = op == OpKind::Attention ? 1 : 2;
+    // Saturates instead of wrapping: a wrapped count would let the
+    // backend allocate too little scratch.
+    if (s != 0 && s > UINT64_MAX / s / factor)
+      return UINT64_MAX;
+    return factor * s * s;
   }
   return 0;
 }

@@ -31,7 +31,7 @@
 namespace remat::runtime::cpu {
 
 /// Scratch elements (of the float type) the kernel of `op` needs for the
-/// given operand shapes.
+/// given operand shapes; UINT64_MAX when the count does not fit 64 bits.
 uint64_t kernelWorkspaceElements(OpKind op,
                                  const std::vector<Shape> &inputShapes);
 

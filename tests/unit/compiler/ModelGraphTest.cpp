@@ -208,6 +208,34 @@ TEST_CASE("malformed models each give one located message", "[compiler]") {
             "{ \"name\": \"y\", \"op\": \"block\", \"block\": \"lyr\", \"inputs\": [\"x\"] }"),
        "m.json: /ops/0 'y': unknown block 'lyr'"},
       {"not a model file", "[1, 2]", "m.json: expected an object, got an array"},
+      // Found by tools/fuzz_inputs.py: each crashed remat compile (stack
+      // overflow) or ended it with an unlocated nlohmann message.
+      {"number literal out of range", edit("\"batch\": 2", "\"batch\": 1e999"),
+       "m.json: malformed JSON: number overflow parsing '1e999'"},
+      {"JSON nested too deep",
+       edit("\"axes\": [0, 1]", "\"axes\": " + std::string(100000, '[') +
+                                   std::string(100000, ']')),
+       "m.json: malformed JSON: nested more than 100 levels deep"},
+      {"expression nested too deep",
+       edit("[\"width\", \"width\"]", "[\"" + std::string(100000, '(') + "4" +
+                                          std::string(100000, ')') +
+                                          "\", \"width\"]"),
+       "m.json: /params/0/shape/0: in expression \"" + std::string(80, '(') +
+           "...\": nested more than 200 levels deep"},
+      {"number out of range in an expression",
+       edit("[\"width\", \"width\"]", "[\"1e999\", \"width\"]"),
+       "m.json: /params/0/shape/0: in expression \"1e999\": number out of "
+       "range at '1e999'"},
+      {"dimension below -2^63", edit("[\"width\", \"width\"]", "[-1e19, \"width\"]"),
+       "m.json: /params/0/shape/0: dimension -10000000000000000000.000000 "
+       "must be positive"},
+      {"data kind not a string",
+       edit("\"shape\": [\"batch\", \"width\"] }",
+            "\"shape\": [\"batch\", \"width\"], \"data\": { \"kind\": 5 } }"),
+       "m.json: /inputs/0/data/kind: expected a string, got a number"},
+      {"optimizer kind not a string",
+       edit("\"loss\": \"loss\"", "\"loss\": \"loss\", \"optimizer\": { \"kind\": [] }"),
+       "m.json: /optimizer/kind: expected a string, got an array"},
   };
   for (const Case &c : cases) {
     INFO(c.what);

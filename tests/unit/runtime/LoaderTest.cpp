@@ -1,4 +1,5 @@
 //===- LoaderTest.cpp - Plan parsing, serialization and validation -------===//
+#include "TestUtil.h"
 #include "TinyPlan.h"
 
 #include "runtime/Executor.h"
@@ -7,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <random>
 
 using namespace remat::runtime;
@@ -313,4 +315,221 @@ TEST_CASE("randomly corrupted plans are rejected or run, never crash",
   }
   CHECK(rejected > 200);
   CHECK(loaded > 0);
+}
+
+// Regressions from tools/fuzz_inputs.py (plans that crashed or hung
+// remat-run under ASan/UBSan instead of failing with a message).
+
+TEST_CASE("loader rejects a number literal out of range with the file name",
+          "[runtime]") {
+  // nlohmann reports "1e999" as out_of_range.406, not as a parse_error.
+  CHECK_THROWS_WITH(
+      loadPlanText("{\"format\": \"remat-plan\", \"version\": 1e999}",
+                   "n.plan"),
+      Catch::StartsWith("n.plan: malformed JSON: number overflow parsing "
+                        "'1e999'"));
+}
+
+TEST_CASE("loader rejects a labels_of shift past the row (it hung the "
+          "generator)",
+          "[runtime]") {
+  // Past the end of a row, labels_of steps the sequence rule once per
+  // position of the shift: 10^15 steps for every label.
+  json p = tinyJson();
+  p["buffers"][0]["dtype"] = "i32";
+  p["buffers"][0]["data"] = {{"kind", "sequence"}, {"vocab", 8}};
+  p["buffers"][8]["role"] = "input";
+  p["buffers"][8]["dtype"] = "i32";
+  p["buffers"][8]["shape"] = {8, 4};
+  p["buffers"][8]["bytes"] = 128;
+  p["buffers"][8]["offset"] = 896;
+  p["arena_bytes"] = 1024;
+  p["buffers"][8]["data"] = {
+      {"kind", "labels_of"}, {"of", 0}, {"shift", 1000000000000000}};
+  expectRejected(p, "/buffers/8 'target': data 'labels_of' shift must be in "
+                    "[0, 4] (the last dim, time), got 1000000000000000");
+  p["buffers"][8]["data"]["shift"] = -1;
+  expectRejected(p, "shift must be in [0, 4]");
+}
+
+TEST_CASE("loader rejects a randint range wider than int64 (signed overflow "
+          "in the generator)",
+          "[runtime]") {
+  json p = tinyJson();
+  p["buffers"][0]["dtype"] = "i64";
+  p["buffers"][0]["shape"] = {16};
+  p["buffers"][0]["data"] = {
+      {"kind", "randint"}, {"low", -INT64_MAX}, {"high", INT64_MAX}};
+  expectRejected(p, "/buffers/0 'x': data 'randint' range "
+                    "[-9223372036854775807, 9223372036854775807) has more "
+                    "than 2^63 - 1 values");
+  // The widest range that fits is still accepted by the buffer check (the
+  // plan then fails later, at the first step that reads x as f32).
+  p["buffers"][0]["data"]["low"] = 0;
+  expectRejected(p, "/steps/0 'matmul'");
+}
+
+TEST_CASE("cpu backend refuses an arena or workspace beyond host memory "
+          "before allocating",
+          "[runtime]") {
+  // A valid 1 PiB plan: under ASan posix_memalign aborted the process
+  // (allocation-size-too-big); without it the error was "std::bad_alloc".
+  json p = tinyJson();
+  p["arena_bytes"] = uint64_t(1) << 50;
+  LoadedPlan huge = loadPlanText(p.dump(), "huge.plan");
+  CpuBackend cpu;
+  CHECK_THROWS_WITH(cpu.checkSupport(huge),
+                    Catch::StartsWith("huge.plan: /arena_bytes: arena of "
+                                      "1125899906842624 bytes is more than "
+                                      "this machine's memory"));
+  CHECK_THROWS_AS(Executor(huge, cpu), PlanError);
+  CHECK(cpu.arenaAllocations() == 0);
+
+  // attention over S = 2^20 positions: a 4 TiB score workspace for a 4 MiB
+  // operand.
+  const int64_t s = int64_t(1) << 20, bytes = s * 4;
+  json a = {{"format", "remat-plan"}, {"version", 1},   {"model", "attn"},
+            {"alignment", 64},        {"batch", 1},     {"loss", 4},
+            {"arena_bytes", 4 * bytes + 64}};
+  const char *names[] = {"q", "k", "v", "o"};
+  for (int i = 0; i < 4; ++i) {
+    json b = {{"name", names[i]}, {"role", i < 3 ? "input" : "activation"},
+              {"dtype", "f32"},   {"shape", {1, 1, s, 1}},
+              {"offset", i * bytes}, {"bytes", bytes}};
+    if (i < 3)
+      b["data"] = {{"kind", "randn"}};
+    a["buffers"].push_back(b);
+  }
+  a["buffers"].push_back({{"name", "loss"}, {"role", "activation"},
+                          {"dtype", "f32"}, {"shape", json::array()},
+                          {"offset", 4 * bytes}, {"bytes", 4}});
+  a["steps"] = {{{"op", "attention"}, {"inputs", {0, 1, 2}},
+                 {"outputs", json::array({3})}, {"phase", "forward"},
+                 {"attrs", {{"causal", true}, {"scale", 1.0}}}},
+                {{"op", "mse"}, {"inputs", {3, 0}}, {"outputs", json::array({4})},
+                 {"phase", "forward"}}};
+  LoadedPlan attn = loadPlanText(a.dump(), "attn.plan");
+  CHECK_THROWS_WITH(cpu.checkSupport(attn),
+                    Catch::StartsWith("attn.plan: /steps/0 'attention': "
+                                      "needs a workspace of 4398046511104 "
+                                      "bytes"));
+
+  // The limit is arena + workspace: with a 1 KiB machine the tiny plan's
+  // 896-byte arena fits, a 2 KiB one does not.
+  CpuBackend small;
+  small.memoryLimit = 1024;
+  LoadedPlan tiny = loadPlanText(kTinyLinearPlan, "tiny.plan");
+  CHECK_NOTHROW(small.checkSupport(tiny));
+  p = tinyJson();
+  p["arena_bytes"] = 2048;
+  CHECK_THROWS_WITH(small.checkSupport(loadPlanText(p.dump(), "two.plan")),
+                    "two.plan: /arena_bytes: arena of 2048 bytes is more "
+                    "than this machine's memory (1024 bytes); the cpu "
+                    "backend does not attempt it");
+}
+
+TEST_CASE("loader lets cross_entropy_grad run in place only over its logits",
+          "[runtime]") {
+  // dlogits [R,1] f32 on the bytes of labels [R] i32: the kernel wrote
+  // softmax row r (1.0f) over label r, then indexed dlogits with it
+  // (SEGV under ASan).
+  const int r = 4;
+  json p = {{"format", "remat-plan"}, {"version", 1}, {"model", "ce"},
+            {"alignment", 64},        {"batch", 1},   {"loss", 3},
+            {"arena_bytes", 512}};
+  auto buffer = [](const char *name, const char *role, const char *dtype,
+                   json shape, int offset, int bytes) {
+    return json{{"name", name},   {"role", role},     {"dtype", dtype},
+                {"shape", shape}, {"offset", offset}, {"bytes", bytes}};
+  };
+  p["buffers"] = {
+      buffer("logits", "input", "f32", {r, 1}, 0, r * 4),
+      buffer("labels_in", "input", "i32", json::array({r}), 64, r * 4),
+      buffer("labels", "activation", "i32", json::array({r}), 128, r * 4),
+      buffer("loss", "activation", "f32", json::array(), 192, 4),
+      buffer("dloss", "activation", "f32", json::array(), 256, 4),
+      buffer("dlogits", "activation", "f32", {r, 1}, 128, r * 4)};
+  p["buffers"][0]["data"] = {{"kind", "randn"}};
+  p["buffers"][1]["data"] = {{"kind", "randint"}, {"low", 0}, {"high", 1}};
+  auto step = [](const char *op, json inputs, json outputs) {
+    return json{{"op", op},
+                {"inputs", inputs},
+                {"outputs", outputs},
+                {"phase", "forward"}};
+  };
+  p["steps"] = {step("reshape", json::array({1}), json::array({2})),
+                step("cross_entropy", {0, 2}, json::array({3})),
+                step("constant", json::array(), json::array({4})),
+                step("cross_entropy_grad", {0, 2, 4}, json::array({5}))};
+  p["steps"][2]["attrs"] = {{"value", 1.0}};
+  expectRejected(p, "/steps/3 'cross_entropy_grad': output 0 'dlogits' shares "
+                    "bytes with input 1 'labels' but 'cross_entropy_grad' "
+                    "runs in place only over input 0 (its logits)");
+  // Over the logits it is fine (the compiler's placement for GPT-2).
+  p["buffers"][5]["offset"] = 320;
+  p["buffers"][0]["role"] = "activation";
+  p["buffers"][0].erase("data");
+  p["buffers"][0]["offset"] = 320;
+  p["buffers"].push_back(buffer("x", "input", "f32", {r, 1}, 0, r * 4));
+  p["buffers"][6]["data"] = {{"kind", "randn"}};
+  p["steps"].insert(p["steps"].begin(),
+                    step("relu", json::array({6}), json::array({0})));
+  LoadedPlan lp = loadPlanText(p.dump(), "ok.plan");
+  CpuBackend cpu;
+  Executor exec(lp, cpu);
+  CHECK(std::isfinite(exec.runStep().loss));
+}
+
+TEST_CASE("loader rejects JSON nested deeper than 100 levels", "[runtime]") {
+  // A "report" a million arrays deep: parsePlan's copy of it recursed
+  // until the stack overflowed.
+  json p = tinyJson();
+  p["report"] = {{"x", "@"}};
+  std::string text = p.dump();
+  std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  text.replace(text.find("\"@\""), 3, deep);
+  CHECK_THROWS_WITH(loadPlanText(text, "deep.plan"),
+                    "deep.plan: malformed JSON: nested more than 100 levels "
+                    "deep");
+  // 90 levels are fine.
+  p["report"] = {{"x", "@"}};
+  text = p.dump();
+  text.replace(text.find("\"@\""), 3,
+               std::string(90, '[') + std::string(90, ']'));
+  CHECK_NOTHROW(loadPlanText(text, "ok.plan"));
+}
+
+TEST_CASE("transpose moves i64 and i32 index tensors whole", "[runtime]") {
+  // The loader accepts transpose on index dtypes; the cpu kernel copied
+  // them as floats (half of each i64 element, half of the result).
+  OpAttrs perm;
+  perm.permutation = {1, 0};
+  for (DType dtype : {DType::I64, DType::I32}) {
+    HostTensor x = tensorOf({2, 3}, {0, 1, 2, 3, 4, 5}, dtype);
+    if (dtype == DType::I64)
+      x.values[5] = double(int64_t(1) << 40);
+    std::vector<HostTensor> y =
+        runOp<float>(OpKind::Transpose, perm, {x}, {{dtype, {3, 2}}});
+    REQUIRE(y.size() == 1);
+    CHECK(y[0].values ==
+          std::vector<double>{0, 3, 1, 4, 2, x.values[5]});
+    std::vector<HostTensor> yd =
+        runOp<double>(OpKind::Transpose, perm, {x}, {{dtype, {3, 2}}});
+    CHECK(yd[0].values == y[0].values);
+  }
+}
+
+TEST_CASE("throughput of a huge batch x tokens_per_sample does not overflow",
+          "[runtime]") {
+  // batch * tokens_per_sample was an int64 product (signed overflow, a
+  // negative tokens/s); both are only checked to be >= 1.
+  json p = tinyJson();
+  p["batch"] = INT64_MAX;
+  p["tokens_per_sample"] = 8;
+  LoadedPlan lp = loadPlanText(p.dump(), "big.plan");
+  CpuBackend cpu;
+  Executor exec(lp, cpu);
+  StepResult r = exec.runStep();
+  CHECK(r.samplesPerSecond > 0);
+  CHECK(r.tokensPerSecond == Approx(8 * r.samplesPerSecond));
 }

@@ -707,6 +707,7 @@ private:
                    const std::vector<int> &operands, int depth,
                    std::vector<int> &outputs);
   void readLoss();
+  void checkOpsReachLoss();
   void readOptimizer();
 };
 
@@ -804,8 +805,28 @@ ModelGraph ModelReader::read(const std::string &text) {
 
   // 4. Loss and optimizer.
   readLoss();
+  checkOpsReachLoss();
   readOptimizer();
   return std::move(graph);
+}
+
+void ModelReader::checkOpsReachLoss() {
+  // The training step computes the loss and its gradients, nothing else:
+  // an op whose result never reaches the loss would run for nothing (and
+  // its parameters would get no gradient), so it is a model error. Ops are
+  // in topological order: one backward sweep marks what the loss needs.
+  std::vector<char> needed(graph.values.size(), 0);
+  needed[size_t(graph.loss)] = 1;
+  for (auto it = graph.ops.rbegin(); it != graph.ops.rend(); ++it)
+    if (needed[size_t(it->result)])
+      for (int v : it->operands)
+        needed[size_t(v)] = 1;
+  for (const Op &op : graph.ops)
+    if (!needed[size_t(op.result)])
+      fail(op.where(), "its result does not reach the loss '" +
+                           graph.values[size_t(graph.loss)].name +
+                           "': the training step would compute it for "
+                           "nothing (remove it, or use its result)");
 }
 
 void ModelReader::readConfig() {

@@ -160,6 +160,11 @@ TEST_CASE("malformed models each give one located message", "[compiler]") {
             "\"shape\": [\"batch\", \"width\"], \"dtype\": \"i32\", \"data\": "
             "{ \"kind\": \"randint\", \"high\": 3 } }"),
        "m.json: /ops/0 'y': matmul lhs must be a float tensor, got i32[2, 4]"},
+      {"an op that does not reach the loss",
+       edit("{ \"name\": \"loss\"",
+            "{ \"name\": \"unused\", \"op\": \"relu\", \"inputs\": "
+            "[\"x\"] },\n    { \"name\": \"loss\""),
+       "m.json: /ops/1 'unused': its result does not reach the loss 'loss'"},
       {"name used before it is defined", edit("[\"x\", \"w\"]", "[\"x\", \"z\"]"),
        "m.json: /ops/0 'y': 'z' is not defined"},
       {"name defined twice", edit("\"name\": \"loss\"", "\"name\": \"y\""),

@@ -104,7 +104,7 @@ CudaWorkspace cudaWorkspaceFor(const LoadedPlan &plan) {
   CudaWorkspace full{cublasWorkspaceFor(plan), scratchFor(plan)};
   std::optional<uint64_t> budget = planBudget(plan);
   uint64_t arena = plan.plan.arenaBytes;
-  if (!budget || arena + full.total() <= *budget)
+  if (!budget || (arena <= *budget && full.total() <= *budget - arena))
     return full;
   uint64_t minimumScratch = scratchFor(plan, true);
   uint64_t minimumCublas =
@@ -113,7 +113,8 @@ CudaWorkspace cudaWorkspaceFor(const LoadedPlan &plan) {
   CudaWorkspace least{minimumCublas, minimumScratch};
   if (least.total() > available)
     throw PlanError(
-        "the plan's budget of " + std::to_string(*budget) +
+        plan.source + ": /report/budget_bytes: the plan's budget of " +
+        std::to_string(*budget) +
         " B leaves " + std::to_string(available) +
         " B beside its arena of " + std::to_string(arena) +
         " B, but the cuda backend's workspace needs at least " +
@@ -504,6 +505,34 @@ void CudaBackend::checkSupport(const LoadedPlan &plan) const {
                       " exceeds the cuda backend's limit of " +
                       std::to_string(cuda::kMaxRank));
   }
+  // Attention keeps an S x S score slice per (batch, head): past 2^24
+  // positions that is petabytes (and its byte count would overflow).
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    OpKind op = plan.steps[i].op;
+    if (op != OpKind::Attention && op != OpKind::AttentionGrad)
+      continue;
+    int64_t positions = p.buffers[size_t(p.steps[i].inputs[0])].shape[2];
+    if (positions > (int64_t(1) << 24))
+      throw PlanError(plan.stepPlace(i) + ": attention over " +
+                      std::to_string(positions) +
+                      " positions needs S*S*4 B of scratch per (batch, "
+                      "head); the cuda backend takes S <= 2^24");
+  }
+  // The arena and workspace must fit the device's free memory: refused
+  // here, naming the plan, before anything is allocated.
+  uint64_t workspace = cudaWorkspaceFor(plan).total();
+  uint64_t pad = p.alignment > 256 ? p.alignment : 0;
+  size_t freeBytes = 0, totalBytes = 0;
+  REMAT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+  uint64_t available = freeBytes;
+  if (p.arenaBytes > available || pad > available - p.arenaBytes ||
+      workspace > available - p.arenaBytes - pad)
+    throw PlanError(plan.source + ": /arena_bytes: the arena (" +
+                    std::to_string(p.arenaBytes) + " B) and workspace (" +
+                    std::to_string(workspace) +
+                    " B) need more than the device's " +
+                    std::to_string(freeBytes) + " B free (of " +
+                    std::to_string(totalBytes) + " B)");
 }
 
 uint64_t CudaBackend::workspaceBytes(const LoadedPlan &plan) const {
@@ -518,14 +547,16 @@ void *CudaBackend::allocateArena(uint64_t bytes, uint64_t alignment) {
   uint64_t pad = alignment > 256 ? alignment : 0;
   size_t freeBytes = 0, totalBytes = 0;
   REMAT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
-  uint64_t need = bytes + pad + s.plannedWorkspace;
-  if (need > freeBytes)
+  // (checkSupport refused this with the plan's name; this guards direct
+  // callers. Overflow-safe: bytes may be anything up to 2^64 - 1.)
+  uint64_t available = freeBytes;
+  if (bytes > available || pad > available - bytes ||
+      s.plannedWorkspace > available - bytes - pad)
     throw std::runtime_error(
         "cuda: the arena (" + std::to_string(bytes) + " B) and workspace (" +
-        std::to_string(s.plannedWorkspace) + " B) need " +
-        std::to_string(need) + " B but the device has only " +
-        std::to_string(freeBytes) + " B free (of " +
-        std::to_string(totalBytes) + " B)");
+        std::to_string(s.plannedWorkspace) +
+        " B) need more than the device's " + std::to_string(freeBytes) +
+        " B free (of " + std::to_string(totalBytes) + " B)");
   void *raw = nullptr;
   REMAT_CUDA_CHECK(cudaMalloc(&raw, size_t(bytes + pad)));
   REMAT_CUDA_CHECK(cudaMemsetAsync(raw, 0, size_t(bytes + pad), s.stream));

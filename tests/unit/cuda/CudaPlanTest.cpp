@@ -307,20 +307,64 @@ TEST_CASE("an arena larger than the free device memory is refused with both "
           "numbers",
           "[cuda]") {
   REMAT_REQUIRE_CUDA_DEVICE();
-  json plan = tinyPlanJson();
-  plan["arena_bytes"] = uint64_t(1) << 52; // 4 PiB
-  LoadedPlan loaded = loadPlanText(plan.dump(), "huge.plan");
-  CudaBackend gpu;
-  try {
-    Executor exec(loaded, gpu);
-    FAIL("no error");
-  } catch (const std::runtime_error &e) {
-    std::string msg = e.what();
-    INFO(msg);
-    CHECK(msg.find(std::to_string(uint64_t(1) << 52) + " B") !=
-          std::string::npos);
-    CHECK(msg.find("B free") != std::string::npos);
+  // 4 PiB, and the largest arena a plan can state (arena + workspace used
+  // to overflow to a small number and pass the check).
+  for (uint64_t arena : {uint64_t(1) << 52, UINT64_MAX}) {
+    json plan = tinyPlanJson();
+    plan["arena_bytes"] = arena;
+    LoadedPlan loaded = loadPlanText(plan.dump(), "huge.plan");
+    CudaBackend gpu;
+    try {
+      Executor exec(loaded, gpu);
+      FAIL("no error");
+    } catch (const std::runtime_error &e) {
+      std::string msg = e.what();
+      INFO(msg);
+      CHECK(msg.find("huge.plan: /arena_bytes: the arena (" +
+                     std::to_string(arena) + " B)") != std::string::npos);
+      CHECK(msg.find("B free") != std::string::npos);
+    }
+    CHECK(gpu.arenaAllocations() == 0);
   }
+}
+
+TEST_CASE("attention over more than 2^24 positions is refused before "
+          "anything is allocated",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  // q, k, v, out [1, 1, S, 1]: S*S*4 B of scores would overflow past 2^30.
+  int64_t s = (int64_t(1) << 24) + 1, bytes = 4 * s;
+  int64_t aligned = (bytes + 255) / 256 * 256;
+  json buffers = json::array();
+  for (int i = 0; i < 4; ++i)
+    buffers.push_back({{"name", std::string("t") + char('0' + i)},
+                       {"role", i < 3 ? "input" : "activation"},
+                       {"dtype", "f32"},
+                       {"shape", {1, 1, s, 1}},
+                       {"offset", i * aligned},
+                       {"bytes", bytes}});
+  for (int i = 0; i < 3; ++i)
+    buffers[size_t(i)]["data"] = {{"kind", "randn"}};
+  buffers.push_back({{"name", "loss"}, {"role", "activation"},
+                     {"dtype", "f32"}, {"shape", json::array()},
+                     {"offset", 4 * aligned}, {"bytes", 4}});
+  json plan = {{"format", "remat-plan"}, {"version", 1}, {"model", "long"},
+               {"seed", 0}, {"batch", 1}, {"tokens_per_sample", 1},
+               {"alignment", 256}, {"arena_bytes", 4 * aligned + 256},
+               {"buffers", buffers}, {"loss", 4},
+               {"steps",
+                {{{"op", "attention"}, {"inputs", {0, 1, 2}},
+                  {"outputs", {3}}, {"phase", "forward"},
+                  {"attrs", {{"causal", true}, {"scale", 1.0}}}},
+                 {{"op", "constant"}, {"inputs", json::array()},
+                  {"outputs", {4}}, {"phase", "forward"},
+                  {"attrs", {{"value", 0.0}}}}}}};
+  LoadedPlan loaded = loadPlanText(plan.dump(), "long.plan");
+  CudaBackend gpu;
+  CHECK_THROWS_WITH(Executor(loaded, gpu),
+                    Catch::Contains("long.plan: /steps/0 'attention': "
+                                    "attention over 16777217 positions") &&
+                        Catch::Contains("S <= 2^24"));
   CHECK(gpu.arenaAllocations() == 0);
 }
 

@@ -687,6 +687,9 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes) {
   if (!ptr)
     return fail(cudaErrorInvalidValue);
   *ptr = nullptr;
+  // (Also keeps the rounding below from overflowing.)
+  if (d.used > d.capacity || bytes > d.capacity - d.used)
+    return fail(cudaErrorMemoryAllocation);
   size_t rounded = (std::max<size_t>(bytes, 1) + kAllocAlign - 1) /
                    kAllocAlign * kAllocAlign;
   if (d.used + rounded > d.capacity)
@@ -721,6 +724,8 @@ cudaError_t cudaMallocHost(void **ptr, size_t bytes) {
   std::lock_guard<std::recursive_mutex> lock(d.mutex);
   if (!ptr)
     return fail(cudaErrorInvalidValue);
+  if (bytes > SIZE_MAX - kAllocAlign)
+    return fail(cudaErrorMemoryAllocation);
   size_t rounded = (std::max<size_t>(bytes, 1) + kAllocAlign - 1) /
                    kAllocAlign * kAllocAlign;
   void *p = std::aligned_alloc(kAllocAlign, rounded);

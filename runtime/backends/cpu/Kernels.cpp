@@ -2,6 +2,7 @@
 #include "runtime/backends/cpu/Kernels.h"
 
 #include "runtime/Philox.h"
+#include "runtime/Strides.h"
 #include "runtime/backends/cpu/Gemm.h"
 
 #include <algorithm>
@@ -19,25 +20,6 @@ int64_t product(Shape::const_iterator begin, Shape::const_iterator end) {
   for (auto it = begin; it != end; ++it)
     n *= *it;
   return n;
-}
-
-/// Row-major strides of `shape`.
-std::vector<int64_t> stridesOf(const Shape &shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
-    s[d] = s[d + 1] * shape[d + 1];
-  return s;
-}
-
-/// Strides that read `small` while walking the broadcast shape `big`: right
-/// aligned, 0 where `small` has a 1 or no dimension.
-std::vector<int64_t> broadcastStrides(const Shape &small, const Shape &big) {
-  std::vector<int64_t> own = stridesOf(small);
-  std::vector<int64_t> out(big.size(), 0);
-  size_t offset = big.size() - small.size();
-  for (size_t d = 0; d < small.size(); ++d)
-    out[offset + d] = small[d] == 1 ? 0 : own[d];
-  return out;
 }
 
 /// Walks `shape` in row-major order, keeping one running offset per strided
@@ -61,18 +43,6 @@ void walk(const Shape &shape, const std::vector<int64_t> (&strides)[N], Fn fn) {
       idx[d] = 0;
     }
   }
-}
-
-/// Whether `small` equals the trailing dims of `big` (leading 1s ignored).
-bool isSuffix(const Shape &small, const Shape &big) {
-  size_t lead = 0;
-  while (lead < small.size() && small[lead] == 1)
-    ++lead;
-  size_t rest = small.size() - lead;
-  if (rest > big.size())
-    return false;
-  return std::equal(small.begin() + int64_t(lead), small.end(),
-                    big.end() - int64_t(rest));
 }
 
 int64_t readIndex(const TensorRef &t, int64_t i) {

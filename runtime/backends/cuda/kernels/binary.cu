@@ -51,22 +51,6 @@ __global__ void binaryStridedKernel(const float *a, StridedIndex ia,
     c[i] = apply<Op>(a[stridedOffsetAs(ia, i)], b[stridedOffsetAs(ib, i)]);
 }
 
-/// Whether `small` broadcasts to `big` by repeating every numel(small)
-/// elements: after its leading 1s it equals big's trailing dims (a scalar
-/// and big's own shape included).
-bool isSuffix(const Shape &small, const Shape &big) {
-  size_t lead = 0;
-  while (lead < small.size() && small[lead] == 1)
-    ++lead;
-  size_t rest = small.size() - lead;
-  if (rest > big.size())
-    return false;
-  for (size_t i = 0; i < rest; ++i)
-    if (small[lead + i] != big[big.size() - rest + i])
-      return false;
-  return true;
-}
-
 template <BinaryOp Op, typename Index>
 void launchMod(const float *a, int64_t na, const float *b, int64_t nb, float *c,
                int64_t n, const DeviceContext &ctx) {

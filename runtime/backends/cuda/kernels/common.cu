@@ -5,22 +5,6 @@
 
 namespace remat::runtime::cuda {
 
-std::vector<int64_t> stridesOf(const Shape &shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
-    s[size_t(d)] = s[size_t(d) + 1] * shape[size_t(d) + 1];
-  return s;
-}
-
-std::vector<int64_t> broadcastStrides(const Shape &small, const Shape &big) {
-  std::vector<int64_t> own = stridesOf(small);
-  std::vector<int64_t> out(big.size(), 0);
-  size_t offset = big.size() - small.size();
-  for (size_t d = 0; d < small.size(); ++d)
-    out[offset + d] = small[d] == 1 ? 0 : own[d];
-  return out;
-}
-
 StridedIndex makeStridedIndex(const Shape &shape,
                               const std::vector<int64_t> &strides) {
   if (shape.size() > size_t(kMaxRank))

@@ -9,6 +9,7 @@
 #ifndef REMAT_RUNTIME_BACKENDS_CUDA_KERNELS_COMMON_CUH
 #define REMAT_RUNTIME_BACKENDS_CUDA_KERNELS_COMMON_CUH
 
+#include "runtime/Strides.h"
 #include "runtime/backends/cuda/kernels/Kernels.h"
 
 #include <cuda_runtime.h>
@@ -106,11 +107,6 @@ __device__ inline Index stridedOffsetAs(const StridedIndex &ix, Index linear) {
 /// arithmetic never wraps.
 inline bool fitsIndex32(int64_t n) { return n < (int64_t(1) << 31); }
 
-/// Row-major strides of `shape`.
-std::vector<int64_t> stridesOf(const Shape &shape);
-/// Strides that read `small` while walking `big` (right aligned, 0 where
-/// small broadcasts).
-std::vector<int64_t> broadcastStrides(const Shape &small, const Shape &big);
 /// StridedIndex of `shape` with `strides` (throws past kMaxRank).
 StridedIndex makeStridedIndex(const Shape &shape,
                               const std::vector<int64_t> &strides);

@@ -108,6 +108,32 @@ public:
     return it == obj.end() ? nullptr : &*it;
   }
 
+  /// out = field `key` of `obj` where present (a number / an integer).
+  void optional(const json &obj, const std::string &path, const char *key,
+                double &out) const {
+    if (const json *f = optionalField(obj, key))
+      out = number(*f, path + "/" + key);
+  }
+  void optional(const json &obj, const std::string &path, const char *key,
+                int64_t &out) const {
+    if (const json *f = optionalField(obj, key))
+      out = int64(*f, path + "/" + key);
+  }
+
+  /// The index of `kind` in `names`; else an error listing them.
+  template <size_t N>
+  int kindIndex(const std::string &kind, const char *const (&names)[N],
+                const std::string &path, const char *what) const {
+    std::string expected;
+    for (size_t i = 0; i < N; ++i) {
+      if (kind == names[i])
+        return int(i);
+      expected += (i ? "|" : "") + std::string(names[i]);
+    }
+    fail(path, std::string("unknown ") + what + " kind '" + kind +
+                   "' (expected " + expected + ")");
+  }
+
   void expectObject(const json &v, const std::string &path) const {
     if (!v.is_object())
       fail(path, std::string("expected an object, got ") + v.type_name());
@@ -179,23 +205,12 @@ InitSpec parseInit(const Reader &r, const json &v, const std::string &path) {
   r.rejectUnknownKeys(v, path, {"kind", "mean", "std", "low", "high"});
   InitSpec init;
   std::string kind = r.str(r.field(v, path, "kind"), path + "/kind");
-  bool found = false;
-  for (int i = 0; i < 4; ++i)
-    if (kind == kInitKinds[i]) {
-      init.kind = InitSpec::Kind(i);
-      found = true;
-    }
-  if (!found)
-    r.fail(path + "/kind", "unknown init kind '" + kind +
-                               "' (expected normal|uniform|zeros|ones)");
-  if (const json *f = r.optionalField(v, "mean"))
-    init.mean = r.number(*f, path + "/mean");
-  if (const json *f = r.optionalField(v, "std"))
-    init.std = r.number(*f, path + "/std");
-  if (const json *f = r.optionalField(v, "low"))
-    init.low = r.number(*f, path + "/low");
-  if (const json *f = r.optionalField(v, "high"))
-    init.high = r.number(*f, path + "/high");
+  init.kind =
+      InitSpec::Kind(r.kindIndex(kind, kInitKinds, path + "/kind", "init"));
+  r.optional(v, path, "mean", init.mean);
+  r.optional(v, path, "std", init.std);
+  r.optional(v, path, "low", init.low);
+  r.optional(v, path, "high", init.high);
   return init;
 }
 
@@ -206,33 +221,18 @@ DataSpec parseData(const Reader &r, const json &v, const std::string &path) {
       {"kind", "mean", "std", "low", "high", "vocab", "a", "c", "of", "shift"});
   DataSpec data;
   std::string kind = r.str(r.field(v, path, "kind"), path + "/kind");
-  bool found = false;
-  for (int i = 0; i < 4; ++i)
-    if (kind == kDataKinds[i]) {
-      data.kind = DataSpec::Kind(i);
-      found = true;
-    }
-  if (!found)
-    r.fail(path + "/kind", "unknown data kind '" + kind +
-                               "' (expected randn|randint|sequence|labels_of)");
-  if (const json *f = r.optionalField(v, "mean"))
-    data.mean = r.number(*f, path + "/mean");
-  if (const json *f = r.optionalField(v, "std"))
-    data.std = r.number(*f, path + "/std");
-  if (const json *f = r.optionalField(v, "low"))
-    data.low = r.int64(*f, path + "/low");
-  if (const json *f = r.optionalField(v, "high"))
-    data.high = r.int64(*f, path + "/high");
-  if (const json *f = r.optionalField(v, "vocab"))
-    data.vocab = r.int64(*f, path + "/vocab");
-  if (const json *f = r.optionalField(v, "a"))
-    data.a = r.int64(*f, path + "/a");
-  if (const json *f = r.optionalField(v, "c"))
-    data.c = r.int64(*f, path + "/c");
-  if (const json *f = r.optionalField(v, "of"))
-    data.of = r.int64(*f, path + "/of");
-  if (const json *f = r.optionalField(v, "shift"))
-    data.shift = r.int64(*f, path + "/shift");
+  data.kind =
+      DataSpec::Kind(r.kindIndex(kind, kDataKinds, path + "/kind", "data"));
+  r.optional(v, path, "mean", data.mean);
+  r.optional(v, path, "std", data.std);
+  for (auto [key, field] : {std::pair{"low", &data.low},
+                            {"high", &data.high},
+                            {"vocab", &data.vocab},
+                            {"a", &data.a},
+                            {"c", &data.c},
+                            {"of", &data.of},
+                            {"shift", &data.shift}})
+    r.optional(v, path, key, *field);
   if (data.kind == DataSpec::Kind::Sequence && !r.optionalField(v, "vocab"))
     r.fail(path, "data kind 'sequence' needs \"vocab\"");
   if (data.kind == DataSpec::Kind::LabelsOf && !r.optionalField(v, "of"))

@@ -190,6 +190,17 @@ TEST_CASE("loader rejects an unknown op, role or dtype", "[runtime]") {
   p = tinyJson();
   p["steps"][3]["phase"] = "sideways";
   expectRejected(p, "unknown phase 'sideways'");
+  p = tinyJson();
+  p["buffers"][0]["data"]["kind"] = "noise";
+  expectRejected(p, "/buffers/0/data/kind: unknown data kind 'noise' "
+                    "(expected randn|randint|sequence|labels_of)");
+  p = tinyJson();
+  p["buffers"][0]["data"]["std"] = "wide";
+  expectRejected(p, "/buffers/0/data/std");
+  p = tinyJson();
+  p["buffers"][1]["init"]["kind"] = "xavier";
+  expectRejected(p, "/buffers/1/init/kind: unknown init kind 'xavier' "
+                    "(expected normal|uniform|zeros|ones)");
 }
 
 TEST_CASE("loader rejects a wrong dtype", "[runtime]") {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <cstdio>
 
 namespace remat::compiler {
@@ -51,6 +52,7 @@ mlir::OwningOpRef<mlir::ModuleOp>
 buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
             Stage stage, const CompileOptions &options) {
   auto module = importModel(graph, context);
+  setDeviceProfile(*module, options.deviceProfile);
   if (stage == Stage::Graph)
     return module;
   mlir::PassManager pm(&context);
@@ -115,6 +117,11 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   report["min_feasible_bytes"] = nullptr;
   report["workspace_reserve_bytes"] =
       options.budgetBytes ? options.workspaceReserveBytes : 0;
+  report["device_profile"] = {
+      {"name", step.profile.name},
+      {"flops_per_second", step.profile.flopsPerSecond},
+      {"bytes_per_second", step.profile.bytesPerSecond},
+      {"launch_seconds", step.profile.launchSeconds}};
   if (auto plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("remat.plan")) {
     auto num = [&](const char *key) {
       auto f = plan.getAs<mlir::FloatAttr>(key);
@@ -188,6 +195,47 @@ std::string formatBytes(int64_t bytes) {
   else
     std::snprintf(buffer, sizeof buffer, "%.2f %s", v, units[u]);
   return buffer;
+}
+
+DeviceProfile parseDeviceProfile(const std::string &spec) {
+  if (std::optional<DeviceProfile> builtin = builtinDeviceProfile(spec))
+    return *builtin;
+  std::ifstream in(spec);
+  if (!in)
+    throw std::invalid_argument("--device-profile '" + spec +
+                                "' is neither a built-in profile (" +
+                                builtinDeviceProfileNames() +
+                                ") nor a readable JSON file");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*exceptions=*/false);
+  if (!j.is_object())
+    throw std::invalid_argument(spec + ": not a JSON object");
+  DeviceProfile profile;
+  profile.name = spec;
+  for (const auto &[key, value] : j.items()) {
+    if (key == "name" && value.is_string()) {
+      profile.name = value.get<std::string>();
+      continue;
+    }
+    double *field = key == "flops_per_second"   ? &profile.flopsPerSecond
+                    : key == "bytes_per_second" ? &profile.bytesPerSecond
+                    : key == "launch_seconds"   ? &profile.launchSeconds
+                                                : nullptr;
+    if (!field)
+      throw std::invalid_argument(spec + ": unknown field '" + key +
+                                  "' (expected name, flops_per_second, "
+                                  "bytes_per_second, launch_seconds)");
+    bool launch = key == "launch_seconds";
+    if (!value.is_number() || !std::isfinite(value.get<double>()) ||
+        (launch ? value.get<double>() < 0 : !(value.get<double>() > 0)))
+      throw std::invalid_argument(spec + ": '" + key + "' must be a " +
+                                  (launch ? "non-negative" : "positive") +
+                                  " number");
+    *field = value.get<double>();
+  }
+  for (const char *key : {"flops_per_second", "bytes_per_second"})
+    if (!j.contains(key))
+      throw std::invalid_argument(spec + ": missing '" + key + "'");
+  return profile;
 }
 
 } // namespace remat::compiler

@@ -10,6 +10,7 @@
 
 #include "compiler/ModelGraph.h"
 #include "compiler/PlanEmitter.h"
+#include "passes/TrainStep.h"
 #include "runtime/PlanFormat.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -39,7 +40,14 @@ struct CompileOptions {
   bool progress = false;
   /// The planner may move ops as well as recompute them.
   bool reorder = true;
+  /// The roofline the planner models op costs with (--device-profile).
+  DeviceProfile deviceProfile;
 };
+
+/// `--device-profile`: a built-in name (builtinDeviceProfileNames) or a JSON
+/// file {"name", "flops_per_second", "bytes_per_second", "launch_seconds"}
+/// (positive numbers; name optional). Throws std::invalid_argument.
+DeviceProfile parseDeviceProfile(const std::string &spec);
 
 /// Imports the model and runs the passes up to `stage` (at most Scheduled).
 /// Throws model::ModelError (user errors) or std::runtime_error.

@@ -15,6 +15,7 @@
 
 #include "ir/GraphOps.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -31,6 +32,34 @@ double DeviceProfile::opSeconds(int64_t flops, int64_t bytes) const {
   return std::max(double(flops) / flopsPerSecond,
                   double(bytes) / bytesPerSecond) +
          launchSeconds;
+}
+
+std::optional<DeviceProfile> builtinDeviceProfile(const std::string &name) {
+  // The GPU figures are 75% of the datasheet peaks of an H200 SXM (f32 67
+  // TFLOP/s, tf32 tensor cores 494 TFLOP/s dense, HBM3e 4.8 TB/s), not
+  // measurements; the launch cost is an eager kernel launch.
+  if (name == "cpu")
+    return DeviceProfile{};
+  if (name == "h200")
+    return DeviceProfile{"h200", 50e12, 3.6e12, 4e-6};
+  if (name == "h200-tf32")
+    return DeviceProfile{"h200-tf32", 370e12, 3.6e12, 4e-6};
+  return std::nullopt;
+}
+
+std::string builtinDeviceProfileNames() { return "cpu, h200, h200-tf32"; }
+
+void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile) {
+  mlir::Builder b(module.getContext());
+  module->setAttr(kDeviceProfileAttr,
+                  b.getDictionaryAttr(
+                      {b.getNamedAttr("name", b.getStringAttr(profile.name)),
+                       b.getNamedAttr("flops_per_second",
+                                      b.getF64FloatAttr(profile.flopsPerSecond)),
+                       b.getNamedAttr("bytes_per_second",
+                                      b.getF64FloatAttr(profile.bytesPerSecond)),
+                       b.getNamedAttr("launch_seconds",
+                                      b.getF64FloatAttr(profile.launchSeconds))}));
 }
 
 void TrainStep::reorder(const std::vector<int> &order) {
@@ -128,8 +157,23 @@ bool isElementwise(const std::string &kind) {
 } // namespace
 
 TrainStep extractTrainStep(mlir::ModuleOp module,
-                           const DeviceProfile &profile) {
+                           const DeviceProfile &defaultProfile) {
   TrainStep step;
+  // A profile the driver put on the module wins over the argument.
+  DeviceProfile profile = defaultProfile;
+  if (auto attr = module->getAttrOfType<mlir::DictionaryAttr>(
+          kDeviceProfileAttr)) {
+    auto number = [&](const char *key, double fallback) {
+      auto f = attr.getAs<mlir::FloatAttr>(key);
+      return f ? f.getValueAsDouble() : fallback;
+    };
+    if (auto n = attr.getAs<mlir::StringAttr>("name"))
+      profile.name = n.str();
+    profile.flopsPerSecond = number("flops_per_second", profile.flopsPerSecond);
+    profile.bytesPerSecond = number("bytes_per_second", profile.bytesPerSecond);
+    profile.launchSeconds = number("launch_seconds", profile.launchSeconds);
+  }
+  step.profile = profile;
   auto func = module.lookupSymbol<mlir::func::FuncOp>("train_step");
   if (!func)
     fail(nullptr, "no func.func @train_step (run -remat-autodiff "

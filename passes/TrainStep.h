@@ -18,17 +18,34 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <string>
 
 namespace remat {
 
 /// A roofline device profile for the modeled cost of an op:
 /// seconds = max(flops / flopsPerSecond, bytes / bytesPerSecond) + launch.
+/// The default ("cpu") is this project's CPU machine; the planner weighs
+/// recomputations by it, so plans for a GPU should use that GPU's profile
+/// (`--device-profile`, docs/planner.md).
 struct DeviceProfile {
+  std::string name = "cpu";
   double flopsPerSecond = 100e9;
   double bytesPerSecond = 20e9;
   double launchSeconds = 2e-6;
   double opSeconds(int64_t flops, int64_t bytes) const;
 };
+
+/// The built-in profiles by name ("cpu", "h200", "h200-tf32"); nullopt for
+/// another name.
+std::optional<DeviceProfile> builtinDeviceProfile(const std::string &name);
+/// Their names, for messages: "cpu, h200, h200-tf32".
+std::string builtinDeviceProfileNames();
+
+/// The module attribute that carries a profile into the passes
+/// (extractTrainStep reads it): {name, flops_per_second, bytes_per_second,
+/// launch_seconds}.
+inline constexpr const char *kDeviceProfileAttr = "remat.device_profile";
+void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile);
 
 struct ValueInfo {
   std::string dtype; ///< "f32", "i32", ...
@@ -57,6 +74,7 @@ struct TrainStep {
   std::vector<ValueInfo> values; ///< parallel to graph.values
   std::vector<OpInfo> ops;       ///< parallel to graph.ops
   int loss = -1;
+  DeviceProfile profile; ///< what OpInfo::seconds were modeled with
 
   /// Permutes `graph.ops` and `ops` together.
   void reorder(const std::vector<int> &order);
@@ -64,10 +82,11 @@ struct TrainStep {
   double totalSeconds() const;
 };
 
-/// Extracts @train_step from `module`; errors name the op and reason.
-/// Throws std::runtime_error.
+/// Extracts @train_step from `module`, costs modeled with the module's
+/// kDeviceProfileAttr if it has one, else `defaultProfile`; errors name the
+/// op and reason. Throws std::runtime_error.
 TrainStep extractTrainStep(mlir::ModuleOp module,
-                           const DeviceProfile &profile = {});
+                           const DeviceProfile &defaultProfile = {});
 
 /// extractTrainStep for passes: on failure emits the reason as an error on
 /// `module` and returns nullopt.

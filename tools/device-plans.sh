@@ -9,7 +9,8 @@
 #   gpt2-124M-min        at the minimum feasible budget
 #   seed_mlp-maxb32      the forum's model at the largest batch that fits
 #   gpt2-124M-maxb32     32 GiB (remat plan --max-batch), GPT-2 likewise
-# Each plan's memory report sits beside it (NAME.json).
+# Each plan's memory report sits beside it (NAME.json). Costs are modeled
+# with the h200 device profile (DEVICE_PROFILE overrides it).
 #
 # It also fills .deps/ (ignored by git), a prefix laid out like /usr with
 # the header-only packages the GPU machine lacks (nlohmann_json, Catch2 v2),
@@ -29,9 +30,13 @@ cp -r /usr/include/nlohmann /usr/include/catch2 "$deps/include/"
 cp -r /usr/share/cmake/nlohmann_json "$deps/share/cmake/"
 cp -r /usr/lib/cmake/Catch2 "$deps/lib/cmake/"
 cp /usr/lib/libCatch2WithMain.a "$deps/lib/"
+# Costs are modeled for the GPU the plans run on (docs/planner.md, "Device
+# profiles"); DEVICE_PROFILE=h200-tf32 for runs with REMAT_CUDA_TF32=1.
+profile=(--device-profile "${DEVICE_PROFILE:-h200}")
 compile() {
   local name="$1"; shift
-  "$remat" compile "$@" --emit=plan -o "$out/$name.plan" --report "$out/$name.json"
+  "$remat" compile "$@" "${profile[@]}" --emit=plan -o "$out/$name.plan" \
+    --report "$out/$name.json"
 }
 compile seed_mlp-1M "$root/models/seed_mlp.json" --set batch=1000000
 compile gpt2-124M-all "$root/models/gpt2.json" --set dropout=0
@@ -51,14 +56,16 @@ budgeted gpt2-124M-75 $((persistent + acts * 3 / 4 + reserve)) \
 budgeted gpt2-124M-50 $((persistent + acts / 2 + reserve)) \
   "$root/models/gpt2.json" --set dropout=0
 # A 1-byte budget fails and names the minimum feasible (arena) budget.
-minimum=$({ "$remat" plan "$root/models/gpt2.json" --set dropout=0 --budget 1 2>&1 || true; } \
+minimum=$({ "$remat" plan "$root/models/gpt2.json" --set dropout=0 "${profile[@]}" \
+  --budget 1 2>&1 || true; } \
   | sed -n 's/.*minimum feasible budget: \([0-9]*\) bytes.*/\1/p')
 budgeted gpt2-124M-min $((minimum + reserve)) "$root/models/gpt2.json" \
   --set dropout=0
 # The largest batch whose arena fits 32 GiB - the reserve, for both models.
 budget32=$((32 << 30))
 maxbatch() {
-  "$remat" plan "$@" --max-batch --budget $((budget32 - reserve)) 2>/dev/null |
+  "$remat" plan "$@" "${profile[@]}" --max-batch \
+    --budget $((budget32 - reserve)) 2>/dev/null |
     sed -n 's/^largest batch that fits [0-9]* bytes: \([0-9]*\)$/\1/p'
 }
 batch=$(maxbatch "$root/models/seed_mlp.json")

@@ -15,6 +15,8 @@
                                    compiled plans agree
   checks.py REMAT check-bounds     every model (tiny) at its minimum budget runs
                                    under remat run --check-bounds on the cpu
+  checks.py REMAT device-profile   --device-profile names and files reach the
+                                   planner and its report; bad ones are usage errors
   checks.py REMAT graph-reorder    plan --graph keeps the given order by default
                                    (proven optimum for it); --reorder moves an op
                                    and needs no recomputation
@@ -419,6 +421,56 @@ def check_bounds(remat, work):
               f"minimum budget {minimum} B keep to their buffers")
 
 
+def device_profile(remat, work):
+    """--device-profile: the named rooflines and a JSON file reach the
+    planner (the report records them; the modeled step time follows), and
+    a bad name or file is a usage error."""
+    tiny = [model("gpt2.json"), "--preset", "tiny", "--budget", "560000"]
+    # (The small preset: tiny's ops are all launch cost.)
+    small = [model("gpt2.json"), "--preset", "small"]
+    seconds = {}
+    for name in ("cpu", "h200", "h200-tf32"):
+        plan, rep = compile_plan(remat, small + ["--device-profile", name],
+                                 work, name)
+        if plan is None:
+            fail(f"--device-profile {name}: {rep}")
+        if rep["device_profile"]["name"] != name:
+            fail(f"--device-profile {name}: report says {rep['device_profile']}")
+        seconds[name] = rep["modeled_step_seconds"]
+    if not seconds["h200"] < seconds["cpu"] / 10:
+        fail(f"an H200 step modeled no faster than the cpu's: {seconds}")
+    path = os.path.join(work, "slow.json")
+    with open(path, "w") as f:
+        json.dump({"name": "slow", "flops_per_second": 1e9,
+                   "bytes_per_second": 1e9, "launch_seconds": 0}, f)
+    plan, rep = compile_plan(remat, tiny + ["--device-profile", path], work,
+                             "slow")
+    if plan is None or rep["device_profile"] != {
+            "name": "slow", "flops_per_second": 1e9, "bytes_per_second": 1e9,
+            "launch_seconds": 0.0}:
+        fail(f"a profile file was not used: {rep}")
+    _, cpu_tiny = compile_plan(remat, tiny, work, "cpu-tiny")
+    if not rep["modeled_step_seconds"] > cpu_tiny["modeled_step_seconds"]:
+        fail("a 1 GFLOP/s profile modeled a faster step than the cpu's")
+    with open(path, "w") as f:
+        json.dump({"flops_per_second": 1e9, "bytes_per_second": "fast"}, f)
+    for spec, text in (("nope", "neither a built-in profile (cpu, h200, "
+                                "h200-tf32) nor a readable JSON file"),
+                       (path, "'bytes_per_second' must be a positive number")):
+        r = subprocess.run([remat, "compile", model("gpt2.json"),
+                            "--device-profile", spec], capture_output=True,
+                           text=True)
+        if r.returncode != 2 or text not in r.stderr:
+            fail(f"--device-profile {spec}: exit {r.returncode}, {r.stderr!r}")
+    r = subprocess.run([remat, "plan", model("gpt2.json"), "--preset", "tiny",
+                        "--budget", "560000", "--device-profile", "h200"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"remat plan --device-profile h200: {r.stderr}")
+    print(f"modeled step seconds by profile: {seconds}; a file profile "
+          f"{rep['modeled_step_seconds']:.3g} s")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -432,7 +484,8 @@ def main():
               "workspace-reserve": workspace_reserve,
               "max-batch": max_batch,
               "loss-grad-in-place": loss_grad_in_place,
-              "check-bounds": check_bounds}
+              "check-bounds": check_bounds,
+              "device-profile": device_profile}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

@@ -60,6 +60,10 @@ static const char *kCompileHelp =
     "  --progress         solver progress on stderr\n"
     "  --no-reorder       keep the scheduled op order: the planner only\n"
     "                     recomputes (default: it may also move ops)\n"
+    "  --device-profile NAME|FILE\n"
+    "                     the roofline the planner models op costs with:\n"
+    "                     cpu (default), h200, h200-tf32, or a JSON file\n"
+    "                     (docs/planner.md); plans for a GPU should use it\n"
     "  --preset NAME      apply a named preset of the model's config\n"
     "  --set NAME=VALUE   override a config variable (repeatable)\n"
     "  -h, --help         this text\n";
@@ -73,6 +77,7 @@ static const char *kTrainHelp =
     "compile options: --preset NAME, --set NAME=VALUE, --budget BYTES,\n"
     "  --workspace-reserve BYTES,\n"
     "  --solver NAME, --time-limit S, --progress, --no-reorder,\n"
+    "  --device-profile NAME|FILE,\n"
     "  --plan FILE (keep the plan there; default: a temporary file),\n"
     "  --report FILE\n"
     "run options (passed to remat run; see remat run --help): --steps N,\n"
@@ -92,6 +97,7 @@ struct Options {
   bool progress = false;
   bool reorder = true;
   model::ModelOptions modelOptions;
+  DeviceProfile deviceProfile;
   std::vector<std::string> passThrough; ///< train: options for `run`
 };
 
@@ -131,6 +137,8 @@ int parse(const char *command, int argc, char **argv, Options &options,
                                          "1.5GiB, 800MB, 123456)");
       } else if (takeValue(argc, argv, i, "--solver", value)) {
         options.solver = value;
+      } else if (takeValue(argc, argv, i, "--device-profile", value)) {
+        options.deviceProfile = compiler::parseDeviceProfile(value);
       } else if (takeValue(argc, argv, i, "--time-limit", value)) {
         try {
           options.timeLimit = std::stod(value);
@@ -253,6 +261,7 @@ compiler::CompileOptions toCompileOptions(const Options &options) {
                                                    : 1.0;
   c.progress = options.progress;
   c.reorder = options.reorder;
+  c.deviceProfile = options.deviceProfile;
   return c;
 }
 

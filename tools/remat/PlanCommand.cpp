@@ -62,6 +62,9 @@ static const char *kPlanHelp =
     "  --time-limit S     time limit of the exact MILP (default: 1 s inside\n"
     "                     auto, 60 s with --solver exact)\n"
     "  --progress         solver progress on stderr\n"
+    "  --device-profile NAME|FILE  the roofline op costs are modeled with:\n"
+    "                     cpu (default), h200, h200-tf32, or a JSON file\n"
+    "                     (docs/planner.md)\n"
     "  --preset NAME, --set NAME=VALUE   model configuration\n"
     "  --json FILE        also write the results as JSON\n";
 
@@ -82,6 +85,7 @@ struct PlanOptions {
   std::optional<bool> reorder;
   std::string jsonPath;
   model::ModelOptions modelOptions;
+  DeviceProfile deviceProfile; ///< --device-profile
 };
 
 int usage(const std::string &message) {
@@ -111,8 +115,11 @@ Session openSession(const PlanOptions &options,
   model::ModelGraph graph =
       model::loadModel(readText(options.model), options.model, modelOptions);
   mlir::MLIRContext context;
-  auto module =
-      compiler::buildModule(graph, context, compiler::Stage::Scheduled);
+  compiler::CompileOptions compileOptions;
+  compileOptions.deviceProfile = options.deviceProfile;
+  auto module = compiler::buildModule(graph, context,
+                                      compiler::Stage::Scheduled,
+                                      compileOptions);
   Session s;
   s.step = extractTrainStep(*module);
   planner::SolverKind kind = planner::SolverKind::Auto;
@@ -448,6 +455,8 @@ int planMain(int argc, char **argv) {
         options.timeLimit = std::stod(v);
       else if (takeValue(argc, argv, i, "--json", v))
         options.jsonPath = v;
+      else if (takeValue(argc, argv, i, "--device-profile", v))
+        options.deviceProfile = compiler::parseDeviceProfile(v);
       else if (takeValue(argc, argv, i, "--preset", v))
         options.modelOptions.preset = v;
       else if (takeValue(argc, argv, i, "--set", v)) {

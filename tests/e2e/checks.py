@@ -462,6 +462,14 @@ def device_profile(remat, work):
                            text=True)
         if r.returncode != 2 or text not in r.stderr:
             fail(f"--device-profile {spec}: exit {r.returncode}, {r.stderr!r}")
+    # remat run notes a plan costed for another kind of device.
+    for name, noted in (("h200", True), ("cpu", False)):
+        r = subprocess.run([remat, "run", os.path.join(work, name + ".plan"),
+                            "--steps", "1"], capture_output=True, text=True)
+        says = "the plan's costs were modeled for 'h200'" in r.stderr
+        if r.returncode != 0 or says != noted or (
+                not noted and "note:" in r.stderr):
+            fail(f"remat run of the {name} plan on the cpu: {r.stderr!r}")
     r = subprocess.run([remat, "plan", model("gpt2.json"), "--preset", "tiny",
                         "--budget", "560000", "--device-profile", "h200"],
                        capture_output=True, text=True)

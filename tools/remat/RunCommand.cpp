@@ -79,7 +79,7 @@ int runCommand(const RunOptions &opt) {
       throw PlanError("--steps must be >= 0");
     LoadedPlan plan = loadPlan(opt.planPath);
     std::unique_ptr<Backend> backend = createBackend(opt.backend);
-    [[maybe_unused]] Backend *device = backend.get(); // not the bounds check
+    Backend *device = backend.get(); // not the bounds check
     if (opt.checkBounds)
       backend = withBoundsCheck(std::move(backend));
     ExecutorOptions execOptions;
@@ -136,6 +136,20 @@ int runCommand(const RunOptions &opt) {
           << " B; arena + workspace " << used << " B"
           << (used <= budget->get<uint64_t>() ? " (within)" : " (OVER)")
           << "\n";
+    }
+    // A plan's recomputations were chosen for the device profile its costs
+    // were modeled with (remat compile --device-profile): say so when it is
+    // not the kind of device this run uses.
+    if (auto profile = p.report.find("device_profile");
+        profile != p.report.end() && profile->is_object() &&
+        profile->contains("name") && (*profile)["name"].is_string()) {
+      std::string planned = (*profile)["name"].get<std::string>();
+      bool gpuProfile = planned.rfind("cpu", 0) != 0;
+      bool gpuBackend = device->name() != "cpu";
+      if (gpuProfile != gpuBackend)
+        err << "remat run: note: the plan's costs were modeled for '"
+            << planned << "' (remat compile --device-profile), this run uses "
+            << "the " << device->name() << " backend\n";
     }
     for (int64_t s = 0; s < opt.steps; ++s) {
       StepResult r = exec.runStep(/*prefetchNext=*/s + 1 < opt.steps);

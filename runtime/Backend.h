@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace remat::runtime {
 
@@ -58,6 +59,56 @@ struct KernelCall {
   int64_t trainingStep = 0;
   /// Index of the step in the plan (for error messages).
   size_t stepIndex = 0;
+};
+
+/// The operand and result refs of every step of `plan` in an arena at
+/// `base`, and the KernelCall of a step over them. The refs live as long as
+/// this object: a CUDA backend replaying a graph keeps their pointers.
+class PlanCalls {
+public:
+  PlanCalls() = default;
+  PlanCalls(const LoadedPlan &plan, char *base) : plan(&plan), base(base) {
+    for (const StepDesc &s : plan.plan.steps) {
+      std::vector<TensorRef> ins, outs;
+      for (int64_t b : s.inputs)
+        ins.push_back(ref(b));
+      for (int64_t b : s.outputs)
+        outs.push_back(ref(b));
+      inputs.push_back(std::move(ins));
+      outputs.push_back(std::move(outs));
+    }
+  }
+
+  /// Buffer `index` of the plan in the arena.
+  TensorRef ref(int64_t index) const {
+    const BufferDesc &b = plan->plan.buffers[size_t(index)];
+    return TensorRef{base + b.offset, b.dtype, b.shape,
+                     int64_t(*checkedNumElements(b.shape))};
+  }
+
+  /// Plan step `step` in 0-based training step `trainingStep`.
+  KernelCall call(size_t step, int64_t trainingStep) const {
+    KernelCall c;
+    c.op = plan->steps[step].op;
+    c.attrs = &plan->steps[step].attrs;
+    c.inputs = inputs[step].data();
+    c.numInputs = int(inputs[step].size());
+    c.outputs = outputs[step].data();
+    c.numOutputs = int(outputs[step].size());
+    c.trainingStep = trainingStep;
+    c.stepIndex = step;
+    return c;
+  }
+
+  /// Result `i` of plan step `step`.
+  const TensorRef &output(size_t step, size_t i) const {
+    return outputs[step][i];
+  }
+
+private:
+  const LoadedPlan *plan = nullptr;
+  char *base = nullptr;
+  std::vector<std::vector<TensorRef>> inputs, outputs;
 };
 
 class Backend {

@@ -31,20 +31,7 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
   }
   try {
     backend.prepare(loaded);
-    auto refOf = [&](int64_t idx) {
-      const BufferDesc &b = p.buffers[idx];
-      return TensorRef{bufferAddress(size_t(idx)), b.dtype, b.shape,
-                       int64_t(*checkedNumElements(b.shape))};
-    };
-    for (const StepDesc &s : p.steps) {
-      std::vector<TensorRef> ins, outs;
-      for (int64_t idx : s.inputs)
-        ins.push_back(refOf(idx));
-      for (int64_t idx : s.outputs)
-        outs.push_back(refOf(idx));
-      stepInputs.push_back(std::move(ins));
-      stepOutputs.push_back(std::move(outs));
-    }
+    calls = PlanCalls(loaded, static_cast<char *>(arena));
     for (size_t i = 0; i < p.buffers.size(); ++i)
       if (p.buffers[i].init)
         writeBuffer(i, initialValue(p.buffers[i], runSeed));
@@ -248,15 +235,7 @@ StepResult Executor::runStep(bool prefetchNext) {
   prefetchedStep = -1;
   backend.beginTrainingStep(numStepsRun);
   for (size_t si = 0; si < p.steps.size(); ++si) {
-    KernelCall call;
-    call.op = loaded.steps[si].op;
-    call.attrs = &loaded.steps[si].attrs;
-    call.inputs = stepInputs[si].data();
-    call.numInputs = int(stepInputs[si].size());
-    call.outputs = stepOutputs[si].data();
-    call.numOutputs = int(stepOutputs[si].size());
-    call.trainingStep = numStepsRun;
-    call.stepIndex = si;
+    KernelCall call = calls.call(si, numStepsRun);
     try {
       backend.runStep(call);
     } catch (const PlanError &) {

@@ -122,7 +122,7 @@ private:
   /// Whether inputs may be filled before the previous step's loss is read.
   bool prefetch = false;
   /// Per plan step: resolved operand and result views into the arena.
-  std::vector<std::vector<TensorRef>> stepInputs, stepOutputs;
+  PlanCalls calls;
   std::map<size_t, NpyArray> userData;
 };
 

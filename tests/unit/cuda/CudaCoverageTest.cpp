@@ -37,8 +37,6 @@ using nlohmann::json;
 
 namespace {
 
-
-
 /// One op's plan (opPlanJson: step 0 the op, step 1 the loss constant)
 /// loaded, its arena allocated and prepared on a backend and its inputs
 /// copied in, for tests that drive the Backend interface step by step:
@@ -54,20 +52,11 @@ public:
         backend.allocateArena(loaded.plan.arenaBytes, loaded.plan.alignment));
     try {
       backend.prepare(loaded);
+      calls = PlanCalls(loaded, base);
       const StepDesc &op = loaded.plan.steps[0];
       for (size_t i = 0; i < c.inputs.size(); ++i) {
         std::vector<char> bytes = hostBytes(c.inputs[i]);
         backend.copyIn(refOf(op.inputs[i]).data, bytes.data(), bytes.size());
-      }
-      // Calls queued for a graph replay keep pointers to these arrays.
-      for (const StepDesc &step : loaded.plan.steps) {
-        std::vector<TensorRef> ins, outs;
-        for (int64_t id : step.inputs)
-          ins.push_back(refOf(id));
-        for (int64_t id : step.outputs)
-          outs.push_back(refOf(id));
-        stepInputs.push_back(std::move(ins));
-        stepOutputs.push_back(std::move(outs));
       }
     } catch (...) {
       backend.freeArena(base);
@@ -81,23 +70,10 @@ public:
       backend.freeArena(base);
   }
 
-  TensorRef refOf(int64_t id) const {
-    const BufferDesc &b = loaded.plan.buffers[size_t(id)];
-    return TensorRef{base + b.offset, b.dtype, b.shape,
-                     int64_t(*checkedNumElements(b.shape))};
-  }
+  TensorRef refOf(int64_t id) const { return calls.ref(id); }
 
   KernelCall call(size_t step, int64_t trainingStep) const {
-    KernelCall call;
-    call.op = loaded.steps[step].op;
-    call.attrs = &loaded.steps[step].attrs;
-    call.inputs = stepInputs[step].data();
-    call.numInputs = int(stepInputs[step].size());
-    call.outputs = stepOutputs[step].data();
-    call.numOutputs = int(stepOutputs[step].size());
-    call.trainingStep = trainingStep;
-    call.stepIndex = step;
-    return call;
+    return calls.call(step, trainingStep);
   }
 
   /// Runs plan step `step` (0: the op, 1: the loss constant).
@@ -115,7 +91,7 @@ public:
 
   /// The op's result `i`, copied out now.
   HostTensor output(size_t i = 0) const {
-    TensorRef r = stepOutputs[0][i];
+    const TensorRef &r = calls.output(0, i);
     std::vector<char> bytes(size_t(r.numElements) * dtypeSize(r.dtype));
     backend.copyOut(bytes.data(), r.data, bytes.size());
     return hostTensorFromBytes({r.dtype, r.shape}, bytes);
@@ -129,7 +105,7 @@ public:
   char *base = nullptr;
 
 private:
-  std::vector<std::vector<TensorRef>> stepInputs, stepOutputs;
+  PlanCalls calls; ///< a graph replay keeps pointers into these refs
 };
 
 /// A dropout op whose mask changes with the training step: what a graph

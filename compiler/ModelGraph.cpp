@@ -15,6 +15,8 @@
 
 #include "compiler/ModelGraph.h"
 
+#include "runtime/PlanFormat.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -712,18 +714,12 @@ private:
 };
 
 ModelGraph ModelReader::read(const std::string &text) {
-  // 1. Parse. Nesting is limited: nlohmann copies, compares and dumps
-  // values recursively, and a value a million arrays deep (in "attrs", say)
-  // overflowed the stack when the reader copied it.
-  constexpr int kMaxJsonDepth = 100;
-  auto limitDepth = [&](int depth, json::parse_event_t, json &) {
-    if (depth > kMaxJsonDepth)
-      throw ModelError(sourceName + ": malformed JSON: nested more than " +
-                       std::to_string(kMaxJsonDepth) + " levels deep");
-    return true;
-  };
+  // 1. Parse (nesting limited as for plans, runtime/PlanFormat.h).
   try {
-    root = json::parse(text, limitDepth);
+    root = runtime::parseJsonDepthLimited(
+        text, [&](const std::string &message) {
+          throw ModelError(sourceName + ": " + message);
+        });
   } catch (const json::parse_error &e) {
     size_t line = 1, column = 1;
     for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {

@@ -341,18 +341,11 @@ Plan parsePlan(const json &v, const std::string &source) {
 }
 
 Plan parsePlanText(const std::string &text, const std::string &source) {
-  // Nesting is limited: nlohmann copies values recursively, and a "report"
-  // a million arrays deep overflowed the stack when parsePlan copied it.
-  constexpr int kMaxJsonDepth = 100;
-  auto limitDepth = [&](int depth, json::parse_event_t, json &) {
-    if (depth > kMaxJsonDepth)
-      throw PlanError(source + ": malformed JSON: nested more than " +
-                      std::to_string(kMaxJsonDepth) + " levels deep");
-    return true;
-  };
   json v;
   try {
-    v = json::parse(text, limitDepth);
+    v = parseJsonDepthLimited(text, [&](const std::string &message) {
+      throw PlanError(source + ": " + message);
+    });
   } catch (const json::parse_error &e) {
     std::string what = e.what();
     // nlohmann prefixes "[json.exception.parse_error.101] "; drop the tag.

@@ -138,6 +138,26 @@ struct Plan {
 Plan parsePlan(const nlohmann::json &json, const std::string &source = "plan");
 /// Parses JSON text first; malformed or truncated text is a PlanError.
 Plan parsePlanText(const std::string &text, const std::string &source);
+
+/// The deepest JSON nesting the plan and model readers accept: nlohmann
+/// copies, compares and dumps values recursively, and a value nested a
+/// million arrays deep overflowed the stack.
+inline constexpr int kMaxJsonDepth = 100;
+
+/// json::parse of `text` that stops at the first value nested deeper than
+/// kMaxJsonDepth by calling `tooDeep(message)`, which must throw the
+/// caller's error; other errors are nlohmann's exceptions.
+template <typename TooDeep>
+nlohmann::json parseJsonDepthLimited(const std::string &text,
+                                     TooDeep tooDeep) {
+  return nlohmann::json::parse(
+      text, [&](int depth, nlohmann::json::parse_event_t, nlohmann::json &) {
+        if (depth > kMaxJsonDepth)
+          tooDeep("malformed JSON: nested more than " +
+                  std::to_string(kMaxJsonDepth) + " levels deep");
+        return true;
+      });
+}
 /// Reads a file and parses it; `source` in messages is the path.
 Plan readPlanFile(const std::string &path);
 

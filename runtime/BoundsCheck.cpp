@@ -59,7 +59,9 @@ private:
   char *base = nullptr;
   uint64_t arenaBytes = 0;
   const LoadedPlan *plan = nullptr;
-  std::vector<char> before, poisoned, after;
+  /// Whole-arena host copies, kept across steps: before the step, the
+  /// poisoned arena it ran on and what that run left, after the real run.
+  std::vector<char> before, poisonedIn, poisonedOut, after;
 
   Range rangeOf(const TensorRef &t) const {
     uint64_t begin = uint64_t(static_cast<char *>(t.data) - base);
@@ -115,19 +117,19 @@ void BoundsCheckedBackend::runStep(const KernelCall &call) {
   results = merged(results);
 
   before.resize(arenaBytes);
-  poisoned.resize(arenaBytes);
+  poisonedIn.resize(arenaBytes);
+  poisonedOut.resize(arenaBytes);
   after.resize(arenaBytes);
   inner->copyOut(before.data(), base, arenaBytes);
 
   // The run on a poisoned arena: only the operands keep their bytes.
-  std::memset(poisoned.data(), 0xFF, arenaBytes);
+  std::memset(poisonedIn.data(), 0xFF, arenaBytes);
   for (const Range &r : operands)
-    std::memcpy(poisoned.data() + r.first, before.data() + r.first,
+    std::memcpy(poisonedIn.data() + r.first, before.data() + r.first,
                 r.second - r.first);
-  inner->copyIn(base, poisoned.data(), arenaBytes);
+  inner->copyIn(base, poisonedIn.data(), arenaBytes);
   inner->runStep(call);
-  std::vector<char> poisonedBefore = poisoned;
-  inner->copyOut(poisoned.data(), base, arenaBytes);
+  inner->copyOut(poisonedOut.data(), base, arenaBytes);
 
   // The run on the real arena.
   inner->copyIn(base, before.data(), arenaBytes);
@@ -149,7 +151,7 @@ void BoundsCheckedBackend::runStep(const KernelCall &call) {
     return last;
   };
   for (auto [from, to] : {std::pair{&before, &after},
-                          std::pair{&poisonedBefore, &poisoned}}) {
+                          std::pair{&poisonedIn, &poisonedOut}}) {
     int64_t w = firstWrite(*from, *to);
     if (w >= 0) {
       uint64_t last = extent(uint64_t(w), [&](uint64_t i) {
@@ -161,9 +163,9 @@ void BoundsCheckedBackend::runStep(const KernelCall &call) {
   // Reads: a result that depends on the bytes that were poisoned.
   for (const Range &r : results)
     for (uint64_t i = r.first; i < r.second; ++i)
-      if (after[i] != poisoned[i]) {
+      if (after[i] != poisonedOut[i]) {
         uint64_t last = extent(i, [&](uint64_t j) {
-          return j < r.second && after[j] != poisoned[j];
+          return j < r.second && after[j] != poisonedOut[j];
         });
         violation(call,
                   "read bytes outside its operands (or a result before "

@@ -163,6 +163,16 @@ def compile_plan(remat, args, work, tag):
         return plan, json.load(f)
 
 
+def minimum_budget(remat, args, work):
+    """The minimum feasible budget of the model `args` compile: the error of
+    a budget of 1 byte names it."""
+    _, error = compile_plan(remat, args + ["--budget", "1"], work, "x")
+    marker = "minimum feasible budget: "
+    if marker not in error:
+        fail(f"an infeasible budget did not name the minimum: {error}")
+    return int(error.split(marker)[1].split()[0])
+
+
 def run_plan(remat, plan, work, tag, steps=2):
     log = os.path.join(work, tag + ".jsonl")
     grads = os.path.join(work, tag + ".grads")
@@ -187,12 +197,7 @@ def budgets_bitwise(remat, work):
         b = rep["breakdown"]
         persistent = rep["planned_peak_bytes"] - b["activations"] - b["grads"]
         half = persistent + b["activations"] // 2
-        # The minimum: the error of a budget of 1 byte names it.
-        _, error = compile_plan(remat, args + ["--budget", "1"], work, "x")
-        marker = "minimum feasible budget: "
-        if marker not in error:
-            fail(f"an infeasible budget did not name the minimum: {error}")
-        minimum = int(error.split(marker)[1].split()[0])
+        minimum = minimum_budget(remat, args, work)
         ref_losses, ref_grads = run_plan(remat, plan, work, name + "-all")
         budgets = [("half", max(half, minimum)), ("minimum", minimum)]
         for tag, budget in budgets:
@@ -407,8 +412,7 @@ def check_bounds(remat, work):
         args = [model(name + ".json"), "--preset", "tiny"]
         if name == "gpt2":
             args += ["--set", "dropout=0.1"]
-        _, error = compile_plan(remat, args + ["--budget", "1"], work, "x")
-        minimum = int(error.split("minimum feasible budget: ")[1].split()[0])
+        minimum = minimum_budget(remat, args, work)
         plan, rep = compile_plan(remat, args + ["--budget", str(minimum)],
                                  work, name)
         if plan is None:

@@ -143,7 +143,30 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
                              std::to_string(layout.arenaBytes) +
                              " bytes exceeds the arena's budget of " +
                              std::to_string(arenaBudget(options)));
-  return emitPlan(step, liveness, layout, options.alignment, report);
+  return emitPlan(assignBuffers(*module, options.alignment), step, report);
+}
+
+plan::ArenaOp assignBuffers(mlir::ModuleOp module, int64_t alignment) {
+  mlir::PassManager pm(module.getContext());
+  AssignBuffersPassOptions assign;
+  assign.alignment = alignment;
+  pm.addPass(createAssignBuffersPass(assign));
+  std::string messages;
+  mlir::ScopedDiagnosticHandler handler(
+      module.getContext(), [&](mlir::Diagnostic &d) {
+        llvm::raw_string_ostream os(messages);
+        os << d.getLocation() << ": " << d.str() << "\n";
+        return mlir::success();
+      });
+  // The pass manager verifies the result: the plan dialect's verifier
+  // checks every plan before it is written.
+  if (mlir::failed(pm.run(module)))
+    throw std::runtime_error("internal error: the plan failed to verify: " +
+                             messages);
+  auto arenas = module.getBody()->getOps<plan::ArenaOp>();
+  if (arenas.empty())
+    throw std::runtime_error("internal error: no plan.arena was built");
+  return *arenas.begin();
 }
 
 std::optional<int64_t> parseByteSize(const std::string &text) {

@@ -15,6 +15,8 @@
 
 #include "compiler/ModelGraph.h"
 
+#include "ops/ShapeRules.h"
+#include "runtime/Ops.h"
 #include "runtime/PlanFormat.h"
 
 #include <algorithm>
@@ -243,296 +245,32 @@ double evaluateExpression(const std::string &text,
 }
 
 //===----------------------------------------------------------------------===//
-// Shape rules of the forward ops (docs/ops.md)
-//===----------------------------------------------------------------------===//
-
-bool broadcastShapes(const std::vector<int64_t> &a,
-                     const std::vector<int64_t> &b,
-                     std::vector<int64_t> &result, std::string &error) {
-  size_t rank = std::max(a.size(), b.size());
-  result.assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) {
-      error = "cannot broadcast " + shapeStr(a) + " with " + shapeStr(b) +
-              ": dim " + std::to_string(i) + " is " + std::to_string(da) +
-              " vs " + std::to_string(db);
-      return false;
-    }
-    result[i] = std::max(da, db);
-  }
-  return true;
-}
-
-namespace {
-[[noreturn]] void reject(const std::string &why) {
-  throw std::invalid_argument(why);
-}
-
-void requireFloat(const std::string &op, const TensorType &t,
-                  const char *what) {
-  if (!isFloatDType(t.dtype))
-    reject(op + " " + what + " must be a float tensor, got " + t.str());
-}
-void requireIndex(const std::string &op, const TensorType &t,
-                  const char *what) {
-  if (!isIndexDType(t.dtype))
-    reject(op + " " + what + " must be an i32 or i64 tensor, got " + t.str());
-}
-void requireSameDType(const std::string &op, const TensorType &a,
-                      const TensorType &b) {
-  if (a.dtype != b.dtype)
-    reject(op + " operand dtypes differ: " + a.dtype + " vs " + b.dtype);
-}
-std::vector<int64_t> shapeAttr(const json &attrs) {
-  return attrs.at("shape").get<std::vector<int64_t>>();
-}
-} // namespace
-
-TensorType inferResultType(const std::string &op,
-                           const std::vector<TensorType> &in,
-                           const json &attrs) {
-  if (op == "matmul") {
-    const TensorType &a = in[0], &b = in[1];
-    requireFloat(op, a, "lhs");
-    requireFloat(op, b, "rhs");
-    requireSameDType(op, a, b);
-    if (a.shape.size() < 2 || b.shape.size() < 2)
-      reject("matmul operands need rank >= 2, got " + a.str() + " and " +
-             b.str());
-    bool ta = attrs.value("transpose_a", false);
-    bool tb = attrs.value("transpose_b", false);
-    size_t ra = a.shape.size(), rb = b.shape.size();
-    int64_t m = a.shape[ra - (ta ? 1 : 2)], ka = a.shape[ra - (ta ? 2 : 1)];
-    int64_t kb = b.shape[rb - (tb ? 1 : 2)], n = b.shape[rb - (tb ? 2 : 1)];
-    if (ka != kb)
-      reject("matmul inner dims " + std::to_string(ka) + " vs " +
-             std::to_string(kb));
-    if (rb != 2 && !std::equal(a.shape.begin(), a.shape.end() - 2,
-                               b.shape.begin(), b.shape.end() - 2) )
-      reject("matmul batch dims differ: " + a.str() + " vs " + b.str());
-    if (rb != 2 && ra != rb)
-      reject("matmul batch dims differ: " + a.str() + " vs " + b.str());
-    TensorType r{a.dtype, a.shape};
-    r.shape[ra - 2] = m;
-    r.shape[ra - 1] = n;
-    return r;
-  }
-  if (op == "add" || op == "sub" || op == "mul" || op == "div") {
-    requireFloat(op, in[0], "lhs");
-    requireFloat(op, in[1], "rhs");
-    requireSameDType(op, in[0], in[1]);
-    TensorType r{in[0].dtype, {}};
-    std::string error;
-    if (!broadcastShapes(in[0].shape, in[1].shape, r.shape, error))
-      reject(op + ": " + error);
-    return r;
-  }
-  if (op == "relu" || op == "gelu" || op == "tanh" || op == "exp" ||
-      op == "dropout") {
-    requireFloat(op, in[0], "operand");
-    if (op == "dropout") {
-      double rate = attrs.at("rate").get<double>();
-      if (!(rate >= 0 && rate < 1))
-        reject("dropout rate " + std::to_string(rate) + " is not in [0, 1)");
-    }
-    return in[0];
-  }
-  if (op == "softmax") {
-    requireFloat(op, in[0], "operand");
-    if (in[0].shape.empty())
-      reject("softmax needs rank >= 1");
-    return in[0];
-  }
-  if (op == "layer_norm") {
-    requireFloat(op, in[0], "input");
-    requireFloat(op, in[1], "gamma");
-    requireFloat(op, in[2], "beta");
-    if (in[0].shape.empty())
-      reject("layer_norm needs rank >= 1");
-    int64_t d = in[0].shape.back();
-    for (int i : {1, 2})
-      if (in[i].shape != std::vector<int64_t>{d})
-        reject(std::string("layer_norm ") + (i == 1 ? "gamma" : "beta") +
-               " has shape " + shapeStr(in[i].shape) + ", expected [" +
-               std::to_string(d) + "]");
-    return in[0];
-  }
-  if (op == "embedding") {
-    requireFloat(op, in[0], "table");
-    requireIndex(op, in[1], "indices");
-    if (in[0].shape.size() != 2)
-      reject("embedding table must be [V, D], got " + in[0].str());
-    TensorType r{in[0].dtype, in[1].shape};
-    r.shape.push_back(in[0].shape[1]);
-    return r;
-  }
-  if (op == "reshape") {
-    TensorType r{in[0].dtype, shapeAttr(attrs)};
-    if (r.numElements() != in[0].numElements())
-      reject("reshape from " + shapeStr(in[0].shape) + " to " +
-             shapeStr(r.shape) + " changes the element count (" +
-             std::to_string(in[0].numElements()) + " vs " +
-             std::to_string(r.numElements()) + ")");
-    return r;
-  }
-  if (op == "transpose") {
-    auto perm = attrs.at("permutation").get<std::vector<int64_t>>();
-    size_t rank = in[0].shape.size();
-    if (perm.size() != rank)
-      reject("transpose permutation has " + std::to_string(perm.size()) +
-             " entries for a rank-" + std::to_string(rank) + " operand");
-    std::vector<bool> seen(rank, false);
-    TensorType r{in[0].dtype, {}};
-    for (int64_t p : perm) {
-      if (p < 0 || p >= (int64_t)rank || seen[p])
-        reject("transpose permutation " + shapeStr(perm) +
-               " is not a permutation of 0.." + std::to_string(rank - 1));
-      seen[p] = true;
-      r.shape.push_back(in[0].shape[p]);
-    }
-    return r;
-  }
-  if (op == "reduce_sum" || op == "reduce_mean") {
-    requireFloat(op, in[0], "operand");
-    auto axes = attrs.at("axes").get<std::vector<int64_t>>();
-    bool keep = attrs.value("keep_dims", false);
-    size_t rank = in[0].shape.size();
-    for (size_t i = 0; i < axes.size(); ++i) {
-      if (axes[i] < 0 || axes[i] >= (int64_t)rank)
-        reject(op + " axis " + std::to_string(axes[i]) +
-               " is out of range for rank " + std::to_string(rank));
-      if (i && axes[i] <= axes[i - 1])
-        reject(op + " axes " + shapeStr(axes) +
-               " must be sorted and unique");
-    }
-    TensorType r{in[0].dtype, {}};
-    for (size_t i = 0; i < rank; ++i) {
-      bool reduced = std::find(axes.begin(), axes.end(), (int64_t)i) !=
-                     axes.end();
-      if (!reduced)
-        r.shape.push_back(in[0].shape[i]);
-      else if (keep)
-        r.shape.push_back(1);
-    }
-    return r;
-  }
-  if (op == "broadcast_to" || op == "sum_to") {
-    TensorType r{in[0].dtype, shapeAttr(attrs)};
-    r.numElements();
-    const auto &wide = op == "broadcast_to" ? r.shape : in[0].shape;
-    const auto &narrow = op == "broadcast_to" ? in[0].shape : r.shape;
-    std::vector<int64_t> joined;
-    std::string error;
-    if (!broadcastShapes(narrow, wide, joined, error) || joined != wide)
-      reject(op + ": " + shapeStr(narrow) + " does not broadcast to " +
-             shapeStr(wide));
-    return r;
-  }
-  if (op == "cross_entropy") {
-    requireFloat(op, in[0], "logits");
-    requireIndex(op, in[1], "labels");
-    if (in[0].shape.empty())
-      reject("cross_entropy logits need rank >= 1");
-    std::vector<int64_t> outer(in[0].shape.begin(), in[0].shape.end() - 1);
-    if (outer != in[1].shape)
-      reject("cross_entropy labels have shape " + shapeStr(in[1].shape) +
-             ", expected " + shapeStr(outer));
-    return TensorType{in[0].dtype, {}};
-  }
-  if (op == "mse") {
-    requireFloat(op, in[0], "lhs");
-    requireFloat(op, in[1], "rhs");
-    requireSameDType(op, in[0], in[1]);
-    if (in[0].shape != in[1].shape)
-      reject("mse operand shapes differ: " + shapeStr(in[0].shape) + " vs " +
-             shapeStr(in[1].shape));
-    return TensorType{in[0].dtype, {}};
-  }
-  if (op == "attention") {
-    for (int i = 0; i < 3; ++i) {
-      requireFloat(op, in[i], i == 0 ? "q" : i == 1 ? "k" : "v");
-      if (in[i].shape.size() != 4)
-        reject("attention operands must be [B, H, S, Dh], got " +
-               in[i].str());
-      requireSameDType(op, in[0], in[i]);
-    }
-    if (in[1].shape != in[0].shape || in[2].shape != in[0].shape)
-      reject("attention q, k, v shapes differ: " + shapeStr(in[0].shape) +
-             ", " + shapeStr(in[1].shape) + ", " + shapeStr(in[2].shape));
-    return in[0];
-  }
-  if (op == "constant") {
-    TensorType r{"f32", shapeAttr(attrs)};
-    r.numElements();
-    return r;
-  }
-  reject("unknown op '" + op + "'");
-}
-
-//===----------------------------------------------------------------------===//
-// Op table: arity and attributes of each op a model may use
+// Ops: names, attributes and type rules come from the op table
 //===----------------------------------------------------------------------===//
 
 namespace {
-enum class AttrType { Bool, Float, Int, IntArray };
-struct AttrSpec {
-  const char *name;
-  AttrType type;
-  bool required;
-  double defaultValue;
-};
-struct OpSpec {
-  const char *name;
-  int arity;
-  bool takesShape;
-  std::vector<AttrSpec> attrs;
-};
 
-const std::vector<OpSpec> &opSpecs() {
-  static const std::vector<OpSpec> specs = {
-      {"matmul", 2, false,
-       {{"transpose_a", AttrType::Bool, false, 0},
-        {"transpose_b", AttrType::Bool, false, 0}}},
-      {"add", 2, false, {}},
-      {"sub", 2, false, {}},
-      {"mul", 2, false, {}},
-      {"div", 2, false, {}},
-      {"relu", 1, false, {}},
-      {"gelu", 1, false, {}},
-      {"tanh", 1, false, {}},
-      {"exp", 1, false, {}},
-      {"softmax", 1, false, {}},
-      {"layer_norm", 3, false, {{"epsilon", AttrType::Float, false, 1e-5}}},
-      {"embedding", 2, false, {}},
-      {"reshape", 1, true, {}},
-      {"transpose", 1, false, {{"permutation", AttrType::IntArray, true, 0}}},
-      {"reduce_sum", 1, false,
-       {{"axes", AttrType::IntArray, true, 0},
-        {"keep_dims", AttrType::Bool, false, 0}}},
-      {"reduce_mean", 1, false,
-       {{"axes", AttrType::IntArray, true, 0},
-        {"keep_dims", AttrType::Bool, false, 0}}},
-      {"broadcast_to", 1, true, {}},
-      {"sum_to", 1, true, {}},
-      {"cross_entropy", 2, false, {}},
-      {"mse", 2, false, {}},
-      {"dropout", 1, false,
-       {{"rate", AttrType::Float, true, 0}, {"seed", AttrType::Int, false, 0}}},
-      {"attention", 3, false,
-       {{"causal", AttrType::Bool, false, 1},
-        {"scale", AttrType::Float, false, 0}}},
-      {"constant", 0, true, {{"value", AttrType::Float, true, 0}}},
-  };
-  return specs;
+/// The op a model file may use under this name, or nullopt.
+std::optional<ops::OpKind> modelOpKind(const std::string &name) {
+  auto kind = ops::parseOpKind(name);
+  if (kind && ops::opInfo(*kind).inModelFormat)
+    return kind;
+  return std::nullopt;
 }
 
-const OpSpec *findOpSpec(const std::string &name) {
-  for (const OpSpec &s : opSpecs())
-    if (name == s.name)
-      return &s;
-  return nullptr;
+/// Attributes whose default depends on the op's operands or name rather than
+/// being a constant of the op's definition.
+bool hasDerivedDefault(ops::OpKind op, const std::string &attr) {
+  return (op == ops::OpKind::Attention && attr == "scale") ||
+         (op == ops::OpKind::Dropout && attr == "seed");
+}
+
+ops::TensorType toOpsType(const TensorType &t) {
+  return ops::TensorType{*ops::parseDType(t.dtype), t.shape};
+}
+
+TensorType fromOpsType(const ops::TensorType &t) {
+  return TensorType{ops::dtypeName(t.dtype), t.shape};
 }
 
 uint64_t fnv1a(const std::string &s, uint64_t h = 1469598103934665603ull) {
@@ -1158,17 +896,18 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
                         const std::vector<int> &operands) {
   std::string kind = op["op"];
   std::string where = pointer + " '" + op["name"].get<std::string>() + "'";
-  const OpSpec *spec = findOpSpec(kind);
-  if (!spec) {
+  std::optional<ops::OpKind> opKind = modelOpKind(kind);
+  if (!opKind) {
     std::string list;
-    for (const OpSpec &s : opSpecs())
-      list += std::string(list.empty() ? "" : ", ") + s.name;
+    for (const std::string &name : modelOpNames())
+      list += (list.empty() ? "" : ", ") + name;
     fail(where, "unknown op '" + kind + "' (expected one of: " + list +
                     ", block)");
   }
-  if ((int)operands.size() != spec->arity)
-    fail(where, kind + " takes " + std::to_string(spec->arity) +
-                    " operand" + (spec->arity == 1 ? "" : "s") + ", got " +
+  const ops::OpInfo &info = ops::opInfo(*opKind);
+  if ((int)operands.size() != info.numInputs)
+    fail(where, kind + " takes " + std::to_string(info.numInputs) +
+                    " operand" + (info.numInputs == 1 ? "" : "s") + ", got " +
                     std::to_string(operands.size()));
 
   // Attributes: only known ones, each typed and evaluated, defaults filled.
@@ -1178,37 +917,37 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
     fail(where, "'attrs' must be an object");
   for (auto it = given.begin(); it != given.end(); ++it) {
     bool known = false;
-    for (const AttrSpec &a : spec->attrs)
+    for (const ops::AttrInfo &a : info.attrs)
       known |= it.key() == a.name;
     if (!known) {
       std::string list;
-      for (const AttrSpec &a : spec->attrs)
+      for (const ops::AttrInfo &a : info.attrs)
         list += std::string(list.empty() ? "" : ", ") + a.name;
       fail(where, kind + " has no attribute '" + it.key() + "'" +
                       (list.empty() ? "" : " (it takes: " + list + ")"));
     }
   }
-  for (const AttrSpec &a : spec->attrs) {
+  for (const ops::AttrInfo &a : info.attrs) {
     std::string ap = pointer + "/attrs/" + a.name;
     auto it = given.find(a.name);
     if (it == given.end()) {
-      if (a.required)
+      if (a.required && !hasDerivedDefault(*opKind, a.name))
         fail(where, kind + " needs attribute '" + a.name + "'");
       continue;
     }
     switch (a.type) {
-    case AttrType::Bool:
+    case ops::AttrType::Bool:
       if (!it->is_boolean())
         fail(ap, "expected true or false, got " + jsonKind(*it));
       attrs[a.name] = it->get<bool>();
       break;
-    case AttrType::Float:
+    case ops::AttrType::F32:
       attrs[a.name] = number(*it, ap);
       break;
-    case AttrType::Int:
+    case ops::AttrType::I64:
       attrs[a.name] = integer(*it, ap);
       break;
-    case AttrType::IntArray: {
+    case ops::AttrType::I64Array: {
       if (!it->is_array())
         fail(ap, "expected an array of integers");
       std::vector<int64_t> values;
@@ -1219,7 +958,7 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
     }
     }
   }
-  if (spec->takesShape)
+  if (info.resultTypeGiven)
     attrs["shape"] = shape(require(op, where, "shape"), pointer + "/shape");
   else if (op.contains("shape"))
     fail(where, kind + " takes no 'shape' (its result shape is inferred)");
@@ -1233,26 +972,54 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
       if (axis.get<int64_t>() < 0)
         axis = axis.get<int64_t>() + (int64_t)types[0].shape.size();
 
-  TensorType result;
-  try {
-    result = inferResultType(kind, types, attrs);
-    result.bytes();
-  } catch (const std::exception &e) {
-    fail(where, e.what());
-  }
-  // Defaults that depend on shapes or names.
-  for (const AttrSpec &a : spec->attrs) {
+  // Defaults: those of the op's definition, and those that depend on the
+  // operands or the op's name.
+  for (const ops::AttrInfo &a : info.attrs) {
     if (attrs.contains(a.name))
       continue;
-    if (kind == "attention" && std::string(a.name) == "scale")
-      attrs["scale"] = 1.0 / std::sqrt((double)types[0].shape.back());
-    else if (kind == "dropout" && std::string(a.name) == "seed")
+    if (*opKind == ops::OpKind::Attention && std::string(a.name) == "scale")
+      attrs["scale"] =
+          1.0 / std::sqrt(types[0].shape.empty()
+                              ? 1.0
+                              : (double)std::max<int64_t>(
+                                    1, types[0].shape.back()));
+    else if (*opKind == ops::OpKind::Dropout && std::string(a.name) == "seed")
       attrs["seed"] = static_cast<int64_t>(
           fnv1a(opName, fnv1a(std::to_string(graph.seed))) >> 1);
-    else if (a.type == AttrType::Bool)
-      attrs[a.name] = a.defaultValue != 0;
+    else if (a.type == ops::AttrType::Bool)
+      attrs[a.name] = std::string(a.defaultText) == "true";
     else
-      attrs[a.name] = a.defaultValue;
+      attrs[a.name] = std::strtod(a.defaultText, nullptr);
+  }
+
+  // The result type, by the op's type rule.
+  TensorType result;
+  try {
+    json typed = attrs;
+    typed.erase("shape");
+    ops::OpAttrs parsed = runtime::parseOpAttrs(*opKind, typed, where);
+    ops::LabeledTypes inputs;
+    for (size_t i = 0; i < operands.size(); ++i) {
+      inputs.types.push_back(toOpsType(types[i]));
+      inputs.labels.push_back(std::string("operand ") +
+                              info.operandNames[i] + " '" +
+                              graph.values[operands[i]].name + "'");
+    }
+    std::vector<ops::TensorType> givenTypes;
+    if (info.resultTypeGiven) {
+      TensorType r{info.numInputs ? types[0].dtype : "f32",
+                   attrs["shape"].get<std::vector<int64_t>>()};
+      r.numElements();
+      givenTypes.push_back(toOpsType(r));
+    }
+    result = fromOpsType(
+        ops::inferResultTypes(*opKind, parsed, inputs, givenTypes).at(0));
+    result.bytes();
+  } catch (const runtime::PlanError &e) {
+    std::string message = e.what();
+    fail(where, kind + ": " + message.substr(where.size() + 2));
+  } catch (const std::exception &e) {
+    fail(where, kind + ": " + e.what());
   }
 
   Value v;
@@ -1447,8 +1214,9 @@ json toJson(const ModelGraph &graph) {
 const std::vector<std::string> &modelOpNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
-    for (const OpSpec &s : opSpecs())
-      n.push_back(s.name);
+    for (int k = 0; k < ops::kNumOpKinds; ++k)
+      if (ops::opInfo(ops::OpKind(k)).inModelFormat)
+        n.push_back(ops::opName(ops::OpKind(k)));
     return n;
   }();
   return names;

@@ -23,7 +23,7 @@ namespace remat::model {
 constexpr int kModelFormatVersion = 1;
 
 /// A user-facing error in a model file. The message starts with the place:
-/// `FILE: /blocks/attn/ops/3 'qk': matmul inner dims 64 vs 128`.
+/// `FILE: /blocks/attn/ops/3 'qk': 'k' is not defined`.
 class ModelError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
@@ -60,7 +60,7 @@ struct Value {
 /// expression is evaluated, every attribute the op takes is present.
 struct Op {
   std::string name;      ///< unique, e.g. "h.3.attn"
-  std::string kind;      ///< op name from docs/ops.md, e.g. "matmul"
+  std::string kind;      ///< op name from docs/ops.md, e.g. "dropout"
   std::string pointer;   ///< JSON pointer of its definition, e.g. /ops/4
   std::vector<int> operands; ///< value ids
   int result = -1;           ///< value id
@@ -103,17 +103,6 @@ ModelGraph loadModel(const std::string &text, const std::string &sourceName,
 /// std::invalid_argument with a plain message; callers add the place.
 double evaluateExpression(const std::string &text,
                           const std::map<std::string, double> &config);
-
-/// The NumPy broadcast of two shapes, or an error message in `error`.
-bool broadcastShapes(const std::vector<int64_t> &a,
-                     const std::vector<int64_t> &b,
-                     std::vector<int64_t> &result, std::string &error);
-
-/// Infers the result type of a forward op from its operand types and its
-/// normalized attributes; throws std::invalid_argument with the reason.
-TensorType inferResultType(const std::string &kind,
-                           const std::vector<TensorType> &operands,
-                           const nlohmann::json &attrs);
 
 /// The flattened model as JSON (`remat compile --emit=flat`): what an
 /// independent interpreter (tests/e2e/torch_reference.py) needs to run the

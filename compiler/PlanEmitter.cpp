@@ -38,110 +38,122 @@ json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
   return report;
 }
 
-runtime::Plan emitPlan(const TrainStep &step, const memory::Liveness &liveness,
-                       const memory::ArenaLayout &layout, int64_t alignment,
+namespace {
+
+runtime::InitSpec initSpec(const json &init) {
+  runtime::InitSpec spec;
+  std::string kind = init.value("kind", "zeros");
+  spec.kind = kind == "normal"    ? runtime::InitSpec::Kind::Normal
+              : kind == "uniform" ? runtime::InitSpec::Kind::Uniform
+              : kind == "ones"    ? runtime::InitSpec::Kind::Ones
+                                  : runtime::InitSpec::Kind::Zeros;
+  spec.mean = init.value("mean", 0.0);
+  spec.std = init.value("std", 1.0);
+  spec.low = init.value("low", 0.0);
+  spec.high = init.value("high", 1.0);
+  return spec;
+}
+
+/// A data generator; labels_of names its sequence buffer, looked up in
+/// `indexOf`.
+runtime::DataSpec dataSpec(const json &data,
+                           const std::map<std::string, int64_t> &indexOf) {
+  runtime::DataSpec spec;
+  std::string kind = data.value("kind", "randn");
+  if (kind == "randn") {
+    spec.kind = runtime::DataSpec::Kind::Randn;
+    spec.std = data.value("std", 1.0);
+  } else if (kind == "randint") {
+    spec.kind = runtime::DataSpec::Kind::Randint;
+    spec.low = data.value("low", int64_t(0));
+    spec.high = data.value("high", int64_t(2));
+  } else if (kind == "sequence") {
+    spec.kind = runtime::DataSpec::Kind::Sequence;
+    spec.vocab = data.value("vocab", int64_t(2));
+    spec.a = data.value("a", int64_t(5));
+    spec.c = data.value("c", int64_t(3));
+  } else if (kind == "labels_of") {
+    spec.kind = runtime::DataSpec::Kind::LabelsOf;
+    auto it = indexOf.find(data.value("of", std::string()));
+    if (it == indexOf.end())
+      throw std::runtime_error("labels_of names an unknown input");
+    spec.of = it->second;
+    spec.shift = data.value("shift", int64_t(1));
+  }
+  return spec;
+}
+
+runtime::Phase phaseOf(llvm::StringRef phase) {
+  return phase == "forward"    ? runtime::Phase::Forward
+         : phase == "backward" ? runtime::Phase::Backward
+                               : runtime::Phase::Optimizer;
+}
+
+} // namespace
+
+runtime::Plan emitPlan(plan::ArenaOp arena, const TrainStep &step,
                        const json &report) {
   runtime::Plan plan;
   plan.model = step.model;
   plan.seed = static_cast<uint64_t>(step.seed);
-  plan.alignment = static_cast<uint64_t>(alignment);
-  plan.arenaBytes = static_cast<uint64_t>(layout.arenaBytes);
+  plan.alignment = static_cast<uint64_t>(arena.getAlignmentValue());
+  plan.arenaBytes = static_cast<uint64_t>(arena.getBytesValue());
   plan.batch = step.batch;
   plan.tokensPerSample = step.tokensPerSample;
+  // What depends on the wall clock stays in the report file: the solve
+  // time and the optimality gap (how far the time-limited MILP got). The
+  // same model, options and budget give a byte-identical plan file.
   plan.report = report;
+  plan.report.erase("solve_seconds");
+  plan.report.erase("optimality_gap");
 
-  const auto &values = step.graph.values;
-  std::vector<int64_t> bufferIndex(values.size(), -1);
-  std::map<std::string, int64_t> byName;
-  for (size_t v = 0; v < values.size(); ++v) {
-    if (values[v].inPlaceOf >= 0)
-      continue;
+  // Buffers in arena order; inputs' data generators once every buffer has
+  // its index (labels_of refers to another buffer).
+  std::map<std::string, int64_t> indexOf;
+  std::vector<std::pair<size_t, json>> data;
+  for (plan::BufferOp buffer : arena.getBodyBlock().getOps<plan::BufferOp>()) {
     runtime::BufferDesc b;
-    b.name = values[v].name;
-    switch (values[v].role) {
-    case memory::Role::Param: b.role = runtime::BufferRole::Param; break;
-    case memory::Role::Optimizer: b.role = runtime::BufferRole::Optimizer; break;
-    case memory::Role::Input: b.role = runtime::BufferRole::Input; break;
-    case memory::Role::Grad: b.role = runtime::BufferRole::Grad; break;
-    case memory::Role::Activation: b.role = runtime::BufferRole::Activation; break;
-    case memory::Role::Temporary: b.role = runtime::BufferRole::Temporary; break;
-    }
-    b.dtype = *runtime::parseDType(step.values[v].dtype);
-    b.shape = step.values[v].shape;
-    b.offset = static_cast<uint64_t>(layout.offsets[v]);
-    b.bytes = static_cast<uint64_t>(values[v].bytes);
-    const json &init = step.values[v].init;
-    if (init.is_object()) {
-      runtime::InitSpec spec;
-      std::string kind = init.value("kind", "zeros");
-      spec.kind = kind == "normal"    ? runtime::InitSpec::Kind::Normal
-                  : kind == "uniform" ? runtime::InitSpec::Kind::Uniform
-                  : kind == "ones"    ? runtime::InitSpec::Kind::Ones
-                                      : runtime::InitSpec::Kind::Zeros;
-      spec.mean = init.value("mean", 0.0);
-      spec.std = init.value("std", 1.0);
-      spec.low = init.value("low", 0.0);
-      spec.high = init.value("high", 1.0);
-      b.init = spec;
-    } else if (b.role == runtime::BufferRole::Param ||
-               b.role == runtime::BufferRole::Optimizer) {
+    b.name = buffer.getSymName().str();
+    b.role = *runtime::parseRole(buffer.getRole().str());
+    std::string dtype;
+    llvm::raw_string_ostream os(dtype);
+    buffer.getDtype().print(os);
+    b.dtype = *runtime::parseDType(os.str());
+    b.shape.assign(buffer.getShape().begin(), buffer.getShape().end());
+    b.offset = static_cast<uint64_t>(buffer.getOffsetValue());
+    b.bytes = static_cast<uint64_t>(buffer.getBytesValue());
+    if (auto init = buffer.getInitAttr())
+      b.init = initSpec(attributeToJson(init));
+    else if (b.role == runtime::BufferRole::Param ||
+             b.role == runtime::BufferRole::Optimizer)
       b.init = runtime::InitSpec{};
-    }
-    bufferIndex[v] = static_cast<int64_t>(plan.buffers.size());
-    byName[b.name] = bufferIndex[v];
-    plan.buffers.push_back(b);
+    if (auto spec = buffer.getDataAttr())
+      data.push_back({plan.buffers.size(), attributeToJson(spec)});
+    indexOf[b.name] = static_cast<int64_t>(plan.buffers.size());
+    plan.buffers.push_back(std::move(b));
   }
-  for (size_t v = 0; v < values.size(); ++v)
-    if (values[v].inPlaceOf >= 0)
-      bufferIndex[v] = bufferIndex[values[v].inPlaceOf];
+  for (const auto &[index, spec] : data)
+    plan.buffers[index].data = dataSpec(spec, indexOf);
 
-  // Inputs' data generators (labels_of refers to another buffer by index).
-  for (size_t v = 0; v < values.size(); ++v) {
-    const json &data = step.values[v].data;
-    if (!data.is_object() || bufferIndex[v] < 0)
-      continue;
-    runtime::DataSpec spec;
-    std::string kind = data.value("kind", "randn");
-    if (kind == "randn") {
-      spec.kind = runtime::DataSpec::Kind::Randn;
-      spec.std = data.value("std", 1.0);
-    } else if (kind == "randint") {
-      spec.kind = runtime::DataSpec::Kind::Randint;
-      spec.low = data.value("low", int64_t(0));
-      spec.high = data.value("high", int64_t(2));
-    } else if (kind == "sequence") {
-      spec.kind = runtime::DataSpec::Kind::Sequence;
-      spec.vocab = data.value("vocab", int64_t(2));
-      spec.a = data.value("a", int64_t(5));
-      spec.c = data.value("c", int64_t(3));
-    } else if (kind == "labels_of") {
-      spec.kind = runtime::DataSpec::Kind::LabelsOf;
-      auto it = byName.find(data.value("of", std::string()));
-      if (it == byName.end())
-        throw std::runtime_error("labels_of names an unknown input");
-      spec.of = it->second;
-      spec.shift = data.value("shift", int64_t(1));
-    }
-    plan.buffers[bufferIndex[v]].data = spec;
-  }
-
-  for (size_t k = 0; k < step.graph.ops.size(); ++k) {
-    const memory::StepOp &op = step.graph.ops[k];
+  auto indices = [&](mlir::ArrayAttr refs) {
+    std::vector<int64_t> out;
+    for (mlir::Attribute ref : refs)
+      out.push_back(
+          indexOf.at(llvm::cast<mlir::FlatSymbolRefAttr>(ref).getValue().str()));
+    return out;
+  };
+  for (plan::StepOp op : arena.getBodyBlock().getOps<plan::StepOp>()) {
     runtime::StepDesc s;
-    s.op = step.ops[k].kind;
-    for (int v : op.operands)
-      s.inputs.push_back(bufferIndex[v]);
-    for (int v : op.results)
-      s.outputs.push_back(bufferIndex[v]);
-    s.attrs = step.ops[k].attrs;
-    s.phase = op.phase == memory::Phase::Forward    ? runtime::Phase::Forward
-              : op.phase == memory::Phase::Backward ? runtime::Phase::Backward
-                                                    : runtime::Phase::Optimizer;
-    s.recompute = step.ops[k].recompute;
+    s.op = op.getOpName().str();
+    s.inputs = indices(op.getInputs());
+    s.outputs = indices(op.getOutputs());
+    if (auto attrs = op.getKernelAttrsAttr())
+      s.attrs = attributeToJson(attrs);
+    s.phase = phaseOf(op.getPhase());
+    s.recompute = op.getRecompute();
     plan.steps.push_back(std::move(s));
   }
-  plan.loss = bufferIndex[step.loss];
-  (void)liveness;
+  plan.loss = indexOf.at(arena.getLoss()->str());
   return plan;
 }
 

@@ -1,12 +1,13 @@
 //===- PlanEmitter.h - TrainStep to the runtime's Plan ----------*- C++ -*-===//
 //
-// Emits the plan file's contents (runtime/PlanFormat.h, docs/plan-format.md)
-// from a scheduled, laid-out TrainStep, and the memory report.
+// Serializes the plan dialect into the plan file's contents
+// (runtime/PlanFormat.h, docs/plan-format.md), and builds the memory report.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_COMPILER_PLANEMITTER_H
 #define REMAT_COMPILER_PLANEMITTER_H
 
+#include "ir/PlanOps.h"
 #include "passes/TrainStep.h"
 #include "runtime/PlanFormat.h"
 
@@ -14,7 +15,7 @@
 
 namespace remat::compiler {
 
-/// The memory report keys of the plan file and `--report` (issue contract):
+/// The memory report keys of the plan file and `--report`:
 /// budget_bytes, planned_peak_bytes, arena_bytes, live_lower_bound_bytes,
 /// breakdown {params, grads, optimizer, inputs, activations, workspace},
 /// recompute_overhead, solver, solve_seconds.
@@ -25,10 +26,12 @@ nlohmann::json memoryReport(const TrainStep &step,
                             double recomputeOverhead,
                             const std::string &solver, double solveSeconds);
 
-/// Builds the plan: one buffer per value (values sharing a buffer share its
-/// offset), one step per op in the current order.
-runtime::Plan emitPlan(const TrainStep &step, const memory::Liveness &liveness,
-                       const memory::ArenaLayout &layout, int64_t alignment,
+/// The plan file's contents from the verified `plan.arena` (the plan
+/// dialect serialized): buffers and steps in arena order. The header fields
+/// (model, seed, batch, tokens per sample) come from `step`; `report` is
+/// embedded without what depends on the wall clock (solve_seconds,
+/// optimality_gap).
+runtime::Plan emitPlan(plan::ArenaOp arena, const TrainStep &step,
                        const nlohmann::json &report);
 
 } // namespace remat::compiler

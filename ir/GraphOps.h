@@ -18,6 +18,13 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace remat::graph {
+/// The verifier of every graph op: operand and result types against the
+/// op's type rule (ops/ShapeRules.h) and attribute ranges, with messages
+/// that name the operands ("'b' has shape [5,3] but expects K=4 ...").
+mlir::LogicalResult verifyByTypeRule(mlir::Operation *op);
+} // namespace remat::graph
+
 #define GET_OP_CLASSES
 #include "ir/GraphOps.h.inc"
 

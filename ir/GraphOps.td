@@ -19,8 +19,8 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Types, attributes and base classes
 //===----------------------------------------------------------------------===//
 
-// Ranked tensors only; static shapes and the element type class (float or
-// index) are checked by each op's C++ verifier, which words the error.
+// Ranked tensors only; static shapes and element types are checked by the
+// verifier every op shares (GraphOps.cpp), which words the error.
 def Graph_Tensor : RankedTensorOf<[AnyType]>;
 
 // An f32 attribute whose getter returns `float` and whose builders take
@@ -32,6 +32,7 @@ class Graph_F32Attr : FloatAttrBase<F32, "32-bit float attribute"> {
 def Graph_F32 : Graph_F32Attr;
 class Graph_F32Default<string value> : DefaultValuedAttr<Graph_F32, value>;
 def Graph_FalseBool : DefaultValuedAttr<BoolAttr, "false">;
+def Graph_TrueBool : DefaultValuedAttr<BoolAttr, "true">;
 
 // The elementwise cost model: one FLOP per result element.
 defvar ElementwiseCost = Graph_CostOpInterface;
@@ -40,7 +41,34 @@ defvar OwnFlops = DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>
 
 class Graph_Op<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, !listconcat([Pure], traits)> {
+  // One verifier for every op: its type rule (shapeRule below).
   let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::verify() {
+      return ::remat::graph::verifyByTypeRule(getOperation());
+    }
+  }];
+
+  // What the MLIR-free parts of remat (runtime, model reader, shape rules)
+  // know of the op, generated into ops/generated/OpTable.inc by
+  // tools/gen_op_table.py together with the name, operands, results and
+  // attributes (with their defaults) above. docs/adding-an-op.md.
+  //
+  // The backends' entry point: each backend defines one kernel function
+  // per family (cpu/kernels/, cuda/kernels/), which may serve several ops.
+  string kernelFamily = ?;
+  // The rule of ops/ShapeRules.h that checks the operand types and infers
+  // the result types, for the verifier, the model reader and the loader.
+  string shapeRule = ?;
+  // Whether a result may occupy exactly the bytes of an operand of its
+  // type: the kernel reads element i of every operand before it writes
+  // element i of the result.
+  bit inPlace = 0;
+  // Whether model files may use the op.
+  bit inModelFormat = 0;
+  // Whether the result type is an input of the op rather than inferred
+  // (the model format gives it as the `shape` attribute).
+  bit resultTypeGiven = 0;
 }
 
 // A forward op: differentiable by the autodiff pass. Its VJP is in
@@ -48,13 +76,17 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
 class Graph_ForwardOp<string mnemonic, list<Trait> traits = []>
     : Graph_Op<mnemonic, !listconcat(
           [DeclareOpInterfaceMethods<Graph_GradientOpInterface,
-                                     ["buildGradient"]>], traits)>;
+                                     ["buildGradient"]>], traits)> {
+  let inModelFormat = 1;
+}
 
 //===----------------------------------------------------------------------===//
 // Forward ops
 //===----------------------------------------------------------------------===//
 
 def Graph_MatmulOp : Graph_ForwardOp<"matmul", [OwnFlops]> {
+  let kernelFamily = "Matmul";
+  let shapeRule = "Gemm";
   let summary = "batched matrix product with optional transposes";
   let description = [{
     `a` is `[..., M, K]` (`[..., K, M]` with `transpose_a`), `b` is
@@ -78,6 +110,9 @@ def Graph_MatmulOp : Graph_ForwardOp<"matmul", [OwnFlops]> {
 
 class Graph_BinaryOp<string mnemonic, string symbol>
     : Graph_ForwardOp<mnemonic, [ElementwiseCost]> {
+  let kernelFamily = "Binary";
+  let shapeRule = "Broadcast";
+  let inPlace = 1;
   let summary = "elementwise " # symbol # " with NumPy broadcasting";
   let description = [{
     Shapes are aligned on the right; each pair of dims is equal or one of
@@ -104,6 +139,9 @@ def Graph_DivOp : Graph_BinaryOp<"div", "a / b">;
 class Graph_UnaryOp<string mnemonic, string formula, string flops,
                     list<Trait> traits = []>
     : Graph_ForwardOp<mnemonic, traits> {
+  let kernelFamily = "Unary";
+  let shapeRule = "Elementwise";
+  let inPlace = 1;
   let summary = "elementwise " # formula;
   let description = [{
     `y` has the type of `x`. FLOPs: }] # flops # [{.
@@ -128,9 +166,15 @@ def Graph_ExpOp : Graph_UnaryOp<"exp", "exp(x)",
     "1 per element (exp counted as one)", [ElementwiseCost]>;
 def Graph_SoftmaxOp : Graph_UnaryOp<"softmax",
     "softmax over the last dimension, max-subtracted",
-    "5 per element (row max, subtract, exp, row sum, divide)", [OwnFlops]>;
+    "5 per element (row max, subtract, exp, row sum, divide)", [OwnFlops]> {
+  let kernelFamily = "Softmax";
+  let shapeRule = "RowWise";
+  let inPlace = 0;
+}
 
 def Graph_LayerNormOp : Graph_ForwardOp<"layer_norm", [OwnFlops]> {
+  let kernelFamily = "LayerNorm";
+  let shapeRule = "Normalize";
   let summary = "layer normalization over the last dimension";
   let description = [{
     `y = (x - mean) / sqrt(var + epsilon) · gamma + beta` over the last dim
@@ -153,6 +197,8 @@ def Graph_LayerNormOp : Graph_ForwardOp<"layer_norm", [OwnFlops]> {
 }
 
 def Graph_EmbeddingOp : Graph_ForwardOp<"embedding", [OwnFlops]> {
+  let kernelFamily = "Embedding";
+  let shapeRule = "Gather";
   let summary = "gathers rows of a table";
   let description = [{
     `table` is `[V, D]` (float), `indices` is `[...]` (i32 or i64), `y` is
@@ -172,6 +218,10 @@ def Graph_EmbeddingOp : Graph_ForwardOp<"embedding", [OwnFlops]> {
 }
 
 def Graph_ReshapeOp : Graph_ForwardOp<"reshape", [OwnFlops]> {
+  let kernelFamily = "Reshape";
+  let shapeRule = "Reshape";
+  let inPlace = 1;
+  let resultTypeGiven = 1;
   let summary = "reinterprets the shape, row-major";
   let description = [{
     `y` has the element count and element type of `x`. Float and index
@@ -187,6 +237,8 @@ def Graph_ReshapeOp : Graph_ForwardOp<"reshape", [OwnFlops]> {
 }
 
 def Graph_TransposeOp : Graph_ForwardOp<"transpose", [OwnFlops]> {
+  let kernelFamily = "Transpose";
+  let shapeRule = "Permute";
   let summary = "permutes the dimensions";
   let description = [{
     `y.shape[i] = x.shape[permutation[i]]`. Float and index tensors are
@@ -204,6 +256,8 @@ def Graph_TransposeOp : Graph_ForwardOp<"transpose", [OwnFlops]> {
 
 class Graph_ReduceOp<string mnemonic, string what>
     : Graph_ForwardOp<mnemonic, [OwnFlops]> {
+  let kernelFamily = "Reduce";
+  let shapeRule = "Reduce";
   let summary = what # " over the given axes";
   let description = [{
     `axes` are sorted, unique and in `[0, rank)`. With `keep_dims` the
@@ -225,6 +279,9 @@ def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "sum">;
 def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "mean">;
 
 def Graph_BroadcastToOp : Graph_ForwardOp<"broadcast_to", [OwnFlops]> {
+  let kernelFamily = "BroadcastTo";
+  let shapeRule = "BroadcastTo";
+  let resultTypeGiven = 1;
   let summary = "NumPy-broadcasts x to the result shape";
   let description = [{
     `x`'s shape must broadcast to exactly the result shape (dims aligned on
@@ -241,6 +298,9 @@ def Graph_BroadcastToOp : Graph_ForwardOp<"broadcast_to", [OwnFlops]> {
 }
 
 def Graph_SumToOp : Graph_ForwardOp<"sum_to", [OwnFlops]> {
+  let kernelFamily = "SumTo";
+  let shapeRule = "Unbroadcast";
+  let resultTypeGiven = 1;
   let summary = "sums x down to the result shape (adjoint of broadcast_to)";
   let description = [{
     Sums `x` over the dims that broadcasting the result shape to `x`'s shape
@@ -257,6 +317,8 @@ def Graph_SumToOp : Graph_ForwardOp<"sum_to", [OwnFlops]> {
 }
 
 def Graph_CrossEntropyOp : Graph_ForwardOp<"cross_entropy", [OwnFlops]> {
+  let kernelFamily = "CrossEntropy";
+  let shapeRule = "ClassLoss";
   let summary = "mean softmax cross-entropy over all positions";
   let description = [{
     `logits` is `[..., C]` (float), `labels` is `[...]` (i32 or i64), `loss`
@@ -277,6 +339,8 @@ def Graph_CrossEntropyOp : Graph_ForwardOp<"cross_entropy", [OwnFlops]> {
 }
 
 def Graph_MseOp : Graph_ForwardOp<"mse", [OwnFlops]> {
+  let kernelFamily = "Mse";
+  let shapeRule = "PairLoss";
   let summary = "mean squared error";
   let description = [{
     `loss = mean((a - b)²)` as a 0-d tensor; `a` and `b` have the same type.
@@ -294,6 +358,9 @@ def Graph_MseOp : Graph_ForwardOp<"mse", [OwnFlops]> {
 }
 
 def Graph_DropoutOp : Graph_ForwardOp<"dropout", [OwnFlops]> {
+  let kernelFamily = "Dropout";
+  let shapeRule = "Elementwise";
+  let inPlace = 1;
   let summary = "inverted dropout with a counter-based (Philox) mask";
   let description = [{
     `y = x·keep/(1-rate)`; element i is kept when
@@ -312,6 +379,8 @@ def Graph_DropoutOp : Graph_ForwardOp<"dropout", [OwnFlops]> {
 }
 
 def Graph_AttentionOp : Graph_ForwardOp<"attention", [OwnFlops]> {
+  let kernelFamily = "Attention";
+  let shapeRule = "Attention";
   let summary = "scaled dot-product attention";
   let description = [{
     `o = softmax(scale·q·kᵀ + mask)·v`; `q`, `k`, `v` and `o` are all
@@ -326,7 +395,7 @@ def Graph_AttentionOp : Graph_ForwardOp<"attention", [OwnFlops]> {
     ```
   }];
   let arguments = (ins Graph_Tensor:$q, Graph_Tensor:$k, Graph_Tensor:$v,
-                       Graph_FalseBool:$causal, Graph_F32:$scale);
+                       Graph_TrueBool:$causal, Graph_F32:$scale);
   let results = (outs Graph_Tensor:$o);
   let assemblyFormat = [{
     $q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->`
@@ -335,6 +404,10 @@ def Graph_AttentionOp : Graph_ForwardOp<"attention", [OwnFlops]> {
 }
 
 def Graph_ConstantOp : Graph_Op<"constant", [OwnFlops]> {
+  let kernelFamily = "Constant";
+  let shapeRule = "Fill";
+  let inModelFormat = 1;
+  let resultTypeGiven = 1;
   let summary = "a float tensor with every element equal to value";
   let description = [{
     FLOPs: 0 (the fill is counted as bytes written).
@@ -354,6 +427,9 @@ def Graph_ConstantOp : Graph_Op<"constant", [OwnFlops]> {
 
 class Graph_UnaryGradOp<string mnemonic, string input, string formula>
     : Graph_Op<mnemonic, [OwnFlops]> {
+  let kernelFamily = "UnaryGrad";
+  let shapeRule = "Elementwise";
+  let inPlace = 1;
   let summary = "gradient: dx = " # formula;
   let description = [{
     `}] # input # [{`, `dy` and `dx` all have the same type.
@@ -388,6 +464,9 @@ def Graph_TanhGradOp : Graph_UnaryGradOp<"tanh_grad", "y",
 }
 def Graph_SoftmaxGradOp : Graph_UnaryGradOp<"softmax_grad", "y",
     "y·(dy - Σ_last(dy·y)), from the output y"> {
+  let kernelFamily = "SoftmaxGrad";
+  let shapeRule = "RowWise";
+  let inPlace = 0;
   let arguments = (ins Graph_Tensor:$y, Graph_Tensor:$dy);
   let assemblyFormat = [{
     $y `,` $dy attr-dict `:` type($y) `,` type($dy) `->` type($dx)
@@ -395,6 +474,8 @@ def Graph_SoftmaxGradOp : Graph_UnaryGradOp<"softmax_grad", "y",
 }
 
 def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [OwnFlops]> {
+  let kernelFamily = "LayerNormGrad";
+  let shapeRule = "NormalizeGrad";
   let summary = "gradient of layer_norm";
   let description = [{
     Mean and rstd are recomputed from `x`. `dy` and `dx` have the type of
@@ -417,6 +498,9 @@ def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [OwnFlops]> {
 }
 
 def Graph_EmbeddingGradOp : Graph_Op<"embedding_grad", [OwnFlops]> {
+  let kernelFamily = "EmbeddingGrad";
+  let shapeRule = "GatherGrad";
+  let resultTypeGiven = 1;
   let summary = "gradient of embedding: scatter-add of dy rows";
   let description = [{
     `indices` is `[...]` (i32 or i64), `dy` is `[..., D]`, `dtable` is
@@ -436,6 +520,9 @@ def Graph_EmbeddingGradOp : Graph_Op<"embedding_grad", [OwnFlops]> {
 }
 
 def Graph_CrossEntropyGradOp : Graph_Op<"cross_entropy_grad", [OwnFlops]> {
+  let kernelFamily = "CrossEntropyGrad";
+  let shapeRule = "ClassLossGrad";
+  let inPlace = 1;
   let summary = "gradient of cross_entropy with respect to the logits";
   let description = [{
     `dlogits = dloss·(softmax(logits) - onehot(labels))/positions`; `dloss`
@@ -456,6 +543,9 @@ def Graph_CrossEntropyGradOp : Graph_Op<"cross_entropy_grad", [OwnFlops]> {
 }
 
 def Graph_MseGradOp : Graph_Op<"mse_grad", [OwnFlops]> {
+  let kernelFamily = "MseGrad";
+  let shapeRule = "PairLossGrad";
+  let inPlace = 1;
   let summary = "gradient of mse with respect to a (db is -da)";
   let description = [{
     `da = dloss·2(a - b)/numel`; `dloss` is 0-d and `da` has the type of `a`.
@@ -474,6 +564,8 @@ def Graph_MseGradOp : Graph_Op<"mse_grad", [OwnFlops]> {
 }
 
 def Graph_AttentionGradOp : Graph_Op<"attention_grad", [OwnFlops]> {
+  let kernelFamily = "AttentionGrad";
+  let shapeRule = "AttentionGrad";
   let summary = "gradient of attention";
   let description = [{
     The probabilities are recomputed from `q` and `k`. All operands and
@@ -489,7 +581,7 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [OwnFlops]> {
     ```
   }];
   let arguments = (ins Graph_Tensor:$q, Graph_Tensor:$k, Graph_Tensor:$v,
-                       Graph_Tensor:$dout, Graph_FalseBool:$causal,
+                       Graph_Tensor:$dout, Graph_TrueBool:$causal,
                        Graph_F32:$scale);
   let results = (outs Graph_Tensor:$dq, Graph_Tensor:$dk, Graph_Tensor:$dv);
   let assemblyFormat = [{
@@ -503,6 +595,9 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [OwnFlops]> {
 //===----------------------------------------------------------------------===//
 
 def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [OwnFlops]> {
+  let kernelFamily = "SgdUpdate";
+  let shapeRule = "Elementwise";
+  let inPlace = 1;
   let summary = "SGD with momentum and weight decay";
   let description = [{
     `g = grad + weight_decay·param; m' = momentum·m + g;
@@ -531,6 +626,9 @@ def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [OwnFlops]> {
 }
 
 def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [OwnFlops]> {
+  let kernelFamily = "AdamwUpdate";
+  let shapeRule = "Elementwise";
+  let inPlace = 1;
   let summary = "AdamW with decoupled weight decay";
   let description = [{
     With the runtime's 1-based step t: `param ← param·(1 - lr·wd)`;

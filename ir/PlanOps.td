@@ -122,8 +122,8 @@ def Plan_StepOp : Plan_Op<"step", [HasParent<"ArenaOp">,
     state inputs).
 
     ```mlir
-    plan.step "matmul" (@x, @w) -> (@h) phase "forward" attrs {transpose_b = true}
-    plan.step "relu" (@h0) -> (@h1) phase "forward" recompute
+    plan.step "attention" (@q, @k, @v) -> (@o) phase "forward" attrs {scale = 1.250000e-01 : f32}
+    plan.step "dropout" (@h0) -> (@h1) phase "forward" recompute attrs {rate = 1.000000e-01 : f32, seed = 7 : i64}
     plan.step "sgd_update" (@w, @"grad:w", @"momentum:w") -> (@w, @"momentum:w") phase "optimizer"
         attrs {lr = 1.000000e-01 : f32, momentum = 5.000000e-01 : f32, weight_decay = 0.000000e+00 : f32}
     ```

@@ -1,8 +1,7 @@
 //===- ShapeUtils.h - MLIR-free shape arithmetic ----------------*- C++ -*-===//
 //
-// Broadcasting, element counts and shape printing shared by the graph
-// dialect's verifiers, its cost model and the model importer, so that all of
-// them agree on the rules and word their errors the same way. Header-only and
+// Element counts with overflow checks, saturating arithmetic and shape
+// printing for the graph dialect's verifier and cost model. Header-only and
 // free of MLIR and LLVM: shapes are passed as a ShapeRef view that binds to a
 // std::vector or an llvm::ArrayRef/SmallVector.
 //
@@ -92,44 +91,6 @@ inline std::string formatShape(ShapeRef shape) {
     text += shape[i] < 0 ? std::string("?") : std::to_string(shape[i]);
   }
   return text + "]";
-}
-
-/// NumPy broadcasting of two shapes: aligned on the right, each pair of dims
-/// equal or one of them 1 (or missing). On success returns "" and stores the
-/// broadcast shape in `result`; otherwise returns "dim I is A vs B", where I
-/// indexes the broadcast (longer) shape, and leaves `result` unspecified.
-inline std::string broadcastShapes(ShapeRef a, ShapeRef b,
-                                   std::vector<int64_t> &result) {
-  size_t rank = a.size() > b.size() ? a.size() : b.size();
-  result.assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    // Dim i of the result lines up with dim i - (rank - rank(x)) of x.
-    size_t offsetA = rank - a.size(), offsetB = rank - b.size();
-    int64_t dimA = i >= offsetA ? a[i - offsetA] : 1;
-    int64_t dimB = i >= offsetB ? b[i - offsetB] : 1;
-    if (dimA != dimB && dimA != 1 && dimB != 1)
-      return "dim " + std::to_string(i) + " is " + std::to_string(dimA) +
-             " vs " + std::to_string(dimB);
-    result[i] = dimA == 1 ? dimB : dimA;
-  }
-  return "";
-}
-
-/// Whether `from` broadcasts to exactly `to` (the rule of broadcast_to, and
-/// the reverse of sum_to). Returns "" when it does, otherwise the reason:
-/// "rank 3 is larger than rank 2" or "dim I is A vs B" (I indexes `to`).
-inline std::string checkBroadcastsTo(ShapeRef from, ShapeRef to) {
-  if (from.size() > to.size())
-    return "rank " + std::to_string(from.size()) + " is larger than rank " +
-           std::to_string(to.size());
-  size_t offset = to.size() - from.size();
-  for (size_t i = offset; i < to.size(); ++i) {
-    int64_t dim = from[i - offset];
-    if (dim != 1 && dim != to[i])
-      return "dim " + std::to_string(i) + " is " + std::to_string(dim) +
-             " vs " + std::to_string(to[i]);
-  }
-  return "";
 }
 
 } // namespace remat::shape

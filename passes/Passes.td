@@ -86,7 +86,7 @@ def SchedulePass : Pass<"remat-schedule", "::mlir::ModuleOp"> {
     dependency and runs each in-place update after every other reader of
     the argument it overwrites): among the ready ops it runs the one that
     frees the most bytes net of what it allocates, ties broken by program
-    order; ops without operands (constants) move just before their first
+    order; ops without operands move just before their first
     reader. So a weight gradient that frees an activation runs before the
     input gradient that would overlap it, and each optimizer update runs as
     soon as its gradient is final. The algorithm is memory::memoryAwareOrder

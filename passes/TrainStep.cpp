@@ -14,6 +14,7 @@
 #include "passes/TrainStep.h"
 
 #include "ir/GraphOps.h"
+#include "ops/OpTable.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -93,32 +94,6 @@ std::string dtypeOf(mlir::Type type) {
   return "";
 }
 
-json attrToJson(mlir::Attribute attr) {
-  if (auto b = mlir::dyn_cast<mlir::BoolAttr>(attr))
-    return b.getValue();
-  if (auto i = mlir::dyn_cast<mlir::IntegerAttr>(attr))
-    return i.getInt();
-  if (auto f = mlir::dyn_cast<mlir::FloatAttr>(attr))
-    return f.getValueAsDouble();
-  if (auto s = mlir::dyn_cast<mlir::StringAttr>(attr))
-    return s.str();
-  if (auto a = mlir::dyn_cast<mlir::DenseI64ArrayAttr>(attr))
-    return std::vector<int64_t>(a.asArrayRef().begin(), a.asArrayRef().end());
-  if (auto d = mlir::dyn_cast<mlir::DictionaryAttr>(attr)) {
-    json out = json::object();
-    for (mlir::NamedAttribute n : d)
-      out[n.getName().str()] = attrToJson(n.getValue());
-    return out;
-  }
-  if (auto a = mlir::dyn_cast<mlir::ArrayAttr>(attr)) {
-    json out = json::array();
-    for (mlir::Attribute e : a)
-      out.push_back(attrToJson(e));
-    return out;
-  }
-  return nullptr;
-}
-
 /// The model-level name in a location made by the importer
 /// ("/ops/3 'h.0.qk'" -> "h.0.qk"), or empty.
 std::string nameFromLoc(mlir::Location loc) {
@@ -137,13 +112,16 @@ std::string nameFromLoc(mlir::Location loc) {
   return "";
 }
 
-/// Elementwise ops whose kernels allow the result to alias an operand of
-/// the same type exactly (runtime/Loader.cpp isInPlaceSafe; reshape too).
-bool isElementwise(const std::string &kind) {
-  static const std::set<std::string> kinds = {
-      "add", "sub", "mul", "div", "relu", "gelu", "tanh", "exp", "dropout",
-      "relu_grad", "gelu_grad", "tanh_grad"};
-  return kinds.count(kind) != 0;
+/// Whether the single result of an op of this kind may take the bytes of
+/// an operand of its type that dies there: the op table's in-place ops
+/// whose type rule is elementwise (ops/OpTable.h).
+bool isElementwiseInPlace(const std::string &kind) {
+  auto op = ops::parseOpKind(kind);
+  if (!op)
+    return false;
+  const ops::OpInfo &info = ops::opInfo(*op);
+  return info.inPlace && (info.shapeRule == ops::ShapeRule::Elementwise ||
+                          info.shapeRule == ops::ShapeRule::Broadcast);
 }
 
 [[noreturn]] void fail(mlir::Operation *op, const std::string &why) {
@@ -155,6 +133,32 @@ bool isElementwise(const std::string &kind) {
 }
 
 } // namespace
+
+json attributeToJson(mlir::Attribute attr) {
+  if (auto b = mlir::dyn_cast<mlir::BoolAttr>(attr))
+    return b.getValue();
+  if (auto i = mlir::dyn_cast<mlir::IntegerAttr>(attr))
+    return i.getInt();
+  if (auto f = mlir::dyn_cast<mlir::FloatAttr>(attr))
+    return f.getValueAsDouble();
+  if (auto s = mlir::dyn_cast<mlir::StringAttr>(attr))
+    return s.str();
+  if (auto a = mlir::dyn_cast<mlir::DenseI64ArrayAttr>(attr))
+    return std::vector<int64_t>(a.asArrayRef().begin(), a.asArrayRef().end());
+  if (auto d = mlir::dyn_cast<mlir::DictionaryAttr>(attr)) {
+    json out = json::object();
+    for (mlir::NamedAttribute n : d)
+      out[n.getName().str()] = attributeToJson(n.getValue());
+    return out;
+  }
+  if (auto a = mlir::dyn_cast<mlir::ArrayAttr>(attr)) {
+    json out = json::array();
+    for (mlir::Attribute e : a)
+      out.push_back(attributeToJson(e));
+    return out;
+  }
+  return nullptr;
+}
 
 TrainStep extractTrainStep(mlir::ModuleOp module,
                            const DeviceProfile &defaultProfile) {
@@ -249,9 +253,9 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
                         role + "'");
     int id = addValue(body.getArgument(a), r, nameAttr.str(), -1);
     if (auto init = func.getArgAttrOfType<mlir::DictionaryAttr>(a, "graph.init"))
-      step.values[id].init = attrToJson(init);
+      step.values[id].init = attributeToJson(init);
     if (auto data = func.getArgAttrOfType<mlir::DictionaryAttr>(a, "graph.data"))
-      step.values[id].data = attrToJson(data);
+      step.values[id].data = attributeToJson(data);
   }
 
   // The loss is the first result; the forward ops are those it depends on.
@@ -284,7 +288,7 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
       if (name == "remat.recompute")
         info.recompute = true;
       else if (name.rfind("remat.", 0) != 0)
-        info.attrs[name] = attrToJson(attr.getValue());
+        info.attrs[name] = attributeToJson(attr.getValue());
     }
     if (auto cost = mlir::dyn_cast<graph::CostOpInterface>(&op)) {
       info.flops = cost.getFlops();
@@ -336,7 +340,7 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     // language model that is the largest tensor of the step.
     if (info.kind == "reshape" || info.kind == "cross_entropy_grad")
       stepOp.reusableOperand = 0;
-    else if (isElementwise(info.kind))
+    else if (isElementwiseInPlace(info.kind))
       for (size_t i = 0; i < op.getNumOperands(); ++i)
         if (op.getNumResults() == 1 &&
             op.getOperand(i).getType() == op.getResult(0).getType()) {

@@ -55,7 +55,7 @@ struct ValueInfo {
 };
 
 struct OpInfo {
-  std::string kind;    ///< docs/ops.md name, e.g. "matmul"
+  std::string kind;    ///< docs/ops.md name, e.g. "attention"
   nlohmann::json attrs = nlohmann::json::object();
   int64_t flops = 0;
   int64_t bytes = 0;   ///< read + written
@@ -91,6 +91,11 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
 /// extractTrainStep for passes: on failure emits the reason as an error on
 /// `module` and returns nullopt.
 std::optional<TrainStep> extractTrainStepOrEmit(mlir::ModuleOp module);
+
+/// An attribute of a graph op or a plan buffer as JSON: bools, integers,
+/// floats (as doubles), strings, i64 arrays, dictionaries and arrays of
+/// these; null for anything else.
+nlohmann::json attributeToJson(mlir::Attribute attr);
 
 /// The ops of @train_step's body in IR order, terminator excluded: ops[k]
 /// is the op of step.graph.ops[k] as extractTrainStep numbers them. Call it

@@ -48,7 +48,7 @@ struct TensorRef {
 /// Everything a kernel launch needs. Operand counts, dtypes and shapes were
 /// checked by the loader against docs/ops.md.
 struct KernelCall {
-  OpKind op = OpKind::Constant;
+  OpKind op{};
   const OpAttrs *attrs = nullptr;
   const TensorRef *inputs = nullptr;
   int numInputs = 0;

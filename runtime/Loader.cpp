@@ -24,32 +24,9 @@ bool sameRange(const BufferDesc &a, const BufferDesc &b) {
   return a.offset == b.offset && a.bytes == b.bytes;
 }
 
-/// Ops whose kernels read element i of every operand before writing element
-/// i of the result, so a result may occupy exactly an operand's bytes.
-bool isInPlaceSafe(OpKind op) {
-  switch (op) {
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div:
-  case OpKind::Relu:
-  case OpKind::Gelu:
-  case OpKind::Tanh:
-  case OpKind::Exp:
-  case OpKind::Dropout:
-  case OpKind::Reshape:
-  case OpKind::ReluGrad:
-  case OpKind::GeluGrad:
-  case OpKind::TanhGrad:
-  case OpKind::MseGrad:
-  case OpKind::CrossEntropyGrad: // row by row over its logits (input 0 only)
-  case OpKind::SgdUpdate:
-  case OpKind::AdamwUpdate:
-    return true;
-  default:
-    return false;
-  }
-}
+/// Whether the op's kernels read element i of every operand before writing
+/// element i of the result, so a result may occupy exactly an operand's bytes.
+bool isInPlaceSafe(OpKind op) { return ops::opInfo(op).inPlace; }
 
 void validateHeader(const Plan &plan, const std::string &src) {
   if (plan.alignment == 0 || (plan.alignment & (plan.alignment - 1)) != 0)

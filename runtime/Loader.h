@@ -2,7 +2,7 @@
 //
 // `loadPlan` = parse (PlanFormat.h) + `validatePlan`. Validation checks, in
 // this order, and stops at the first error with a message that names the
-// file and the JSON place (`m.plan: /steps/12 'matmul': input 1 has shape
+// file and the JSON place (`m.plan: /steps/12 'attention': input 1 has shape
 // [64,32] but expects K=64`):
 //
 //   1. header: alignment a power of two, arena_bytes > 0, batch and

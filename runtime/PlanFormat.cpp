@@ -22,42 +22,6 @@ constexpr NameTable kRoles[] = {{"param", 0},      {"grad", 1},
                                 {"activation", 4}, {"temporary", 5}};
 constexpr NameTable kPhases[] = {
     {"forward", 0}, {"backward", 1}, {"optimizer", 2}};
-constexpr const char *kOpNames[kNumOpKinds] = {
-    "matmul",
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "relu",
-    "gelu",
-    "tanh",
-    "exp",
-    "softmax",
-    "layer_norm",
-    "embedding",
-    "reshape",
-    "transpose",
-    "reduce_sum",
-    "reduce_mean",
-    "broadcast_to",
-    "sum_to",
-    "cross_entropy",
-    "mse",
-    "dropout",
-    "attention",
-    "constant",
-    "relu_grad",
-    "gelu_grad",
-    "tanh_grad",
-    "softmax_grad",
-    "layer_norm_grad",
-    "embedding_grad",
-    "cross_entropy_grad",
-    "mse_grad",
-    "attention_grad",
-    "sgd_update",
-    "adamw_update",
-};
 constexpr const char *kInitKinds[] = {"normal", "uniform", "zeros", "ones"};
 constexpr const char *kDataKinds[] = {"randn", "randint", "sequence",
                                       "labels_of"};
@@ -452,30 +416,6 @@ std::string serializePlanText(const Plan &plan, int indent) {
   return serializePlan(plan).dump(indent) + "\n";
 }
 
-const char *dtypeName(DType d) { return nameOf(kDTypes, int(d)); }
-std::optional<DType> parseDType(const std::string &name) {
-  if (auto v = lookup(kDTypes, name))
-    return DType(*v);
-  return std::nullopt;
-}
-uint64_t dtypeSize(DType d) {
-  switch (d) {
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::F16:
-  case DType::BF16:
-    return 2;
-  case DType::I64:
-    return 8;
-  }
-  return 0;
-}
-bool isFloatDType(DType d) {
-  return d == DType::F32 || d == DType::F16 || d == DType::BF16;
-}
-bool isIndexDType(DType d) { return d == DType::I32 || d == DType::I64; }
-
 const char *roleName(BufferRole r) { return nameOf(kRoles, int(r)); }
 std::optional<BufferRole> parseRole(const std::string &name) {
   if (auto v = lookup(kRoles, name))
@@ -488,34 +428,8 @@ std::optional<Phase> parsePhase(const std::string &name) {
     return Phase(*v);
   return std::nullopt;
 }
-const char *opName(OpKind op) { return kOpNames[int(op)]; }
-std::optional<OpKind> parseOpKind(const std::string &name) {
-  for (int i = 0; i < kNumOpKinds; ++i)
-    if (name == kOpNames[i])
-      return OpKind(i);
-  return std::nullopt;
-}
 const char *initKindName(InitSpec::Kind k) { return kInitKinds[int(k)]; }
 const char *dataKindName(DataSpec::Kind k) { return kDataKinds[int(k)]; }
-
-std::string formatShape(const Shape &shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    out += (i ? "," : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
-std::optional<uint64_t> checkedNumElements(const Shape &shape) {
-  uint64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0)
-      return std::nullopt;
-    if (d != 0 && n > UINT64_MAX / uint64_t(d))
-      return std::nullopt;
-    n *= uint64_t(d);
-  }
-  return n;
-}
 
 std::optional<uint64_t> checkedByteSize(const Shape &shape, DType dtype) {
   auto n = checkedNumElements(shape);

@@ -9,6 +9,8 @@
 #ifndef REMAT_RUNTIME_PLANFORMAT_H
 #define REMAT_RUNTIME_PLANFORMAT_H
 
+#include "ops/OpTable.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -25,56 +27,18 @@ inline constexpr const char *kPlanFormatName = "remat-plan";
 inline constexpr int64_t kPlanFormatVersion = 1;
 
 /// Every error about a plan, a weights file or a data file. The message
-/// starts with the place: `model.plan: /steps/12 'matmul': ...`.
+/// starts with the place: `model.plan: /steps/12 'attention': ...`.
 class PlanError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
 
-enum class DType { F32, F16, BF16, I32, I64 };
+using ops::DType;
+using ops::kNumOpKinds;
+using ops::OpKind;
+using ops::Shape;
 enum class BufferRole { Param, Grad, Optimizer, Input, Activation, Temporary };
 enum class Phase { Forward, Backward, Optimizer };
-
-/// Every operation of docs/ops.md, in its order.
-enum class OpKind {
-  Matmul,
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Relu,
-  Gelu,
-  Tanh,
-  Exp,
-  Softmax,
-  LayerNorm,
-  Embedding,
-  Reshape,
-  Transpose,
-  ReduceSum,
-  ReduceMean,
-  BroadcastTo,
-  SumTo,
-  CrossEntropy,
-  Mse,
-  Dropout,
-  Attention,
-  Constant,
-  ReluGrad,
-  GeluGrad,
-  TanhGrad,
-  SoftmaxGrad,
-  LayerNormGrad,
-  EmbeddingGrad,
-  CrossEntropyGrad,
-  MseGrad,
-  AttentionGrad,
-  SgdUpdate,
-  AdamwUpdate,
-};
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::AdamwUpdate) + 1;
-
-using Shape = std::vector<int64_t>;
 
 /// How a parameter or optimizer-state buffer is initialized (once, before
 /// the first step). Unused fields keep their defaults.
@@ -168,24 +132,22 @@ nlohmann::json serializePlan(const Plan &plan);
 std::string serializePlanText(const Plan &plan, int indent = 1);
 
 // Names and sizes.
-const char *dtypeName(DType dtype); ///< "f32", ...
-std::optional<DType> parseDType(const std::string &name);
-uint64_t dtypeSize(DType dtype);
-bool isFloatDType(DType dtype);
-bool isIndexDType(DType dtype);
+using ops::checkedNumElements;
+using ops::dtypeName;
+using ops::dtypeSize;
+using ops::formatShape;
+using ops::isFloatDType;
+using ops::isIndexDType;
+using ops::opName;
+using ops::parseDType;
+using ops::parseOpKind;
 const char *roleName(BufferRole role); ///< "param", ...
 std::optional<BufferRole> parseRole(const std::string &name);
 const char *phaseName(Phase phase);
 std::optional<Phase> parsePhase(const std::string &name);
-const char *opName(OpKind op); ///< "matmul", "layer_norm_grad", ...
-std::optional<OpKind> parseOpKind(const std::string &name);
 const char *initKindName(InitSpec::Kind kind);
 const char *dataKindName(DataSpec::Kind kind);
 
-/// "[64,32]"; "[]" for a scalar.
-std::string formatShape(const Shape &shape);
-/// Element count, or nullopt on a negative dim or 64-bit overflow.
-std::optional<uint64_t> checkedNumElements(const Shape &shape);
 /// Element count times dtype size, or nullopt on overflow.
 std::optional<uint64_t> checkedByteSize(const Shape &shape, DType dtype);
 

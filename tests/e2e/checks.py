@@ -483,6 +483,32 @@ def device_profile(remat, work):
           f"{rep['modeled_step_seconds']:.3g} s")
 
 
+def plans_deterministic(remat, work):
+    """The same model, options and budget give a byte-identical plan file:
+    every model (tiny) at store-all and at its minimum budget, compiled
+    twice. The solve time and the time-limited MILP's gap stay in the
+    report file."""
+    for name in ("gpt2.json", "mlp_deep.json", "seed_mlp.json"):
+        args = [model(name), "--preset", "tiny"]
+        for budget in ([], ["--budget", str(minimum_budget(remat, args,
+                                                           work))]):
+            texts = []
+            for tag in ("first", "second"):
+                plan, report = compile_plan(remat, args + budget, work, tag)
+                if plan is None:
+                    fail(f"compile {name} {budget} failed: {report}")
+                if "solve_seconds" not in report:
+                    fail("the report file lost solve_seconds")
+                with open(plan, "rb") as f:
+                    texts.append(f.read())
+            if texts[0] != texts[1]:
+                fail(f"two compiles of {name} {budget} differ")
+            for key in (b"solve_seconds", b"optimality_gap"):
+                if key in texts[0]:
+                    fail(f"the plan of {name} {budget} holds {key.decode()}")
+    print("3 models x 2 budgets: plan files byte-identical across compiles")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -497,7 +523,8 @@ def main():
               "max-batch": max_batch,
               "loss-grad-in-place": loss_grad_in_place,
               "check-bounds": check_bounds,
-              "device-profile": device_profile}
+              "device-profile": device_profile,
+              "plans-deterministic": plans_deterministic}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

@@ -43,7 +43,7 @@ std::string stepLabel(const Plan &plan, int64_t step) {
   return "step " + std::to_string(step) + " '" + plan.steps[step].op + "'";
 }
 
-/// "backward step 57 'matmul'", "recompute step 74 'layer_norm'".
+/// "backward step 57 'attention_grad'", "recompute step 74 'dropout'".
 std::string kindStepLabel(const Plan &plan, int64_t step) {
   const StepDesc &s = plan.steps[step];
   std::string kind = s.recompute ? "recompute" : phaseName(s.phase);

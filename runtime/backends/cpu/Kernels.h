@@ -4,17 +4,15 @@
 // OpenBLAS, reductions in row-major index order: the numerical oracle the
 // other backends are compared with. Templated on the float type so tests can
 // run the same forward code in double for finite differences; the backend
-// instantiates float.
+// instantiates float. runKernel calls one function per kernel family of the
+// op table, in kernels/ (kernels/Kernels.h).
 //
-// Accumulation (what another backend must mirror to stay close): row
-// reductions inside one kernel accumulate in double: the softmax
-// denominator (then y = exp(x - max) * float(1/sum)), layer_norm mean and
-// biased variance (two passes) and rstd, the softmax_grad and
-// attention_grad row dot products, and the cross_entropy / mse losses.
-// Reductions into a result tensor (reduce_*, sum_to, embedding_grad,
-// layer_norm_grad's dgamma/dbeta) add in the float type in row-major order
-// of the operand. dropout multiplies kept elements by 1/(1-rate) computed
-// in the float type.
+// Accumulation (what another backend must mirror to stay close; each
+// kernel file's header says what its ops do): row reductions inside one
+// kernel (softmax denominators, normalization statistics, row dot
+// products, losses) accumulate in double; reductions into a result tensor
+// (sums over axes, gradients of broadcasts, gathers and normalization
+// parameters) add in the float type in row-major order of the operand.
 //
 // Workspace: only attention needs scratch, S*S elements for the scores of
 // one (batch, head), attention_grad 2*S*S (probabilities and their

@@ -137,67 +137,13 @@ CudaWorkspace cudaWorkspaceFor(const LoadedPlan &plan) {
 
 namespace {
 
+/// Runs the kernel family of the call's op (the op table's kernelFamily).
 void dispatch(const KernelCall &call, const DeviceContext &ctx) {
   switch (call.op) {
-  case OpKind::Matmul:
-    return cuda::launchMatmul(call, ctx);
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div:
-    return cuda::launchBinary(call, ctx);
-  case OpKind::Relu:
-  case OpKind::Gelu:
-  case OpKind::Tanh:
-  case OpKind::Exp:
-    return cuda::launchUnary(call, ctx);
-  case OpKind::ReluGrad:
-  case OpKind::GeluGrad:
-  case OpKind::TanhGrad:
-    return cuda::launchUnaryGrad(call, ctx);
-  case OpKind::Softmax:
-    return cuda::launchSoftmax(call, ctx);
-  case OpKind::SoftmaxGrad:
-    return cuda::launchSoftmaxGrad(call, ctx);
-  case OpKind::LayerNorm:
-    return cuda::launchLayerNorm(call, ctx);
-  case OpKind::LayerNormGrad:
-    return cuda::launchLayerNormGrad(call, ctx);
-  case OpKind::Embedding:
-    return cuda::launchEmbedding(call, ctx);
-  case OpKind::EmbeddingGrad:
-    return cuda::launchEmbeddingGrad(call, ctx);
-  case OpKind::Reshape:
-    return cuda::launchReshape(call, ctx);
-  case OpKind::Transpose:
-    return cuda::launchTranspose(call, ctx);
-  case OpKind::BroadcastTo:
-    return cuda::launchBroadcastTo(call, ctx);
-  case OpKind::ReduceSum:
-  case OpKind::ReduceMean:
-    return cuda::launchReduce(call, ctx);
-  case OpKind::SumTo:
-    return cuda::launchSumTo(call, ctx);
-  case OpKind::CrossEntropy:
-    return cuda::launchCrossEntropy(call, ctx);
-  case OpKind::CrossEntropyGrad:
-    return cuda::launchCrossEntropyGrad(call, ctx);
-  case OpKind::Mse:
-    return cuda::launchMse(call, ctx);
-  case OpKind::MseGrad:
-    return cuda::launchMseGrad(call, ctx);
-  case OpKind::Dropout:
-    return cuda::launchDropout(call, ctx);
-  case OpKind::Attention:
-    return cuda::launchAttention(call, ctx);
-  case OpKind::AttentionGrad:
-    return cuda::launchAttentionGrad(call, ctx);
-  case OpKind::Constant:
-    return cuda::launchConstant(call, ctx);
-  case OpKind::SgdUpdate:
-    return cuda::launchSgdUpdate(call, ctx);
-  case OpKind::AdamwUpdate:
-    return cuda::launchAdamwUpdate(call, ctx);
+#define REMAT_OP(Kind, name, inputs, outputs, rule, family, ...)               \
+  case OpKind::Kind:                                                           \
+    return cuda::launch##family(call, ctx);
+#include "ops/generated/OpTable.inc"
   }
 }
 

@@ -8,14 +8,14 @@
 //
 // cuBLAS workspace: 32 MiB when the plan has a GEMM (matmul, attention),
 // overridable with REMAT_CUDA_CUBLAS_WORKSPACE_BYTES; kernel scratch: the
-// largest single step's need (reductions' partials, layer_norm_grad's row
-// statistics, embedding_grad's sort, attention's probabilities, losses'
-// partials). Before allocating, arena + workspace is checked against
+// largest single step's need (reductions' partials, the normalization
+// gradient's row statistics, the embedding gradient's sort, attention's
+// probabilities, losses' partials). Before allocating, arena + workspace is checked against
 // cudaMemGetInfo's free bytes. The CUDA context and cuBLAS's handle are
 // outside the budget (contextBytes reports them).
 //
 // Execution: one non-blocking stream; every kernel mirrors the CPU twin's
-// math (runtime/backends/cpu/Kernels.cpp) with deterministic reductions (no
+// math (runtime/backends/cpu/kernels/) with deterministic reductions (no
 // float atomics), so results are bitwise reproducible across runs and
 // budgets. GEMMs are f32 cuBLAS; REMAT_CUDA_TF32=1 allows TF32 tensor cores.
 //
@@ -105,8 +105,8 @@ private:
 /// scratch first (attention then works in smaller chunks), then less cuBLAS
 /// workspace, down to one attention slice and 4 MiB. Throws PlanError,
 /// naming the --workspace-reserve to compile with, when even that does not
-/// fit. Host arithmetic only (needs no device for plans without
-/// embedding_grad, whose sort asks CUB for its temporary size).
+/// fit. Host arithmetic only (needs no device for plans without an
+/// embedding gradient, whose sort asks CUB for its temporary size).
 struct CudaWorkspace {
   static constexpr uint64_t kStatusBytes = 256;
   uint64_t cublas = 0, scratch = 0;

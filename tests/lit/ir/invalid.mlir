@@ -21,7 +21,7 @@ func.func @case1(%x: tensor<4294967296x4294967296xf32>) {
 
 // Float ops reject integer tensors.
 func.func @case2(%x: tensor<2x3xi32>) {
-  // expected-error @+1 {{'x' must be a tensor of f32, f16 or bf16, got 'tensor<2x3xi32>'}}
+  // expected-error @+1 {{'x' has dtype i32 but expects a float dtype (f32|f16|bf16)}}
   %0 = graph.exp %x : tensor<2x3xi32> -> tensor<2x3xi32>
   return
 }
@@ -30,7 +30,7 @@ func.func @case2(%x: tensor<2x3xi32>) {
 
 // Float ops reject other float types (f64).
 func.func @case3(%x: tensor<2x3xf64>) {
-  // expected-error @+1 {{'x' must be a tensor of f32, f16 or bf16, got 'tensor<2x3xf64>'}}
+  // expected-error @+1 {{'x' must be a tensor of f32, f16, bf16, i32 or i64, got 'tensor<2x3xf64>'}}
   %0 = graph.tanh %x : tensor<2x3xf64> -> tensor<2x3xf64>
   return
 }
@@ -39,7 +39,7 @@ func.func @case3(%x: tensor<2x3xf64>) {
 
 // Embedding indices must be i32 or i64, not float.
 func.func @case4(%t: tensor<10x4xf32>, %i: tensor<2xf32>) {
-  // expected-error @+1 {{'indices' must be a tensor of i32 or i64, got 'tensor<2xf32>'}}
+  // expected-error @+1 {{'indices' has dtype f32 but expects an index dtype (i32|i64)}}
   %0 = graph.embedding %t, %i : tensor<10x4xf32>, tensor<2xf32> -> tensor<2x4xf32>
   return
 }
@@ -48,7 +48,7 @@ func.func @case4(%t: tensor<10x4xf32>, %i: tensor<2xf32>) {
 
 // Embedding indices must be i32 or i64, not i16.
 func.func @case5(%t: tensor<10x4xf32>, %i: tensor<2xi16>) {
-  // expected-error @+1 {{'indices' must be a tensor of i32 or i64, got 'tensor<2xi16>'}}
+  // expected-error @+1 {{'indices' must be a tensor of f32, f16, bf16, i32 or i64, got 'tensor<2xi16>'}}
   %0 = graph.embedding %t, %i : tensor<10x4xf32>, tensor<2xi16> -> tensor<2x4xf32>
   return
 }
@@ -66,7 +66,7 @@ func.func @case6(%x: tensor<6xi8>) {
 
 // Binary ops need one element type.
 func.func @case7(%a: tensor<2xf32>, %b: tensor<2xf16>) {
-  // expected-error @+1 {{'b' element type 'f16' does not match 'a' element type 'f32'}}
+  // expected-error @+1 {{'b' has dtype f16 but expects f32}}
   %0 = graph.add %a, %b : tensor<2xf32>, tensor<2xf16> -> tensor<2xf32>
   return
 }
@@ -75,7 +75,7 @@ func.func @case7(%a: tensor<2xf32>, %b: tensor<2xf16>) {
 
 // The result of a binary op has the operands' element type.
 func.func @case8(%a: tensor<2xf32>, %b: tensor<2xf32>) {
-  // expected-error @+1 {{result element type 'bf16' does not match 'a' element type 'f32'}}
+  // expected-error @+1 {{result has dtype bf16 but expects f32}}
   %0 = graph.mul %a, %b : tensor<2xf32>, tensor<2xf32> -> tensor<2xbf16>
   return
 }
@@ -84,7 +84,7 @@ func.func @case8(%a: tensor<2xf32>, %b: tensor<2xf32>) {
 
 // Binary ops broadcast NumPy-style; 3 vs 4 does not broadcast.
 func.func @case9(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) {
-  // expected-error @+1 {{broadcast: dim 1 is 3 vs 4 (shapes [2, 3] and [2, 4])}}
+  // expected-error @+1 {{'a' [2,3] and 'b' [2,4] do not broadcast: dim 1 of the broadcast shape is 3 vs 4 (dims aligned on the right must be equal or 1)}}
   %0 = graph.sub %a, %b : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
   return
 }
@@ -93,7 +93,7 @@ func.func @case9(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) {
 
 // Broadcast dims are numbered in the broadcast shape when ranks differ.
 func.func @case10(%a: tensor<5x2x3xf32>, %b: tensor<4x3xf32>) {
-  // expected-error @+1 {{broadcast: dim 1 is 2 vs 4 (shapes [5, 2, 3] and [4, 3])}}
+  // expected-error @+1 {{'a' [5,2,3] and 'b' [4,3] do not broadcast: dim 1 of the broadcast shape is 2 vs 4 (dims aligned on the right must be equal or 1)}}
   %0 = graph.div %a, %b : tensor<5x2x3xf32>, tensor<4x3xf32> -> tensor<5x2x3xf32>
   return
 }
@@ -102,7 +102,7 @@ func.func @case10(%a: tensor<5x2x3xf32>, %b: tensor<4x3xf32>) {
 
 // The result of a binary op has the broadcast shape.
 func.func @case11(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
-  // expected-error @+1 {{result shape [3] does not match expected [2, 3]}}
+  // expected-error @+1 {{result has shape [3] but expects [2,3] (the broadcast shape)}}
   %0 = graph.add %a, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<3xf32>
   return
 }
@@ -111,7 +111,7 @@ func.func @case11(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
 
 // Unary ops keep the operand type.
 func.func @case12(%x: tensor<2x3xf32>) {
-  // expected-error @+1 {{result type 'tensor<3x2xf32>' does not match 'x' type 'tensor<2x3xf32>'}}
+  // expected-error @+1 {{result has shape [3,2] but expects [2,3]}}
   %0 = graph.gelu %x : tensor<2x3xf32> -> tensor<3x2xf32>
   return
 }
@@ -120,7 +120,7 @@ func.func @case12(%x: tensor<2x3xf32>) {
 
 // Matmul needs matrices (rank >= 2).
 func.func @case13(%a: tensor<3xf32>, %b: tensor<3x4xf32>) {
-  // expected-error @+1 {{'a' must have rank >= 2, got 1}}
+  // expected-error @+1 {{'a' has shape [3] but expects rank >= 2}}
   %0 = graph.matmul %a, %b : tensor<3xf32>, tensor<3x4xf32> -> tensor<4xf32>
   return
 }
@@ -129,7 +129,7 @@ func.func @case13(%a: tensor<3xf32>, %b: tensor<3x4xf32>) {
 
 // Matmul's b is rank 2 (shared) or has a's rank.
 func.func @case14(%a: tensor<2x3x4xf32>, %b: tensor<5x2x4x6xf32>) {
-  // expected-error @+1 {{'b' must have rank 2 or the rank of 'a' (3), got 4}}
+  // expected-error @+1 {{'b' has shape [5,2,4,6] but expects batch dims [2] of 'a' [2,3,4] (or rank 2)}}
   %0 = graph.matmul %a, %b : tensor<2x3x4xf32>, tensor<5x2x4x6xf32> -> tensor<2x3x6xf32>
   return
 }
@@ -138,7 +138,7 @@ func.func @case14(%a: tensor<2x3x4xf32>, %b: tensor<5x2x4x6xf32>) {
 
 // Matmul batch dims must be equal (no broadcasting of batches).
 func.func @case15(%a: tensor<8x2x3xf32>, %b: tensor<4x3x5xf32>) {
-  // expected-error @+1 {{batch dims [8] vs [4]}}
+  // expected-error @+1 {{'b' has shape [4,3,5] but expects batch dims [8] of 'a' [8,2,3] (or rank 2)}}
   %0 = graph.matmul %a, %b : tensor<8x2x3xf32>, tensor<4x3x5xf32> -> tensor<8x2x5xf32>
   return
 }
@@ -147,7 +147,7 @@ func.func @case15(%a: tensor<8x2x3xf32>, %b: tensor<4x3x5xf32>) {
 
 // Matmul inner dims must agree.
 func.func @case16(%a: tensor<2x64xf32>, %b: tensor<128x4xf32>) {
-  // expected-error @+1 {{inner dims 64 vs 128}}
+  // expected-error @+1 {{'b' has shape [128,4] but expects K=64 (the first of its last two dims) to match 'a' [2,64]}}
   %0 = graph.matmul %a, %b : tensor<2x64xf32>, tensor<128x4xf32> -> tensor<2x4xf32>
   return
 }
@@ -156,7 +156,7 @@ func.func @case16(%a: tensor<2x64xf32>, %b: tensor<128x4xf32>) {
 
 // transpose_a makes a [K, M]: its K is dim 0.
 func.func @case17(%a: tensor<3x2xf32>, %b: tensor<2x4xf32>) {
-  // expected-error @+1 {{inner dims 3 vs 2}}
+  // expected-error @+1 {{'b' has shape [2,4] but expects K=3 (the first of its last two dims) to match 'a' [3,2] transposed}}
   %0 = graph.matmul %a, %b {transpose_a = true} : tensor<3x2xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
   return
 }
@@ -165,7 +165,7 @@ func.func @case17(%a: tensor<3x2xf32>, %b: tensor<2x4xf32>) {
 
 // Matmul result shape is [..., M, N] (transpose_b makes b [N, K]).
 func.func @case18(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>) {
-  // expected-error @+1 {{result shape [2, 5] does not match expected [2, 4]}}
+  // expected-error @+1 {{result has shape [2,5] but expects [2,4]}}
   %0 = graph.matmul %a, %b {transpose_b = true} : tensor<2x3xf32>, tensor<4x3xf32> -> tensor<2x5xf32>
   return
 }
@@ -174,7 +174,7 @@ func.func @case18(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>) {
 
 // Softmax needs at least one dim.
 func.func @case19(%x: tensor<f32>) {
-  // expected-error @+1 {{'x' must have rank >= 1, got 0}}
+  // expected-error @+1 {{'x' has shape [] but expects rank >= 1}}
   %0 = graph.softmax %x : tensor<f32> -> tensor<f32>
   return
 }
@@ -183,7 +183,7 @@ func.func @case19(%x: tensor<f32>) {
 
 // layer_norm's gamma is [D], D the last dim of x.
 func.func @case20(%x: tensor<2x4xf32>, %g: tensor<5xf32>, %b: tensor<4xf32>) {
-  // expected-error @+1 {{'gamma' shape [5] does not match expected [4]}}
+  // expected-error @+1 {{'gamma' has shape [5] but expects [4] ([D], D the last dim of 'x')}}
   %0 = graph.layer_norm %x, %g, %b : tensor<2x4xf32>, tensor<5xf32>, tensor<4xf32> -> tensor<2x4xf32>
   return
 }
@@ -192,7 +192,7 @@ func.func @case20(%x: tensor<2x4xf32>, %g: tensor<5xf32>, %b: tensor<4xf32>) {
 
 // layer_norm's beta has x's element type.
 func.func @case21(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf16>) {
-  // expected-error @+1 {{'beta' element type 'f16' does not match 'x' element type 'f32'}}
+  // expected-error @+1 {{'beta' has dtype f16 but expects f32}}
   %0 = graph.layer_norm %x, %g, %b : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf16> -> tensor<2x4xf32>
   return
 }
@@ -201,7 +201,7 @@ func.func @case21(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf16>) {
 
 // layer_norm's epsilon must be positive.
 func.func @case22(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) {
-  // expected-error @+1 {{epsilon must be positive, got 0}}
+  // expected-error @+1 {{attribute 'epsilon' must be positive, got 0}}
   %0 = graph.layer_norm %x, %g, %b {epsilon = 0.0 : f32} : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<2x4xf32>
   return
 }
@@ -210,7 +210,7 @@ func.func @case22(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) {
 
 // The embedding table is [V, D].
 func.func @case23(%t: tensor<2x10x4xf32>, %i: tensor<2xi32>) {
-  // expected-error @+1 {{'table' must have rank 2, got 3}}
+  // expected-error @+1 {{'table' has shape [2,10,4] but expects rank 2 [V,D]}}
   %0 = graph.embedding %t, %i : tensor<2x10x4xf32>, tensor<2xi32> -> tensor<2x4xf32>
   return
 }
@@ -219,7 +219,7 @@ func.func @case23(%t: tensor<2x10x4xf32>, %i: tensor<2xi32>) {
 
 // Embedding result is [..., D].
 func.func @case24(%t: tensor<10x4xf32>, %i: tensor<2x3xi64>) {
-  // expected-error @+1 {{result shape [6, 4] does not match expected [2, 3, 4]}}
+  // expected-error @+1 {{result has shape [6,4] but expects [2,3,4] (indices shape + [D])}}
   %0 = graph.embedding %t, %i : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<6x4xf32>
   return
 }
@@ -228,7 +228,7 @@ func.func @case24(%t: tensor<10x4xf32>, %i: tensor<2x3xi64>) {
 
 // Reshape keeps the element count.
 func.func @case25(%x: tensor<2x3xf32>) {
-  // expected-error @+1 {{result element count 8 does not match 'x' element count 6}}
+  // expected-error @+1 {{the result shape [2,4] does not have the element count of 'x' [2,3]}}
   %0 = graph.reshape %x : tensor<2x3xf32> -> tensor<2x4xf32>
   return
 }
@@ -237,7 +237,7 @@ func.func @case25(%x: tensor<2x3xf32>) {
 
 // Reshape keeps the element type.
 func.func @case26(%x: tensor<6xi32>) {
-  // expected-error @+1 {{result element type 'i64' does not match 'x' element type 'i32'}}
+  // expected-error @+1 {{result has dtype i64 but expects i32}}
   %0 = graph.reshape %x : tensor<6xi32> -> tensor<2x3xi64>
   return
 }
@@ -246,7 +246,7 @@ func.func @case26(%x: tensor<6xi32>) {
 
 // A transpose permutation has one entry per dim.
 func.func @case27(%x: tensor<2x3xf32>) {
-  // expected-error @+1 {{permutation has 3 entries for rank 2}}
+  // expected-error @+1 {{attribute 'permutation' has 3 entries but 'x' has rank 2}}
   %0 = graph.transpose %x {permutation = array<i64: 0, 1, 2>} : tensor<2x3xf32> -> tensor<2x3xf32>
   return
 }
@@ -255,7 +255,7 @@ func.func @case27(%x: tensor<2x3xf32>) {
 
 // A transpose permutation lists every dim once.
 func.func @case28(%x: tensor<2x3xf32>) {
-  // expected-error @+1 {{permutation [0, 0] is not a permutation of [0, 2)}}
+  // expected-error @+1 {{attribute 'permutation' [0,0] is not a permutation of [0, 2)}}
   %0 = graph.transpose %x {permutation = array<i64: 0, 0>} : tensor<2x3xf32> -> tensor<2x2xf32>
   return
 }
@@ -264,7 +264,7 @@ func.func @case28(%x: tensor<2x3xf32>) {
 
 // Transpose result dims follow the permutation.
 func.func @case29(%x: tensor<2x3xf32>) {
-  // expected-error @+1 {{result shape [2, 3] does not match expected [3, 2]}}
+  // expected-error @+1 {{result has shape [2,3] but expects [3,2]}}
   %0 = graph.transpose %x {permutation = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<2x3xf32>
   return
 }
@@ -273,7 +273,7 @@ func.func @case29(%x: tensor<2x3xf32>) {
 
 // Reduction axes must be in range.
 func.func @case30(%x: tensor<2x3xf32>) {
-  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  // expected-error @+1 {{attribute 'axes' has axis 2 outside [0, 2) for 'x' [2,3]}}
   %0 = graph.reduce_sum %x {axes = array<i64: 2>} : tensor<2x3xf32> -> tensor<2xf32>
   return
 }
@@ -282,7 +282,7 @@ func.func @case30(%x: tensor<2x3xf32>) {
 
 // Reduction axes must be sorted and unique.
 func.func @case31(%x: tensor<2x3xf32>) {
-  // expected-error @+1 {{axes [1, 0] must be sorted and unique}}
+  // expected-error @+1 {{attribute 'axes' [1,0] must be sorted and unique}}
   %0 = graph.reduce_mean %x {axes = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<f32>
   return
 }
@@ -291,7 +291,7 @@ func.func @case31(%x: tensor<2x3xf32>) {
 
 // keep_dims keeps reduced dims as 1.
 func.func @case32(%x: tensor<2x3xf32>) {
-  // expected-error @+1 {{result shape [2] does not match expected [2, 1]}}
+  // expected-error @+1 {{result has shape [2] but expects [2,1]}}
   %0 = graph.reduce_sum %x {axes = array<i64: 1>, keep_dims = true} : tensor<2x3xf32> -> tensor<2xf32>
   return
 }
@@ -300,7 +300,7 @@ func.func @case32(%x: tensor<2x3xf32>) {
 
 // broadcast_to only expands dims of size 1.
 func.func @case33(%x: tensor<3xf32>) {
-  // expected-error @+1 {{cannot broadcast 'x' shape [3] to result shape [2, 4]: dim 1 is 3 vs 4}}
+  // expected-error @+1 {{'x' has shape [3] which does not broadcast to the result shape [2,4]}}
   %0 = graph.broadcast_to %x : tensor<3xf32> -> tensor<2x4xf32>
   return
 }
@@ -309,7 +309,7 @@ func.func @case33(%x: tensor<3xf32>) {
 
 // broadcast_to cannot lower the rank.
 func.func @case34(%x: tensor<2x3xf32>) {
-  // expected-error @+1 {{cannot broadcast 'x' shape [2, 3] to result shape [3]: rank 2 is larger than rank 1}}
+  // expected-error @+1 {{'x' has shape [2,3] which does not broadcast to the result shape [3]}}
   %0 = graph.broadcast_to %x : tensor<2x3xf32> -> tensor<3xf32>
   return
 }
@@ -318,7 +318,7 @@ func.func @case34(%x: tensor<2x3xf32>) {
 
 // sum_to's result must broadcast back to x's shape.
 func.func @case35(%x: tensor<2x4xf32>) {
-  // expected-error @+1 {{result shape [3] does not broadcast to 'x' shape [2, 4]: dim 1 is 3 vs 4}}
+  // expected-error @+1 {{the result shape [3] does not broadcast to 'x' shape [2,4]}}
   %0 = graph.sum_to %x : tensor<2x4xf32> -> tensor<3xf32>
   return
 }
@@ -327,7 +327,7 @@ func.func @case35(%x: tensor<2x4xf32>) {
 
 // Cross-entropy labels are logits' shape without the class dim.
 func.func @case36(%l: tensor<2x4x10xf32>, %y: tensor<4xi32>) {
-  // expected-error @+1 {{'labels' shape [4] does not match expected [2, 4]}}
+  // expected-error @+1 {{'labels' has shape [4] but expects [2,4] ('logits' shape without the last dim)}}
   %0 = graph.cross_entropy %l, %y : tensor<2x4x10xf32>, tensor<4xi32> -> tensor<f32>
   return
 }
@@ -336,7 +336,7 @@ func.func @case36(%l: tensor<2x4x10xf32>, %y: tensor<4xi32>) {
 
 // Cross-entropy labels are integers.
 func.func @case37(%l: tensor<4x10xf32>, %y: tensor<4xf32>) {
-  // expected-error @+1 {{'labels' must be a tensor of i32 or i64, got 'tensor<4xf32>'}}
+  // expected-error @+1 {{'labels' has dtype f32 but expects an index dtype (i32|i64)}}
   %0 = graph.cross_entropy %l, %y : tensor<4x10xf32>, tensor<4xf32> -> tensor<f32>
   return
 }
@@ -345,7 +345,7 @@ func.func @case37(%l: tensor<4x10xf32>, %y: tensor<4xf32>) {
 
 // Cross-entropy's loss is a 0-d tensor.
 func.func @case38(%l: tensor<4x10xf32>, %y: tensor<4xi64>) {
-  // expected-error @+1 {{result shape [4] does not match expected []}}
+  // expected-error @+1 {{result has shape [4] but expects [] (a scalar loss)}}
   %0 = graph.cross_entropy %l, %y : tensor<4x10xf32>, tensor<4xi64> -> tensor<4xf32>
   return
 }
@@ -354,7 +354,7 @@ func.func @case38(%l: tensor<4x10xf32>, %y: tensor<4xi64>) {
 
 // MSE compares tensors of one type.
 func.func @case39(%a: tensor<4x1xf32>, %b: tensor<4xf32>) {
-  // expected-error @+1 {{'b' type 'tensor<4xf32>' does not match 'a' type 'tensor<4x1xf32>'}}
+  // expected-error @+1 {{'b' has shape [4] but expects [4,1] (like 'a')}}
   %0 = graph.mse %a, %b : tensor<4x1xf32>, tensor<4xf32> -> tensor<f32>
   return
 }
@@ -363,7 +363,7 @@ func.func @case39(%a: tensor<4x1xf32>, %b: tensor<4xf32>) {
 
 // MSE's loss has the operands' element type.
 func.func @case40(%a: tensor<4xf32>, %b: tensor<4xf32>) {
-  // expected-error @+1 {{result element type 'f16' does not match 'a' element type 'f32'}}
+  // expected-error @+1 {{result has dtype f16 but expects f32}}
   %0 = graph.mse %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<f16>
   return
 }
@@ -372,7 +372,7 @@ func.func @case40(%a: tensor<4xf32>, %b: tensor<4xf32>) {
 
 // The dropout rate is in [0, 1): 1 would drop everything and divide by 0.
 func.func @case41(%x: tensor<4xf32>) {
-  // expected-error @+1 {{rate 1 is outside [0, 1)}}
+  // expected-error @+1 {{attribute 'rate' must be in [0, 1), got 1}}
   %0 = graph.dropout %x {rate = 1.0 : f32, seed = 1} : tensor<4xf32> -> tensor<4xf32>
   return
 }
@@ -381,7 +381,7 @@ func.func @case41(%x: tensor<4xf32>) {
 
 // Attention operands are [B, H, S, Dh].
 func.func @case42(%q: tensor<4x8x64xf32>) {
-  // expected-error @+1 {{'q' must have rank 4, got 3}}
+  // expected-error @+1 {{'q' has shape [4,8,64] but expects rank 4 [B,H,S,Dh]}}
   %0 = graph.attention %q, %q, %q {scale = 0.125 : f32} : tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32> -> tensor<4x8x64xf32>
   return
 }
@@ -390,7 +390,7 @@ func.func @case42(%q: tensor<4x8x64xf32>) {
 
 // Attention's k has q's type.
 func.func @case43(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x32xf32>) {
-  // expected-error @+1 {{'k' type 'tensor<1x2x8x32xf32>' does not match 'q' type 'tensor<1x2x8x64xf32>'}}
+  // expected-error @+1 {{'k' has shape [1,2,8,32] but expects [1,2,8,64] (like 'q')}}
   %0 = graph.attention %q, %k, %q {scale = 0.125 : f32} : tensor<1x2x8x64xf32>, tensor<1x2x8x32xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
   return
 }
@@ -399,7 +399,7 @@ func.func @case43(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x32xf32>) {
 
 // A constant is a float tensor.
 func.func @case44() {
-  // expected-error @+1 {{result must be a tensor of f32, f16 or bf16, got 'tensor<2xi32>'}}
+  // expected-error @+1 {{result has dtype i32 but expects a float dtype (f32|f16|bf16)}}
   %0 = graph.constant 1.0 : tensor<2xi32>
   return
 }
@@ -408,7 +408,7 @@ func.func @case44() {
 
 // relu_grad's dy has x's type.
 func.func @case45(%x: tensor<2x3xf32>, %dy: tensor<2x3xf16>) {
-  // expected-error @+1 {{'dy' type 'tensor<2x3xf16>' does not match 'x' type 'tensor<2x3xf32>'}}
+  // expected-error @+1 {{'dy' has dtype f16 but expects f32}}
   %0 = graph.relu_grad %x, %dy : tensor<2x3xf32>, tensor<2x3xf16> -> tensor<2x3xf32>
   return
 }
@@ -417,7 +417,7 @@ func.func @case45(%x: tensor<2x3xf32>, %dy: tensor<2x3xf16>) {
 
 // tanh_grad's dx has y's type.
 func.func @case46(%y: tensor<2x3xf32>) {
-  // expected-error @+1 {{result type 'tensor<3xf32>' does not match 'y' type 'tensor<2x3xf32>'}}
+  // expected-error @+1 {{result has shape [3] but expects [2,3]}}
   %0 = graph.tanh_grad %y, %y : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<3xf32>
   return
 }
@@ -426,7 +426,7 @@ func.func @case46(%y: tensor<2x3xf32>) {
 
 // layer_norm_grad's dgamma has gamma's type.
 func.func @case47(%x: tensor<2x4xf32>, %g: tensor<4xf32>) {
-  // expected-error @+1 {{result 'dgamma' type 'tensor<2x4xf32>' does not match 'gamma' type 'tensor<4xf32>'}}
+  // expected-error @+1 {{result 'dgamma' has shape [2,4] but expects [4] ([D])}}
   %0:3 = graph.layer_norm_grad %x, %g, %x : tensor<2x4xf32>, tensor<4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>
   return
 }
@@ -435,7 +435,7 @@ func.func @case47(%x: tensor<2x4xf32>, %g: tensor<4xf32>) {
 
 // embedding_grad's dy is [..., D] for the indices and dtable [V, D].
 func.func @case48(%i: tensor<3xi32>, %dy: tensor<2x4xf32>) {
-  // expected-error @+1 {{'dy' shape [2, 4] does not match expected [3, 4]}}
+  // expected-error @+1 {{'dy' has shape [2,4] but expects [3,4] (indices shape + [D])}}
   %0 = graph.embedding_grad %i, %dy : tensor<3xi32>, tensor<2x4xf32> -> tensor<10x4xf32>
   return
 }
@@ -444,7 +444,7 @@ func.func @case48(%i: tensor<3xi32>, %dy: tensor<2x4xf32>) {
 
 // cross_entropy_grad's dloss is 0-d.
 func.func @case49(%l: tensor<4x10xf32>, %y: tensor<4xi32>, %d: tensor<1xf32>) {
-  // expected-error @+1 {{'dloss' shape [1] does not match expected []}}
+  // expected-error @+1 {{'dloss' has shape [1] but expects [] (a scalar dloss)}}
   %0 = graph.cross_entropy_grad %l, %y, %d : tensor<4x10xf32>, tensor<4xi32>, tensor<1xf32> -> tensor<4x10xf32>
   return
 }
@@ -453,7 +453,7 @@ func.func @case49(%l: tensor<4x10xf32>, %y: tensor<4xi32>, %d: tensor<1xf32>) {
 
 // mse_grad's da has a's type.
 func.func @case50(%a: tensor<4xf32>, %d: tensor<f32>) {
-  // expected-error @+1 {{result type 'tensor<4x1xf32>' does not match 'a' type 'tensor<4xf32>'}}
+  // expected-error @+1 {{result has shape [4,1] but expects [4]}}
   %0 = graph.mse_grad %a, %a, %d : tensor<4xf32>, tensor<4xf32>, tensor<f32> -> tensor<4x1xf32>
   return
 }
@@ -462,7 +462,7 @@ func.func @case50(%a: tensor<4xf32>, %d: tensor<f32>) {
 
 // attention_grad's dout has q's type.
 func.func @case51(%q: tensor<1x2x4x8xf32>, %d: tensor<1x2x4x4xf32>) {
-  // expected-error @+1 {{'dout' type 'tensor<1x2x4x4xf32>' does not match 'q' type 'tensor<1x2x4x8xf32>'}}
+  // expected-error @+1 {{'dout' has shape [1,2,4,4] but expects [1,2,4,8] (like 'q')}}
   %0:3 = graph.attention_grad %q, %q, %q, %d {scale = 0.5 : f32} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
   return
 }
@@ -471,7 +471,7 @@ func.func @case51(%q: tensor<1x2x4x8xf32>, %d: tensor<1x2x4x4xf32>) {
 
 // sgd_update's momentum buffer has param's type.
 func.func @case52(%p: tensor<4xf32>, %m: tensor<4xf16>) {
-  // expected-error @+1 {{'momentum_buffer' type 'tensor<4xf16>' does not match 'param' type 'tensor<4xf32>'}}
+  // expected-error @+1 {{'momentum_buffer' has dtype f16 but expects f32}}
   %0:2 = graph.sgd_update %p, %p, %m {lr = 0.1 : f32, momentum = 0.9 : f32, weight_decay = 0.0 : f32} : tensor<4xf32>, tensor<4xf32>, tensor<4xf16> -> tensor<4xf32>, tensor<4xf32>
   return
 }
@@ -480,7 +480,7 @@ func.func @case52(%p: tensor<4xf32>, %m: tensor<4xf16>) {
 
 // adamw_update's new state has param's type.
 func.func @case53(%p: tensor<4xf32>) {
-  // expected-error @+1 {{result 'new_v' type 'tensor<2x2xf32>' does not match 'param' type 'tensor<4xf32>'}}
+  // expected-error @+1 {{result 'new_v' has shape [2,2] but expects [4]}}
   %0:3 = graph.adamw_update %p, %p, %p, %p {lr = 0.1 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32} : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<2x2xf32>
   return
 }
@@ -489,7 +489,7 @@ func.func @case53(%p: tensor<4xf32>) {
 
 // AdamW's betas are in [0, 1).
 func.func @case54(%p: tensor<4xf32>) {
-  // expected-error @+1 {{beta1 1.5 is outside [0, 1)}}
+  // expected-error @+1 {{attribute 'beta1' must be in [0, 1), got 1.5}}
   %0:3 = graph.adamw_update %p, %p, %p, %p {lr = 0.1 : f32, beta1 = 1.5 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, weight_decay = 0.0 : f32} : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
   return
 }

@@ -118,10 +118,11 @@ func.func @losses_and_friends(%l: tensor<4x10xf32>, %y: tensor<4xi32>, %p: tenso
   %1 = graph.mse %p, %p : tensor<4x1xf32>, tensor<4x1xf32> -> tensor<f32>
   // CHECK: graph.dropout %[[L]] {rate = 1.000000e-01 : f32, seed = 42 : i64} : tensor<4x10xf32> -> tensor<4x10xf32>
   %2 = graph.dropout %l {rate = 0.1 : f32, seed = 42} : tensor<4x10xf32> -> tensor<4x10xf32>
-  // CHECK: graph.attention %[[Q]], %[[Q]], %[[Q]] {causal = true, scale = 1.250000e-01 : f32} : tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32> -> tensor<2x4x8x64xf32>
+  // CHECK: graph.attention %[[Q]], %[[Q]], %[[Q]] {scale = 1.250000e-01 : f32} : tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32> -> tensor<2x4x8x64xf32>
   %3 = graph.attention %q, %q, %q {causal = true, scale = 0.125 : f32} : tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32> -> tensor<2x4x8x64xf32>
-  // CHECK: graph.attention %[[Q]], %[[Q]], %[[Q]] {scale = 1.000000e+00 : f32}
-  %4 = graph.attention %q, %q, %q {scale = 1.0 : f32} : tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32> -> tensor<2x4x8x64xf32>
+  // causal is true unless given (the default is not printed).
+  // CHECK: graph.attention %[[Q]], %[[Q]], %[[Q]] {causal = false, scale = 1.000000e+00 : f32}
+  %4 = graph.attention %q, %q, %q {causal = false, scale = 1.0 : f32} : tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32> -> tensor<2x4x8x64xf32>
   // CHECK: graph.constant -2.500000e+00 : tensor<4x10xf32>
   %5 = graph.constant -2.5 : tensor<4x10xf32>
   // CHECK: graph.constant 0.000000e+00 : tensor<f16>
@@ -150,7 +151,7 @@ func.func @gradients(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %i: tensor<2xi64>, 
   %6 = graph.cross_entropy_grad %x, %i, %dl : tensor<2x8xf32>, tensor<2xi64>, tensor<f32> -> tensor<2x8xf32>
   // CHECK: graph.mse_grad %[[X]], %[[X]], %[[DL]] : tensor<2x8xf32>, tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
   %7 = graph.mse_grad %x, %x, %dl : tensor<2x8xf32>, tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
-  // CHECK: graph.attention_grad %[[Q]], %[[Q]], %[[Q]], %[[Q]] {causal = true, scale = 5.000000e-01 : f32}
+  // CHECK: graph.attention_grad %[[Q]], %[[Q]], %[[Q]], %[[Q]] {scale = 5.000000e-01 : f32}
   // CHECK-SAME: -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
   %8:3 = graph.attention_grad %q, %q, %q, %q {causal = true, scale = 0.5 : f32} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
   return

@@ -308,3 +308,35 @@ plan.arena bytes(64) alignment(64) {
   // expected-error @+1 {{'plan.free' op cannot free @x: 'input' buffers live across steps}}
   plan.free @x
 }
+
+// -----
+
+// Two buffers live at the same time share no bytes: @h (steps 0 to 2) and
+// @g (written at step 1, read at 2) both sit at offset 64.
+plan.arena bytes(192) alignment(64) loss(@l) {
+  plan.buffer @x "input" : f32 [4] offset 0 bytes 16 data {kind = "randn"}
+  plan.buffer @h "activation" : f32 [4] offset 64 bytes 16
+  // expected-error @+1 {{'plan.buffer' op bytes [64, 80) of @g (live from step 1 to 2) overlap bytes [64, 80) of @h (live from step 0 to 2); buffers live at the same time share no bytes}}
+  plan.buffer @g "activation" : f32 [4] offset 64 bytes 16
+  plan.buffer @l "activation" : f32 [] offset 128 bytes 4
+  plan.step "relu" (@x) -> (@h) phase "forward"
+  plan.step "tanh" (@x) -> (@g) phase "forward"
+  plan.step "mse" (@h, @g) -> (@l) phase "forward"
+}
+
+// -----
+
+// A buffer may take the bytes of one that died before it was written:
+// @g reuses @h's bytes after @h's last reader (step 1).
+plan.arena bytes(256) alignment(64) loss(@l) {
+  plan.buffer @x "input" : f32 [4] offset 0 bytes 16 data {kind = "randn"}
+  plan.buffer @h "activation" : f32 [4] offset 64 bytes 16
+  plan.buffer @y "activation" : f32 [4] offset 128 bytes 16
+  plan.buffer @g "activation" : f32 [4] offset 64 bytes 16
+  plan.buffer @l "activation" : f32 [] offset 192 bytes 4
+  plan.step "relu" (@x) -> (@h) phase "forward"
+  plan.step "tanh" (@h) -> (@y) phase "forward"
+  plan.free @h
+  plan.step "exp" (@y) -> (@g) phase "forward"
+  plan.step "mse" (@y, @g) -> (@l) phase "forward"
+}

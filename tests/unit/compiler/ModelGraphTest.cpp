@@ -154,12 +154,14 @@ TEST_CASE("malformed models each give one located message", "[compiler]") {
       {"wrong operand count", edit("[\"x\", \"w\"]", "[\"x\"]"),
        "m.json: /ops/0 'y': matmul takes 2 operands, got 1"},
       {"shape mismatch", edit("[\"width\", \"width\"]", "[5, \"width\"]"),
-       "m.json: /ops/0 'y': matmul inner dims 4 vs 5"},
+       "m.json: /ops/0 'y': matmul: operand b 'w' has shape [5,4] but expects "
+       "K=4 (the first of its last two dims) to match operand a 'x' [2,4]"},
       {"dtype mismatch",
        edit("\"shape\": [\"batch\", \"width\"] }",
             "\"shape\": [\"batch\", \"width\"], \"dtype\": \"i32\", \"data\": "
             "{ \"kind\": \"randint\", \"high\": 3 } }"),
-       "m.json: /ops/0 'y': matmul lhs must be a float tensor, got i32[2, 4]"},
+       "m.json: /ops/0 'y': matmul: operand a 'x' has dtype i32 but expects a "
+       "float dtype (f32|f16|bf16)"},
       {"an op that does not reach the loss",
        edit("{ \"name\": \"loss\"",
             "{ \"name\": \"unused\", \"op\": \"relu\", \"inputs\": "
@@ -206,8 +208,8 @@ TEST_CASE("malformed models each give one located message", "[compiler]") {
             "{ \"name\": \"bad\", \"op\": \"add\", \"inputs\": [\"y\", \"c\"] },"
             "{ \"name\": \"c\", \"op\": \"constant\", \"shape\": [3], \"attrs\": "
             "{ \"value\": 1 } }, { \"name\": \"loss\""),
-       "m.json: /ops/1 'bad': add: cannot broadcast [2, 4] with [3]: dim 1 is "
-       "4 vs 3"},
+       "m.json: /ops/1 'bad': add: operand a 'y' [2,4] and operand b 'c' [3] "
+       "do not broadcast: dim 1 of the broadcast shape is 4 vs 3"},
       {"unknown block",
        edit("{ \"name\": \"y\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w\"] }",
             "{ \"name\": \"y\", \"op\": \"block\", \"block\": \"lyr\", \"inputs\": [\"x\"] }"),
@@ -268,5 +270,7 @@ TEST_CASE("an error inside a block names the block's op", "[compiler]") {
              { "name": "loss", "op": "mse", "inputs": ["a", "x"] } ],
     "loss": "loss" })";
   CHECK(errorOf(text) ==
-        "m.json: /blocks/attn/ops/3 'qk': matmul inner dims 64 vs 128");
+        "m.json: /blocks/attn/ops/3 'qk': matmul: operand b 'a.0.wk' has shape "
+        "[128,64] but expects K=64 (the first of its last two dims) to match "
+        "operand a 'a.0.k' [2,64]");
 }

@@ -16,7 +16,8 @@ float nvccDropoutUniform(uint64_t seed, uint64_t step, uint64_t index);
 
 using namespace remat::runtime;
 
-TEST_CASE("philox built by nvcc gives the cpu's dropout uniforms", "[cuda]") {
+TEST_CASE("philox built by nvcc gives the cpu's dropout uniforms",
+          "[cuda-host]") {
   int mismatches = 0;
   for (uint64_t seed :
        {uint64_t(0), uint64_t(42), uint64_t(0x1234567890ULL), ~uint64_t(0)})

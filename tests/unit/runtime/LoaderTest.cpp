@@ -173,8 +173,8 @@ TEST_CASE("loader rejects a shape mismatch naming the step and operand",
   p = tinyJson();
   p["buffers"][2]["shape"] = {3};
   p["buffers"][2]["bytes"] = 12;
-  expectRejected(p, "/steps/2 'add': input shapes [8,2] and [3] do not "
-                    "broadcast");
+  expectRejected(p, "/steps/2 'add': input 0 [8,2] and input 1 [3] do not "
+                    "broadcast: dim 1 of the broadcast shape is 2 vs 3");
 }
 
 TEST_CASE("loader rejects an unknown op, role or dtype", "[runtime]") {

@@ -56,7 +56,8 @@ HostTensor numericGradient(OpKind op, const OpAttrs &attrs,
                            const std::vector<HostTensor> &weights, size_t wrt,
                            double eps = 1e-6);
 
-/// max |actual - expected| / max(1, max |expected|).
+/// max |actual - expected| / max(1, max |expected|); infinite when only one
+/// side holds a NaN somewhere.
 double normalizedError(const HostTensor &actual, const HostTensor &expected);
 
 TensorType typeOf(const Shape &shape, DType dtype = DType::F32);

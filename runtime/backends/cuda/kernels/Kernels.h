@@ -6,7 +6,8 @@
 // adamw) from ctx.status on the device rather than from host arguments (so
 // a captured graph replays correctly at later steps), uses no scratch
 // beyond ctx.scratch, and throws std::runtime_error naming the failing
-// launch on error. Math mirrors runtime/backends/cpu/Kernels.cpp.
+// launch on error. Math mirrors the CPU kernel of the same family, in
+// runtime/backends/cpu/kernels/ (same file names, .cpp for .cu).
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CUDA_KERNELS_KERNELS_H
@@ -66,32 +67,11 @@ void launchSetTrainingStep(DeviceStatus *status, int64_t step,
 void launchSynthetic(void *dst, const SyntheticRequest &request,
                      cudaStream_t stream);
 
-// One launcher per op family.
-void launchMatmul(const KernelCall &call, const DeviceContext &ctx);
-void launchBinary(const KernelCall &call, const DeviceContext &ctx);
-void launchUnary(const KernelCall &call, const DeviceContext &ctx);
-void launchUnaryGrad(const KernelCall &call, const DeviceContext &ctx);
-void launchSoftmax(const KernelCall &call, const DeviceContext &ctx);
-void launchSoftmaxGrad(const KernelCall &call, const DeviceContext &ctx);
-void launchLayerNorm(const KernelCall &call, const DeviceContext &ctx);
-void launchLayerNormGrad(const KernelCall &call, const DeviceContext &ctx);
-void launchEmbedding(const KernelCall &call, const DeviceContext &ctx);
-void launchEmbeddingGrad(const KernelCall &call, const DeviceContext &ctx);
-void launchReshape(const KernelCall &call, const DeviceContext &ctx);
-void launchTranspose(const KernelCall &call, const DeviceContext &ctx);
-void launchBroadcastTo(const KernelCall &call, const DeviceContext &ctx);
-void launchReduce(const KernelCall &call, const DeviceContext &ctx);
-void launchSumTo(const KernelCall &call, const DeviceContext &ctx);
-void launchCrossEntropy(const KernelCall &call, const DeviceContext &ctx);
-void launchCrossEntropyGrad(const KernelCall &call, const DeviceContext &ctx);
-void launchMse(const KernelCall &call, const DeviceContext &ctx);
-void launchMseGrad(const KernelCall &call, const DeviceContext &ctx);
-void launchDropout(const KernelCall &call, const DeviceContext &ctx);
-void launchAttention(const KernelCall &call, const DeviceContext &ctx);
-void launchAttentionGrad(const KernelCall &call, const DeviceContext &ctx);
-void launchConstant(const KernelCall &call, const DeviceContext &ctx);
-void launchSgdUpdate(const KernelCall &call, const DeviceContext &ctx);
-void launchAdamwUpdate(const KernelCall &call, const DeviceContext &ctx);
+// One launcher per kernel family of the op table (ops/OpTable.h):
+// launchMatmul, launchBinary, ...
+#define REMAT_KERNEL_FAMILY(Family)                                            \
+  void launch##Family(const KernelCall &call, const DeviceContext &ctx);
+#include "ops/generated/OpTable.inc"
 
 // Scratch sizing of the families that need it (see scratchBytesFor).
 uint64_t reduceScratchBytes(const Shape &x, const Shape &y, bool isSumTo,

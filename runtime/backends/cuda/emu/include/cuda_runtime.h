@@ -307,6 +307,11 @@ inline double min(double a, double b) { return fmin(a, b); }
 inline double max(double a, double b) { return fmax(a, b); }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+inline float __int_as_float(int bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
 
 /// `kernel<<<grid, block, sharedBytes, stream>>>(args...)` in the sources
 /// is written REMAT_LAUNCH(grid, block, sharedBytes, stream, kernel)(args...)

@@ -1,0 +1,459 @@
+//===- ShapeRules.cpp - The type rule of every op --------------------------===//
+#include "ops/ShapeRules.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace remat::ops {
+
+namespace {
+
+/// A result type and, for messages, why it must be so ("the broadcast
+/// shape"); empty when obvious.
+struct Expected {
+  TensorType type;
+  std::string why;
+};
+
+/// One rule application: the inputs with their labels, the given result
+/// types, and helpers that word the errors.
+class Rule {
+public:
+  Rule(OpKind op, const OpAttrs &attrs, const LabeledTypes &ins,
+       const std::vector<TensorType> &given,
+       const std::vector<std::string> &givenLabels)
+      : op(op), attrs(attrs), ins(ins), given(given),
+        givenLabels(givenLabels) {}
+
+  std::vector<Expected> apply();
+
+private:
+  const TensorType &in(size_t i) const { return ins.types[i]; }
+  std::string inLabel(size_t i) const {
+    return i < ins.labels.size() ? ins.labels[i]
+                                 : "input " + std::to_string(i);
+  }
+  [[noreturn]] void fail(const std::string &message) const {
+    throw TypeRuleError(message);
+  }
+  void expectFloat(size_t i) const {
+    if (!isFloatDType(in(i).dtype))
+      fail(inLabel(i) + " has dtype " + dtypeName(in(i).dtype) +
+           " but expects a float dtype (f32|f16|bf16)");
+  }
+  void expectIndex(size_t i) const {
+    if (!isIndexDType(in(i).dtype))
+      fail(inLabel(i) + " has dtype " + dtypeName(in(i).dtype) +
+           " but expects an index dtype (i32|i64)");
+  }
+  void expectDType(size_t i, DType d) const {
+    if (in(i).dtype != d)
+      fail(inLabel(i) + " has dtype " + dtypeName(in(i).dtype) +
+           " but expects " + dtypeName(d));
+  }
+  void expectShape(size_t i, const Shape &s, const std::string &why = "") const {
+    if (in(i).shape != s)
+      fail(inLabel(i) + " has shape " + formatShape(in(i).shape) +
+           " but expects " + formatShape(s) +
+           (why.empty() ? "" : " (" + why + ")"));
+  }
+  void expectRankAtLeast(size_t i, size_t rank) const {
+    if (in(i).shape.size() < rank)
+      fail(inLabel(i) + " has shape " + formatShape(in(i).shape) +
+           " but expects rank >= " + std::to_string(rank));
+  }
+  /// The given result type `i`, with its element count checked.
+  const TensorType &givenType(size_t i) const {
+    if (i >= given.size())
+      fail(std::string("'") + opName(op) + "' needs its result type given");
+    if (!checkedNumElements(given[i].shape))
+      fail("result shape " + formatShape(given[i].shape) +
+           " has a negative dim or too many elements");
+    return given[i];
+  }
+
+  std::vector<Expected> gemm();
+  std::vector<Expected> broadcast();
+  std::vector<Expected> elementwise(bool rowWise);
+  std::vector<Expected> normalize(bool grad);
+  std::vector<Expected> gather();
+  std::vector<Expected> gatherGrad();
+  std::vector<Expected> reshape();
+  std::vector<Expected> permute();
+  std::vector<Expected> reduce();
+  std::vector<Expected> broadcastTo();
+  std::vector<Expected> unbroadcast();
+  std::vector<Expected> classLoss(bool grad);
+  std::vector<Expected> pairLoss(bool grad);
+  std::vector<Expected> attention();
+  std::vector<Expected> fill();
+
+  OpKind op;
+  const OpAttrs &attrs;
+  const LabeledTypes &ins;
+  const std::vector<TensorType> &given;
+  const std::vector<std::string> &givenLabels;
+
+  std::string outLabel(size_t i) const {
+    return i < givenLabels.size() ? givenLabels[i]
+                                  : "output " + std::to_string(i);
+  }
+};
+
+std::vector<Expected> Rule::apply() {
+  switch (opInfo(op).shapeRule) {
+  case ShapeRule::Gemm:
+    return gemm();
+  case ShapeRule::Broadcast:
+    return broadcast();
+  case ShapeRule::Elementwise:
+    return elementwise(false);
+  case ShapeRule::RowWise:
+    return elementwise(true);
+  case ShapeRule::Normalize:
+    return normalize(false);
+  case ShapeRule::NormalizeGrad:
+    return normalize(true);
+  case ShapeRule::Gather:
+    return gather();
+  case ShapeRule::GatherGrad:
+    return gatherGrad();
+  case ShapeRule::Reshape:
+    return reshape();
+  case ShapeRule::Permute:
+    return permute();
+  case ShapeRule::Reduce:
+    return reduce();
+  case ShapeRule::BroadcastTo:
+    return broadcastTo();
+  case ShapeRule::Unbroadcast:
+    return unbroadcast();
+  case ShapeRule::ClassLoss:
+    return classLoss(false);
+  case ShapeRule::ClassLossGrad:
+    return classLoss(true);
+  case ShapeRule::PairLoss:
+    return pairLoss(false);
+  case ShapeRule::PairLossGrad:
+    return pairLoss(true);
+  case ShapeRule::Attention:
+  case ShapeRule::AttentionGrad:
+    return attention();
+  case ShapeRule::Fill:
+    return fill();
+  }
+  fail("no type rule");
+}
+
+/// a [..., M, K] (or [..., K, M] transposed) times b [..., K, N] or [K, N].
+std::vector<Expected> Rule::gemm() {
+  expectFloat(0);
+  expectDType(1, in(0).dtype);
+  expectRankAtLeast(0, 2);
+  expectRankAtLeast(1, 2);
+  const Shape &a = in(0).shape, &b = in(1).shape;
+  size_t ra = a.size(), rb = b.size();
+  int64_t m = attrs.transposeA ? a[ra - 1] : a[ra - 2];
+  int64_t k = attrs.transposeA ? a[ra - 2] : a[ra - 1];
+  int64_t kb = attrs.transposeB ? b[rb - 1] : b[rb - 2];
+  int64_t n = attrs.transposeB ? b[rb - 2] : b[rb - 1];
+  Shape batch(a.begin(), a.end() - 2);
+  if (rb != 2 && Shape(b.begin(), b.end() - 2) != batch)
+    fail(inLabel(1) + " has shape " + formatShape(b) +
+         " but expects batch dims " + formatShape(batch) + " of " +
+         inLabel(0) + " " + formatShape(a) + " (or rank 2)");
+  if (kb != k)
+    fail(inLabel(1) + " has shape " + formatShape(b) + " but expects K=" +
+         std::to_string(k) + " (the " + (attrs.transposeB ? "last" : "first") +
+         " of its last two dims) to match " + inLabel(0) + " " +
+         formatShape(a) + (attrs.transposeA ? " transposed" : ""));
+  Shape c = batch;
+  c.push_back(m);
+  c.push_back(n);
+  return {{{in(0).dtype, c}, ""}};
+}
+
+std::vector<Expected> Rule::broadcast() {
+  expectFloat(0);
+  expectDType(1, in(0).dtype);
+  auto shape = broadcastShapes(in(0).shape, in(1).shape);
+  if (!shape) {
+    // The first pair of dims, aligned on the right, that differ and are
+    // not 1.
+    const Shape &a = in(0).shape, &b = in(1).shape;
+    size_t rank = std::max(a.size(), b.size());
+    std::string where;
+    for (size_t i = 0; i < rank && where.empty(); ++i) {
+      int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+      int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+      if (da != db && da != 1 && db != 1)
+        where = ": dim " + std::to_string(i) + " of the broadcast shape is " +
+                std::to_string(da) + " vs " + std::to_string(db);
+    }
+    fail(inLabel(0) + " " + formatShape(a) + " and " + inLabel(1) + " " +
+         formatShape(b) + " do not broadcast" + where +
+         " (dims aligned on the right must be equal or 1)");
+  }
+  return {{{in(0).dtype, *shape}, "the broadcast shape"}};
+}
+
+/// Every operand and result has the type of input 0, a float.
+std::vector<Expected> Rule::elementwise(bool rowWise) {
+  if (rowWise)
+    expectRankAtLeast(0, 1);
+  expectFloat(0);
+  for (size_t i = 1; i < ins.types.size(); ++i) {
+    expectDType(i, in(0).dtype);
+    expectShape(i, in(0).shape);
+  }
+  return std::vector<Expected>(size_t(opInfo(op).numOutputs),
+                               Expected{in(0), ""});
+}
+
+/// Normalization over the last dim: x, gamma [D], beta [D] -> y; its
+/// gradient: x, gamma, dy ->
+/// dx, dgamma [D], dbeta [D].
+std::vector<Expected> Rule::normalize(bool grad) {
+  expectFloat(0);
+  expectRankAtLeast(0, 1);
+  const TensorType &x = in(0);
+  Shape d = {x.shape.back()};
+  expectDType(1, x.dtype);
+  expectShape(1, d, "[D], D the last dim of " + inLabel(0));
+  expectDType(2, x.dtype);
+  if (!grad) {
+    expectShape(2, d, "[D], D the last dim of " + inLabel(0));
+    return {{x, ""}};
+  }
+  expectShape(2, x.shape, "like " + inLabel(0));
+  return {{x, ""}, {{x.dtype, d}, "[D]"}, {{x.dtype, d}, "[D]"}};
+}
+
+/// table [V, D] (float), indices [...] (i32|i64) -> [..., D].
+std::vector<Expected> Rule::gather() {
+  expectFloat(0);
+  expectIndex(1);
+  if (in(0).shape.size() != 2)
+    fail(inLabel(0) + " has shape " + formatShape(in(0).shape) +
+         " but expects rank 2 [V,D]");
+  Shape y = in(1).shape;
+  y.push_back(in(0).shape[1]);
+  return {{{in(0).dtype, y}, "indices shape + [D]"}};
+}
+
+/// indices [...], dy [..., D] -> the given [V, D].
+std::vector<Expected> Rule::gatherGrad() {
+  expectIndex(0);
+  expectFloat(1);
+  const TensorType &table = givenType(0);
+  if (table.shape.size() != 2)
+    fail(outLabel(0) + " has shape " + formatShape(table.shape) +
+         " but expects rank 2 [V,D]");
+  Shape dy = in(0).shape;
+  dy.push_back(table.shape[1]);
+  expectShape(1, dy, "indices shape + [D]");
+  return {{{in(1).dtype, table.shape}, ""}};
+}
+
+std::vector<Expected> Rule::reshape() {
+  const TensorType &y = givenType(0);
+  if (checkedNumElements(y.shape) != checkedNumElements(in(0).shape))
+    fail("the result shape " + formatShape(y.shape) +
+         " does not have the element count of " + inLabel(0) + " " +
+         formatShape(in(0).shape));
+  return {{{in(0).dtype, y.shape}, ""}};
+}
+
+std::vector<Expected> Rule::permute() {
+  const Shape &x = in(0).shape;
+  if (attrs.permutation.size() != x.size())
+    fail("attribute 'permutation' has " +
+         std::to_string(attrs.permutation.size()) + " entries but " +
+         inLabel(0) + " has rank " + std::to_string(x.size()));
+  std::vector<bool> seen(x.size(), false);
+  Shape y;
+  for (int64_t p : attrs.permutation) {
+    if (p < 0 || p >= int64_t(x.size()) || seen[size_t(p)])
+      fail("attribute 'permutation' " + formatShape(attrs.permutation) +
+           " is not a permutation of [0, " + std::to_string(x.size()) + ")");
+    seen[size_t(p)] = true;
+    y.push_back(x[size_t(p)]);
+  }
+  return {{{in(0).dtype, y}, ""}};
+}
+
+std::vector<Expected> Rule::reduce() {
+  expectFloat(0);
+  int64_t rank = int64_t(in(0).shape.size());
+  const std::vector<int64_t> &axes = attrs.axes;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= rank)
+      fail("attribute 'axes' has axis " + std::to_string(axes[i]) +
+           " outside [0, " + std::to_string(rank) + ") for " + inLabel(0) +
+           " " + formatShape(in(0).shape));
+    if (i > 0 && axes[i] <= axes[i - 1])
+      fail("attribute 'axes' " + formatShape(axes) +
+           " must be sorted and unique");
+  }
+  Shape y;
+  for (int64_t d = 0; d < rank; ++d) {
+    bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (!reduced)
+      y.push_back(in(0).shape[size_t(d)]);
+    else if (attrs.keepDims)
+      y.push_back(1);
+  }
+  return {{{in(0).dtype, y}, ""}};
+}
+
+std::vector<Expected> Rule::broadcastTo() {
+  expectFloat(0);
+  const TensorType &y = givenType(0);
+  auto b = broadcastShapes(in(0).shape, y.shape);
+  if (!b || *b != y.shape)
+    fail(inLabel(0) + " has shape " + formatShape(in(0).shape) +
+         " which does not broadcast to the result shape " +
+         formatShape(y.shape));
+  return {{{in(0).dtype, y.shape}, ""}};
+}
+
+std::vector<Expected> Rule::unbroadcast() {
+  expectFloat(0);
+  const TensorType &y = givenType(0);
+  auto b = broadcastShapes(y.shape, in(0).shape);
+  if (!b || *b != in(0).shape || y.shape.size() > in(0).shape.size())
+    fail("the result shape " + formatShape(y.shape) +
+         " does not broadcast to " + inLabel(0) + " shape " +
+         formatShape(in(0).shape));
+  return {{{in(0).dtype, y.shape}, ""}};
+}
+
+/// logits [..., C], labels [...] -> a scalar loss; the gradient also takes
+/// the scalar dloss and returns dlogits like logits.
+std::vector<Expected> Rule::classLoss(bool grad) {
+  expectFloat(0);
+  expectRankAtLeast(0, 1);
+  expectIndex(1);
+  const Shape &logits = in(0).shape;
+  expectShape(1, Shape(logits.begin(), logits.end() - 1),
+              inLabel(0) + " shape without the last dim");
+  if (!grad)
+    return {{{in(0).dtype, {}}, "a scalar loss"}};
+  expectDType(2, in(0).dtype);
+  expectShape(2, {}, "a scalar dloss");
+  return {{in(0), ""}};
+}
+
+/// a, b of one type -> a scalar loss; the gradient also takes the scalar
+/// dloss and returns da like a.
+std::vector<Expected> Rule::pairLoss(bool grad) {
+  expectFloat(0);
+  expectDType(1, in(0).dtype);
+  expectShape(1, in(0).shape, "like " + inLabel(0));
+  if (!grad)
+    return {{{in(0).dtype, {}}, "a scalar loss"}};
+  expectDType(2, in(0).dtype);
+  expectShape(2, {}, "a scalar dloss");
+  return {{in(0), ""}};
+}
+
+/// q, k, v (and dout) all [B, H, S, Dh] of one type; every result too.
+std::vector<Expected> Rule::attention() {
+  expectFloat(0);
+  if (in(0).shape.size() != 4)
+    fail(inLabel(0) + " has shape " + formatShape(in(0).shape) +
+         " but expects rank 4 [B,H,S,Dh]");
+  for (size_t i = 1; i < ins.types.size(); ++i) {
+    expectDType(i, in(0).dtype);
+    expectShape(i, in(0).shape, "like " + inLabel(0));
+  }
+  return std::vector<Expected>(size_t(opInfo(op).numOutputs),
+                               Expected{in(0), "like " + inLabel(0)});
+}
+
+std::vector<Expected> Rule::fill() {
+  const TensorType &y = givenType(0);
+  if (!isFloatDType(y.dtype))
+    fail(outLabel(0) + " has dtype " + dtypeName(y.dtype) +
+         " but expects a float dtype (f32|f16|bf16)");
+  return {{y, ""}};
+}
+
+void checkCount(OpKind op, const LabeledTypes &inputs) {
+  const OpInfo &info = opInfo(op);
+  if (int(inputs.types.size()) != info.numInputs)
+    throw TypeRuleError(std::string("'") + info.name + "' takes " +
+                        std::to_string(info.numInputs) + " operands, got " +
+                        std::to_string(inputs.types.size()));
+}
+
+} // namespace
+
+std::vector<TensorType> inferResultTypes(OpKind op, const OpAttrs &attrs,
+                                         const LabeledTypes &inputs,
+                                         const std::vector<TensorType> &given) {
+  checkCount(op, inputs);
+  std::vector<TensorType> out;
+  for (Expected &e : Rule(op, attrs, inputs, given, {}).apply())
+    out.push_back(std::move(e.type));
+  return out;
+}
+
+void checkTypes(OpKind op, const OpAttrs &attrs, const LabeledTypes &inputs,
+                const LabeledTypes &outputs) {
+  checkCount(op, inputs);
+  std::vector<Expected> expected =
+      Rule(op, attrs, inputs, outputs.types, outputs.labels).apply();
+  for (size_t i = 0; i < expected.size() && i < outputs.types.size(); ++i) {
+    std::string label = i < outputs.labels.size()
+                            ? outputs.labels[i]
+                            : "output " + std::to_string(i);
+    const TensorType &got = outputs.types[i], &want = expected[i].type;
+    if (got.dtype != want.dtype)
+      throw TypeRuleError(label + " has dtype " + dtypeName(got.dtype) +
+                          " but expects " + dtypeName(want.dtype));
+    if (got.shape != want.shape)
+      throw TypeRuleError(label + " has shape " + formatShape(got.shape) +
+                          " but expects " + formatShape(want.shape) +
+                          (expected[i].why.empty()
+                               ? ""
+                               : " (" + expected[i].why + ")"));
+  }
+}
+
+void checkAttrValues(OpKind op, const OpAttrs &attrs) {
+  auto format = [](float v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", double(v));
+    return std::string(text);
+  };
+  for (const AttrInfo &a : opInfo(op).attrs) {
+    std::string name = a.name;
+    float value = name == "rate"    ? attrs.rate
+                  : name == "beta1" ? attrs.beta1
+                  : name == "beta2" ? attrs.beta2
+                                    : 0.0f;
+    if ((name == "rate" || name == "beta1" || name == "beta2") &&
+        !(value >= 0.0f && value < 1.0f))
+      throw TypeRuleError("attribute '" + name + "' must be in [0, 1), got " +
+                          format(value));
+    if (name == "epsilon" && !(attrs.epsilon > 0.0f))
+      throw TypeRuleError("attribute 'epsilon' must be positive, got " +
+                          format(attrs.epsilon));
+  }
+}
+
+std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+} // namespace remat::ops

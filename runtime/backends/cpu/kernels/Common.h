@@ -1,0 +1,108 @@
+//===- Common.h - Helpers several CPU kernel families share -----*- C++ -*-===//
+//
+// Typed operand access, the row-major walk over strided operands, index
+// reads with their range check, the softmax of one row (softmax,
+// cross_entropy_grad and attention share it) and the error of a family
+// called with an op it has no case for.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_BACKENDS_CPU_KERNELS_COMMON_H
+#define REMAT_RUNTIME_BACKENDS_CPU_KERNELS_COMMON_H
+
+#include "runtime/backends/cpu/kernels/Kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace remat::runtime::cpu {
+
+/// Float operand `i` of the call, as the kernel's float type.
+template <typename T> const T *inData(const KernelCall &call, int i) {
+  return call.inputs[i].template as<const T>();
+}
+
+/// Float result `i` of the call, as the kernel's float type.
+template <typename T> T *outData(const KernelCall &call, int i) {
+  return call.outputs[i].template as<T>();
+}
+
+/// Throws std::logic_error "cpu: no kernel for op '<name>' in family
+/// <Family>": the family's function has no case for `op`.
+[[noreturn]] inline void throwNoKernel(OpKind op) {
+  throw std::logic_error(std::string("cpu: no kernel for op '") + opName(op) +
+                         "' in family " +
+                         ops::kernelFamilyName(ops::opInfo(op).family));
+}
+
+inline int64_t product(Shape::const_iterator begin, Shape::const_iterator end) {
+  int64_t n = 1;
+  for (auto it = begin; it != end; ++it)
+    n *= *it;
+  return n;
+}
+
+/// Walks `shape` in row-major order, keeping one running offset per strided
+/// operand: fn(linear index, offsets).
+template <size_t N, typename Fn>
+void walk(const Shape &shape, const std::vector<int64_t> (&strides)[N], Fn fn) {
+  int64_t total = product(shape.begin(), shape.end());
+  size_t rank = shape.size();
+  std::vector<int64_t> idx(rank, 0);
+  int64_t off[N] = {};
+  for (int64_t i = 0; i < total; ++i) {
+    fn(i, off);
+    for (int64_t d = int64_t(rank) - 1; d >= 0; --d) {
+      ++idx[d];
+      for (size_t k = 0; k < N; ++k)
+        off[k] += strides[k][d];
+      if (idx[d] < shape[d])
+        break;
+      for (size_t k = 0; k < N; ++k)
+        off[k] -= strides[k][d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Element `i` of an index tensor (i32 or i64).
+inline int64_t readIndex(const TensorRef &t, int64_t i) {
+  return t.dtype == DType::I32 ? int64_t(t.as<int32_t>()[i])
+                               : t.as<int64_t>()[i];
+}
+
+/// Element `i` of an index tensor; throws std::runtime_error "<what> <v> at
+/// position <i> is outside [0, <limit>)" when it is out of range.
+inline int64_t checkedIndex(const TensorRef &t, int64_t i, int64_t limit,
+                            const char *what) {
+  int64_t v = readIndex(t, i);
+  if (v < 0 || v >= limit)
+    throw std::runtime_error(std::string(what) + " " + std::to_string(v) +
+                             " at position " + std::to_string(i) +
+                             " is outside [0, " + std::to_string(limit) + ")");
+  return v;
+}
+
+/// y = softmax(x) over one row of d elements (y may be x): the max in T,
+/// the denominator summed in double, y = exp(x - max) * T(1 / sum).
+template <typename T> void softmaxRow(const T *x, T *y, int64_t d) {
+  T maxValue = x[0];
+  for (int64_t j = 1; j < d; ++j)
+    maxValue = std::max(maxValue, x[j]);
+  double sum = 0;
+  for (int64_t j = 0; j < d; ++j) {
+    y[j] = std::exp(x[j] - maxValue);
+    sum += double(y[j]);
+  }
+  T inv = T(1.0 / sum);
+  for (int64_t j = 0; j < d; ++j)
+    y[j] *= inv;
+}
+
+} // namespace remat::runtime::cpu
+
+#endif // REMAT_RUNTIME_BACKENDS_CPU_KERNELS_COMMON_H

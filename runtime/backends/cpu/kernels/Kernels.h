@@ -1,0 +1,35 @@
+//===- Kernels.h - One CPU kernel function per kernel family ----*- C++ -*-===//
+//
+// runKernel (runtime/backends/cpu/Kernels.h) calls the function of the
+// call's kernel family (ops/OpTable.h): runMatmul, runBinary, ... Each is
+// defined in this folder's file of its family group (matmul.cpp,
+// binary.cpp, ..., the names of the CUDA backend's kernels/*.cu) and
+// instantiated there for float and double. A family that serves several
+// ops switches on call.op and throws std::logic_error for an op it has no
+// case for.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_BACKENDS_CPU_KERNELS_KERNELS_H
+#define REMAT_RUNTIME_BACKENDS_CPU_KERNELS_KERNELS_H
+
+#include "runtime/Backend.h"
+
+#include <cstdint>
+
+namespace remat::runtime::cpu {
+
+// One function per kernel family: float operands and results are T, index
+// operands their own dtype; `workspace` holds `workspaceElements` of T.
+#define REMAT_KERNEL_FAMILY(Family)                                            \
+  template <typename T>                                                        \
+  void run##Family(const KernelCall &call, T *workspace,                       \
+                   uint64_t workspaceElements);                                \
+  extern template void run##Family<float>(const KernelCall &, float *,         \
+                                          uint64_t);                           \
+  extern template void run##Family<double>(const KernelCall &, double *,       \
+                                           uint64_t);
+#include "ops/generated/OpTable.inc"
+
+} // namespace remat::runtime::cpu
+
+#endif // REMAT_RUNTIME_BACKENDS_CPU_KERNELS_KERNELS_H

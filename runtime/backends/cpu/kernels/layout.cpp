@@ -1,0 +1,69 @@
+//===- layout.cpp - reshape, transpose, broadcast_to ---------------------===//
+//
+// reshape copies the bytes unless source and result are the same range.
+// transpose and broadcast_to gather: result element i reads x at a strided
+// offset. reshape and transpose also move index tensors, in their dtype.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/backends/cpu/kernels/Common.h"
+
+#include "runtime/Strides.h"
+
+#include <cstring>
+
+namespace remat::runtime::cpu {
+
+namespace {
+
+template <typename E> void transposeAs(const KernelCall &call) {
+  const Shape &xs = call.inputs[0].shape;
+  std::vector<int64_t> xStrides = stridesOf(xs);
+  std::vector<int64_t> strides[1] = {std::vector<int64_t>(xs.size())};
+  for (size_t d = 0; d < xs.size(); ++d)
+    strides[0][d] = xStrides[call.attrs->permutation[d]];
+  const E *x = call.inputs[0].template as<const E>();
+  E *y = call.outputs[0].template as<E>();
+  walk(call.outputs[0].shape, strides,
+       [&](int64_t i, const int64_t *off) { y[i] = x[off[0]]; });
+}
+
+} // namespace
+
+template <typename T> void runReshape(const KernelCall &call, T *, uint64_t) {
+  const TensorRef &x = call.inputs[0];
+  // A float tensor holds T (double when tests run the kernels in f64), an
+  // index tensor its own dtype.
+  size_t elementBytes =
+      isFloatDType(x.dtype) ? sizeof(T) : size_t(dtypeSize(x.dtype));
+  if (call.outputs[0].data != x.data)
+    std::memmove(call.outputs[0].data, x.data,
+                 size_t(x.numElements) * elementBytes);
+}
+
+template <typename T> void runTranspose(const KernelCall &call, T *, uint64_t) {
+  // transpose also moves index tensors, whose elements are not T.
+  if (call.inputs[0].dtype == DType::I64)
+    return transposeAs<int64_t>(call);
+  if (call.inputs[0].dtype == DType::I32)
+    return transposeAs<int32_t>(call);
+  transposeAs<T>(call);
+}
+
+template <typename T>
+void runBroadcastTo(const KernelCall &call, T *, uint64_t) {
+  const T *x = inData<T>(call, 0);
+  T *y = outData<T>(call, 0);
+  std::vector<int64_t> strides[1] = {
+      broadcastStrides(call.inputs[0].shape, call.outputs[0].shape)};
+  walk(call.outputs[0].shape, strides,
+       [&](int64_t i, const int64_t *off) { y[i] = x[off[0]]; });
+}
+
+template void runReshape<float>(const KernelCall &, float *, uint64_t);
+template void runReshape<double>(const KernelCall &, double *, uint64_t);
+template void runTranspose<float>(const KernelCall &, float *, uint64_t);
+template void runTranspose<double>(const KernelCall &, double *, uint64_t);
+template void runBroadcastTo<float>(const KernelCall &, float *, uint64_t);
+template void runBroadcastTo<double>(const KernelCall &, double *, uint64_t);
+
+} // namespace remat::runtime::cpu

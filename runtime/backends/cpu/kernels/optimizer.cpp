@@ -1,0 +1,56 @@
+//===- optimizer.cpp - sgd_update and adamw_update (in place) ------------===//
+//
+// Elementwise in the float type: element i of a result depends on element
+// i of the operands only, so each result may take its operand's bytes.
+// adamw's bias corrections 1 - beta^t, t = training step + 1, are computed
+// in double and rounded to the float type.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/backends/cpu/kernels/Common.h"
+
+namespace remat::runtime::cpu {
+
+template <typename T> void runSgdUpdate(const KernelCall &call, T *, uint64_t) {
+  const OpAttrs &at = *call.attrs;
+  const T *grad = inData<T>(call, 1);
+  T *param = outData<T>(call, 0), *mom = outData<T>(call, 1);
+  const T *paramIn = inData<T>(call, 0), *momIn = inData<T>(call, 2);
+  T lr = T(at.lr), mu = T(at.momentum), wd = T(at.weightDecay);
+  for (int64_t i = 0, n = call.inputs[0].numElements; i < n; ++i) {
+    T g = grad[i] + wd * paramIn[i];
+    T m = mu * momIn[i] + g;
+    mom[i] = m;
+    param[i] = paramIn[i] - lr * m;
+  }
+}
+
+template <typename T>
+void runAdamwUpdate(const KernelCall &call, T *, uint64_t) {
+  const OpAttrs &at = *call.attrs;
+  const T *grad = inData<T>(call, 1);
+  const T *paramIn = inData<T>(call, 0), *mIn = inData<T>(call, 2),
+          *vIn = inData<T>(call, 3);
+  T *param = outData<T>(call, 0), *mOut = outData<T>(call, 1),
+    *vOut = outData<T>(call, 2);
+  double t = double(call.trainingStep + 1);
+  T correction1 = T(1.0 - std::pow(double(at.beta1), t));
+  T correction2 = T(1.0 - std::pow(double(at.beta2), t));
+  T lr = T(at.lr), b1 = T(at.beta1), b2 = T(at.beta2), eps = T(at.eps);
+  T decay = T(1) - lr * T(at.weightDecay);
+  for (int64_t i = 0, n = call.inputs[0].numElements; i < n; ++i) {
+    T g = grad[i];
+    T p = paramIn[i] * decay;
+    T m = b1 * mIn[i] + (T(1) - b1) * g;
+    T v = b2 * vIn[i] + (T(1) - b2) * g * g;
+    mOut[i] = m;
+    vOut[i] = v;
+    param[i] = p - lr * (m / correction1) / (std::sqrt(v / correction2) + eps);
+  }
+}
+
+template void runSgdUpdate<float>(const KernelCall &, float *, uint64_t);
+template void runSgdUpdate<double>(const KernelCall &, double *, uint64_t);
+template void runAdamwUpdate<float>(const KernelCall &, float *, uint64_t);
+template void runAdamwUpdate<double>(const KernelCall &, double *, uint64_t);
+
+} // namespace remat::runtime::cpu

@@ -1,0 +1,79 @@
+//===- unary.cpp - relu, gelu, tanh, exp and their gradients -------------===//
+//
+// Elementwise in the float type. gelu is the tanh form,
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), with the constants
+// rounded to the float type; relu_grad and gelu_grad take x, tanh_grad y.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/backends/cpu/kernels/Common.h"
+
+namespace remat::runtime::cpu {
+
+namespace {
+
+template <typename T> constexpr T kGeluC = T(0.7978845608028654); // sqrt(2/pi)
+template <typename T> constexpr T kGeluA = T(0.044715);
+
+template <typename T> T gelu(T x) {
+  T u = kGeluC<T> * (x + kGeluA<T> * x * x * x);
+  return T(0.5) * x * (T(1) + std::tanh(u));
+}
+
+template <typename T> T geluDerivative(T x) {
+  T u = kGeluC<T> * (x + kGeluA<T> * x * x * x);
+  T t = std::tanh(u);
+  T du = kGeluC<T> * (T(1) + T(3) * kGeluA<T> * x * x);
+  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
+}
+
+template <typename T, typename Fn> void unary(const KernelCall &call, Fn fn) {
+  const T *x = inData<T>(call, 0);
+  T *y = outData<T>(call, 0);
+  for (int64_t i = 0, n = call.inputs[0].numElements; i < n; ++i)
+    y[i] = fn(x[i]);
+}
+
+template <typename T, typename Fn>
+void unaryGrad(const KernelCall &call, Fn fn) {
+  const T *x = inData<T>(call, 0), *dy = inData<T>(call, 1);
+  T *dx = outData<T>(call, 0);
+  for (int64_t i = 0, n = call.inputs[0].numElements; i < n; ++i)
+    dx[i] = fn(x[i], dy[i]);
+}
+
+} // namespace
+
+template <typename T> void runUnary(const KernelCall &call, T *, uint64_t) {
+  switch (call.op) {
+  case OpKind::Relu:
+    return unary<T>(call, [](T x) { return x > T(0) ? x : T(0); });
+  case OpKind::Gelu:
+    return unary<T>(call, [](T x) { return gelu(x); });
+  case OpKind::Tanh:
+    return unary<T>(call, [](T x) { return std::tanh(x); });
+  case OpKind::Exp:
+    return unary<T>(call, [](T x) { return std::exp(x); });
+  default:
+    throwNoKernel(call.op);
+  }
+}
+
+template <typename T> void runUnaryGrad(const KernelCall &call, T *, uint64_t) {
+  switch (call.op) {
+  case OpKind::ReluGrad:
+    return unaryGrad<T>(call, [](T x, T dy) { return x > T(0) ? dy : T(0); });
+  case OpKind::GeluGrad:
+    return unaryGrad<T>(call, [](T x, T dy) { return dy * geluDerivative(x); });
+  case OpKind::TanhGrad:
+    return unaryGrad<T>(call, [](T y, T dy) { return dy * (T(1) - y * y); });
+  default:
+    throwNoKernel(call.op);
+  }
+}
+
+template void runUnary<float>(const KernelCall &, float *, uint64_t);
+template void runUnary<double>(const KernelCall &, double *, uint64_t);
+template void runUnaryGrad<float>(const KernelCall &, float *, uint64_t);
+template void runUnaryGrad<double>(const KernelCall &, double *, uint64_t);
+
+} // namespace remat::runtime::cpu

@@ -1,0 +1,89 @@
+//===- ShapeRulesTest.cpp - The type rules and their messages ------------===//
+#include "ops/ShapeRules.h"
+
+#include <catch2/catch.hpp>
+
+using namespace remat::ops;
+
+namespace {
+
+/// The message of the TypeRuleError that inferring `op` throws, or "".
+std::string inferError(OpKind op, const OpAttrs &attrs,
+                       const LabeledTypes &inputs,
+                       const std::vector<TensorType> &given = {}) {
+  try {
+    inferResultTypes(op, attrs, inputs, given);
+  } catch (const TypeRuleError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TensorType f32(Shape shape) { return {DType::F32, std::move(shape)}; }
+
+} // namespace
+
+TEST_CASE("broadcastShapes aligns on the right", "[runtime]") {
+  CHECK(broadcastShapes({2, 1, 3}, {4, 1}) == Shape{2, 4, 3});
+  CHECK(broadcastShapes({}, {5}) == Shape{5});
+  CHECK_FALSE(broadcastShapes({5, 2, 3}, {4, 3}));
+}
+
+TEST_CASE("the matmul rule infers [..., M, N] and names both operands when K "
+          "differs",
+          "[runtime]") {
+  OpAttrs attrs;
+  LabeledTypes ins{{f32({8, 2, 3}), f32({3, 4})}, {"'a'", "'b'"}};
+  CHECK(inferResultTypes(OpKind::Matmul, attrs, ins, {})[0].shape ==
+        Shape{8, 2, 4});
+  ins.types[1] = f32({5, 4});
+  CHECK(inferError(OpKind::Matmul, attrs, ins) ==
+        "'b' has shape [5,4] but expects K=3 (the first of its last two dims) "
+        "to match 'a' [8,2,3]");
+}
+
+TEST_CASE("the broadcast rule names the operands, their shapes and the dim",
+          "[runtime]") {
+  LabeledTypes ins{{f32({2, 3}), f32({4})}, {}};
+  CHECK(inferError(OpKind::Add, {}, ins) ==
+        "input 0 [2,3] and input 1 [4] do not broadcast: dim 1 of the "
+        "broadcast shape is 3 vs 4 (dims aligned on the right must be equal "
+        "or 1)");
+}
+
+TEST_CASE("given result types are checked: reshape keeps the element count",
+          "[runtime]") {
+  LabeledTypes ins{{f32({2, 3})}, {}};
+  CHECK(inferResultTypes(OpKind::Reshape, {}, ins, {f32({3, 2})})[0].shape ==
+        Shape{3, 2});
+  CHECK(inferError(OpKind::Reshape, {}, ins, {f32({4})}) ==
+        "the result shape [4] does not have the element count of input 0 "
+        "[2,3]");
+}
+
+TEST_CASE("checkTypes compares results with the inferred types", "[runtime]") {
+  OpAttrs attrs;
+  attrs.axes = {1};
+  attrs.keepDims = true;
+  LabeledTypes ins{{f32({2, 3})}, {}};
+  CHECK_NOTHROW(checkTypes(OpKind::ReduceSum, attrs, ins, {{f32({2, 1})}, {}}));
+  CHECK_THROWS_WITH(
+      checkTypes(OpKind::ReduceSum, attrs, ins, {{f32({2})}, {}}),
+      "output 0 has shape [2] but expects [2,1]");
+  attrs.axes = {1, 0};
+  CHECK_THROWS_WITH(
+      checkTypes(OpKind::ReduceSum, attrs, ins, {{f32({2, 1})}, {}}),
+      "attribute 'axes' [1,0] must be sorted and unique");
+}
+
+TEST_CASE("attribute ranges are checked by name", "[runtime]") {
+  OpAttrs attrs;
+  attrs.rate = 1.0f;
+  CHECK_THROWS_WITH(checkAttrValues(OpKind::Dropout, attrs),
+                    Catch::Contains("attribute 'rate' must be in [0, 1)"));
+  attrs = OpAttrs{};
+  attrs.epsilon = 0.0f;
+  CHECK_THROWS_WITH(checkAttrValues(OpKind::LayerNorm, attrs),
+                    Catch::Contains("attribute 'epsilon' must be positive"));
+  CHECK_NOTHROW(checkAttrValues(OpKind::Matmul, attrs));
+}

@@ -217,6 +217,15 @@ LogicalResult GeluOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+LogicalResult SiluOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0])
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(b.create<SiluGradOp>(getLoc(), getX().getType(),
+                                              getX(), resultGrads[0]));
+  return success();
+}
+
 /// From the output: dx = tanh_grad(y, dy).
 LogicalResult TanhOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {

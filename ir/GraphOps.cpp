@@ -166,6 +166,9 @@ int64_t MatmulOp::getFlops() {
 /// 0.5·x hoisted).
 int64_t GeluOp::getFlops() { return times(8, elements(getX())); }
 
+/// 4 per element: σ(x) = 1/(1 + exp(-x)) (exp counted as one) and x·σ.
+int64_t SiluOp::getFlops() { return times(4, elements(getX())); }
+
 /// 5 per element: row max, subtract, exp, row sum, divide.
 int64_t SoftmaxOp::getFlops() { return times(5, elements(getX())); }
 
@@ -235,6 +238,9 @@ int64_t GeluGradOp::getFlops() { return times(16, elements(getX())); }
 
 /// 3 per element: y², 1 - y², product with dy.
 int64_t TanhGradOp::getFlops() { return times(3, elements(getY())); }
+
+/// 8 per element: σ(x) (4), 1 - σ, x·(1 - σ), 1 + that, ·σ, ·dy.
+int64_t SiluGradOp::getFlops() { return times(8, elements(getX())); }
 
 /// 4 per element: dy·y, row sum, subtract, multiply by y.
 int64_t SoftmaxGradOp::getFlops() { return times(4, elements(getY())); }

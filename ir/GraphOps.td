@@ -164,6 +164,10 @@ def Graph_TanhOp : Graph_UnaryOp<"tanh", "tanh(x)",
     "1 per element (tanh counted as one)", [ElementwiseCost]>;
 def Graph_ExpOp : Graph_UnaryOp<"exp", "exp(x)",
     "1 per element (exp counted as one)", [ElementwiseCost]>;
+def Graph_SiluOp : Graph_UnaryOp<"silu",
+    "x·σ(x), σ(x) = 1/(1 + exp(-x)) (SiLU, swish)",
+    "4 per element (negate, exp, add, divide; the product with x)",
+    [OwnFlops]>;
 def Graph_SoftmaxOp : Graph_UnaryOp<"softmax",
     "softmax over the last dimension, max-subtracted",
     "5 per element (row max, subtract, exp, row sum, divide)", [OwnFlops]> {
@@ -460,6 +464,13 @@ def Graph_TanhGradOp : Graph_UnaryGradOp<"tanh_grad", "y",
   let arguments = (ins Graph_Tensor:$y, Graph_Tensor:$dy);
   let assemblyFormat = [{
     $y `,` $dy attr-dict `:` type($y) `,` type($dy) `->` type($dx)
+  }];
+}
+def Graph_SiluGradOp : Graph_UnaryGradOp<"silu_grad", "x",
+    "dy·σ(x)·(1 + x·(1 - σ(x)))"> {
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$dy);
+  let assemblyFormat = [{
+    $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
   }];
 }
 def Graph_SoftmaxGradOp : Graph_UnaryGradOp<"softmax_grad", "y",

@@ -159,6 +159,8 @@ def torch_step(flat, weights, inputs):
             r = F.gelu(a[0], approximate="tanh")
         elif kind == "tanh":
             r = torch.tanh(a[0])
+        elif kind == "silu":
+            r = F.silu(a[0])
         elif kind == "exp":
             r = torch.exp(a[0])
         elif kind == "softmax":

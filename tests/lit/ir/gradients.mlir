@@ -103,7 +103,8 @@ func.func @div(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
 
 // -----
 
-// Unary ops: relu and gelu from x; tanh and softmax from y; exp is dy·y.
+// Unary ops: relu, gelu and silu from x; tanh and softmax from y; exp is
+// dy·y.
 // CHECK-LABEL: func.func @unary
 // CHECK-SAME: (%[[X:.*]]: tensor<4xf32>)
 // CHECK: %[[R:.*]] = graph.relu %[[X]]
@@ -116,12 +117,15 @@ func.func @div(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
 // CHECK-NEXT: graph.mul %[[E]], %[[E]]
 // CHECK: %[[S:.*]] = graph.softmax %[[X]]
 // CHECK-NEXT: graph.softmax_grad %[[S]], %[[S]]
+// CHECK: %[[L:.*]] = graph.silu %[[X]]
+// CHECK-NEXT: graph.silu_grad %[[X]], %[[L]]
 func.func @unary(%x: tensor<4xf32>) {
   %0 = graph.relu %x : tensor<4xf32> -> tensor<4xf32>
   %1 = graph.gelu %x : tensor<4xf32> -> tensor<4xf32>
   %2 = graph.tanh %x : tensor<4xf32> -> tensor<4xf32>
   %3 = graph.exp %x : tensor<4xf32> -> tensor<4xf32>
   %4 = graph.softmax %x : tensor<4xf32> -> tensor<4xf32>
+  %5 = graph.silu %x : tensor<4xf32> -> tensor<4xf32>
   return
 }
 

@@ -53,6 +53,8 @@ func.func @unary(%x: tensor<2x3xf32>) {
   %3 = graph.exp %x : tensor<2x3xf32> -> tensor<2x3xf32>
   // CHECK: graph.softmax %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
   %4 = graph.softmax %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: graph.silu %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %5 = graph.silu %x : tensor<2x3xf32> -> tensor<2x3xf32>
   return
 }
 
@@ -142,6 +144,8 @@ func.func @gradients(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %i: tensor<2xi64>, 
   %2 = graph.tanh_grad %x, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
   // CHECK: graph.softmax_grad %[[X]], %[[X]] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
   %3 = graph.softmax_grad %x, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  // CHECK: graph.silu_grad %[[X]], %[[X]] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %silu_dx = graph.silu_grad %x, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
   // The default epsilon (1e-5) is elided.
   // CHECK: graph.layer_norm_grad %[[X]], %[[G]], %[[X]] : tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
   %4:3 = graph.layer_norm_grad %x, %g, %x {epsilon = 1.0e-5 : f32} : tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>

@@ -64,6 +64,15 @@ TEST_CASE("gelu_grad matches finite differences of gelu", "[runtime]") {
   checkAgainstFD(dx, OpKind::Gelu, {}, {x}, {typeOf({4, 6})}, {w}, 0);
 }
 
+TEST_CASE("silu_grad matches finite differences of silu", "[runtime]") {
+  std::mt19937 rng(28);
+  HostTensor x = randomTensor({4, 6}, rng, -6, 6),
+             w = randomTensor({4, 6}, rng);
+  HostTensor dx =
+      runOp<float>(OpKind::SiluGrad, {}, {x, w}, {typeOf({4, 6})})[0];
+  checkAgainstFD(dx, OpKind::Silu, {}, {x}, {typeOf({4, 6})}, {w}, 0);
+}
+
 TEST_CASE("tanh_grad from the output matches finite differences of tanh",
           "[runtime]") {
   std::mt19937 rng(23);

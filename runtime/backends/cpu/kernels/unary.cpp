@@ -1,8 +1,9 @@
-//===- unary.cpp - relu, gelu, tanh, exp and their gradients -------------===//
+//===- unary.cpp - Elementwise activations and their gradients -----------===//
 //
 // Elementwise in the float type. gelu is the tanh form,
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), with the constants
-// rounded to the float type; relu_grad and gelu_grad take x, tanh_grad y.
+// rounded to the float type; silu is x s with s = 1 / (1 + exp(-x)). The
+// gradients take x, except tanh_grad, which takes y.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -25,6 +26,8 @@ template <typename T> T geluDerivative(T x) {
   T du = kGeluC<T> * (T(1) + T(3) * kGeluA<T> * x * x);
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
 }
+
+template <typename T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 
 template <typename T, typename Fn> void unary(const KernelCall &call, Fn fn) {
   const T *x = inData<T>(call, 0);
@@ -53,6 +56,8 @@ template <typename T> void runUnary(const KernelCall &call, T *, uint64_t) {
     return unary<T>(call, [](T x) { return std::tanh(x); });
   case OpKind::Exp:
     return unary<T>(call, [](T x) { return std::exp(x); });
+  case OpKind::Silu:
+    return unary<T>(call, [](T x) { return x * sigmoid(x); });
   default:
     throwNoKernel(call.op);
   }
@@ -66,6 +71,11 @@ template <typename T> void runUnaryGrad(const KernelCall &call, T *, uint64_t) {
     return unaryGrad<T>(call, [](T x, T dy) { return dy * geluDerivative(x); });
   case OpKind::TanhGrad:
     return unaryGrad<T>(call, [](T y, T dy) { return dy * (T(1) - y * y); });
+  case OpKind::SiluGrad:
+    return unaryGrad<T>(call, [](T x, T dy) {
+      T s = sigmoid(x);
+      return dy * (s * (T(1) + x * (T(1) - s)));
+    });
   default:
     throwNoKernel(call.op);
   }

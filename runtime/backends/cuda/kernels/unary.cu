@@ -1,6 +1,7 @@
-//===- unary.cu - relu, gelu, tanh, exp and their gradients --------------===//
+//===- unary.cu - Elementwise activations and their gradients ------------===//
 //
-// gelu is the tanh form with the CPU's constants, evaluated in f32.
+// gelu is the tanh form with the CPU's constants, evaluated in f32; silu
+// is x s with s = 1 / (1 + exp(-x)), in the CPU's order.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/kernels/common.cuh"
@@ -24,6 +25,8 @@ __device__ inline float geluDerivative(float x) {
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
 }
 
+__device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
 __global__ void unaryKernel(OpKind op, const float *x, float *y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -41,6 +44,9 @@ __global__ void unaryKernel(OpKind op, const float *x, float *y, int64_t n) {
     case OpKind::Exp:
       y[i] = expf(v);
       break;
+    case OpKind::Silu:
+      y[i] = v * sigmoid(v);
+      break;
     default: // an op of the family without a case here: NaN, which the
              // every-op test (CudaOpCoverageTest.cpp) reports
       y[i] = __int_as_float(0x7fc00000);
@@ -49,7 +55,7 @@ __global__ void unaryKernel(OpKind op, const float *x, float *y, int64_t n) {
   }
 }
 
-/// dx from (x or y, dy): relu_grad and gelu_grad take x, tanh_grad y.
+/// dx from (x or y, dy): tanh_grad takes y, the others x.
 __global__ void unaryGradKernel(OpKind op, const float *x, const float *dy,
                                 float *dx, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -65,6 +71,11 @@ __global__ void unaryGradKernel(OpKind op, const float *x, const float *dy,
     case OpKind::TanhGrad:
       dx[i] = g * (1.0f - v * v);
       break;
+    case OpKind::SiluGrad: {
+      float s = sigmoid(v);
+      dx[i] = g * (s * (1.0f + v * (1.0f - s)));
+      break;
+    }
     default: // as in unaryKernel
       dx[i] = __int_as_float(0x7fc00000);
       break;

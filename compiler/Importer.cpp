@@ -158,6 +158,8 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
     for (auto it = op.attrs.begin(); it != op.attrs.end(); ++it)
       if (it.key() != "shape")
         state.addAttribute(it.key(), opAttr(b, it.key(), *it));
+    if (!op.block.empty())
+      state.addAttribute(graph::kBlockAttr, b.getStringAttr(op.block));
     if (!state.name.isRegistered())
       throw model::ModelError(graph.sourceName + ": " + op.where() +
                               ": op 'graph." + op.kind +

@@ -317,6 +317,9 @@ private:
   /// Names visible everywhere: inputs and global params.
   std::map<std::string, int> globals;
   std::map<std::string, std::string> globalPointers;
+  /// "CALL.N" while the ops of repetition N of an outermost block call are
+  /// flattened (Op::block), else empty.
+  std::string blockInstance;
 
   [[noreturn]] void fail(const std::string &pointer, const std::string &why) {
     throw ModelError(sourceName + ": " + pointer + (pointer.empty() ? "" : ": ") +
@@ -1034,6 +1037,7 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
   flat.operands = operands;
   flat.result = static_cast<int>(graph.values.size()) - 1;
   flat.attrs = std::move(attrs);
+  flat.block = blockInstance;
   graph.ops.push_back(std::move(flat));
   return graph.ops.back().result;
 }
@@ -1104,8 +1108,13 @@ void ModelReader::expandBlock(const json &call, const std::string &pointer,
       }
     }
     std::map<std::string, int> exported;
+    bool outermost = blockInstance.empty();
+    if (outermost)
+      blockInstance = callName + "." + std::to_string(layer);
     flattenScope(require(block, bp, "ops"), bp + "/ops", scope, prefix,
                  depth + 1, exported);
+    if (outermost)
+      blockInstance.clear();
     current.clear();
     for (const std::string &r : results) {
       auto found = exported.find(r);

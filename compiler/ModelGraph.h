@@ -64,6 +64,10 @@ struct Op {
   std::string pointer;   ///< JSON pointer of its definition, e.g. /ops/4
   std::vector<int> operands; ///< value ids
   int result = -1;           ///< value id
+  /// The repetition of an outermost block call the op belongs to, "CALL.N"
+  /// (e.g. "h.3" for layer 3 of block call `h`); empty outside blocks. The
+  /// planner's per-block baseline and chain decomposition group by it.
+  std::string block;
   nlohmann::json attrs = nlohmann::json::object();
 
   /// "POINTER 'NAME'" for messages and MLIR locations.

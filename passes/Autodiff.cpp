@@ -169,6 +169,12 @@ AutodiffPass::buildBackward(mlir::func::FuncOp forward,
       return op->emitOpError("has no gradient rule, but lies on the path from "
                              "a param to the loss");
     llvm::SmallVector<Value> operandGrads;
+    // The ops built below land between `lastBefore` and the insertion point.
+    mlir::Block *body = builder.getInsertionBlock();
+    mlir::Operation *lastBefore =
+        builder.getInsertionPoint() == body->begin()
+            ? nullptr
+            : &*std::prev(builder.getInsertionPoint());
     if (mlir::failed(
             differentiable.buildGradient(builder, resultGrads, operandGrads)))
       return mlir::failure();
@@ -191,6 +197,13 @@ AutodiffPass::buildBackward(mlir::func::FuncOp forward,
         sum = builder.create<graph::AddOp>(op->getLoc(), operand.getType(), sum,
                                            grad);
     }
+    // The ops of this gradient belong to the forward op's block.
+    if (auto block = op->getAttr(graph::kBlockAttr))
+      for (mlir::Operation &created : llvm::make_range(
+               lastBefore ? std::next(lastBefore->getIterator())
+                          : body->begin(),
+               builder.getInsertionPoint()))
+        created.setAttr(graph::kBlockAttr, block);
   }
 
   // 5. Param gradients.

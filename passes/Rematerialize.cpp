@@ -35,7 +35,6 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
-#include <regex>
 #include <set>
 
 namespace remat {
@@ -50,8 +49,7 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
   for (const memory::StepValue &v : graph.values)
     if (v.isArgument())
       problem.persistentBytes += memory::alignUp(v.bytes, alignment);
-  // Block ids from the flattened names of repeated blocks ("h.3.q_lin").
-  static const std::regex layer(R"(^(?:d/)?([^.]+)\.(\d+)\.)");
+  // Block ids in order of first appearance of graph::kBlockAttr.
   std::map<std::string, int> blockIds;
   // Backward and optimizer ops run after the loss (StepGraph's rule); the
   // loss stays live to the end anyway, so an edge from it costs nothing.
@@ -106,11 +104,8 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
         op.phase != memory::Phase::Forward)
       operands.push_back(lossOp);
     int block = -1;
-    std::smatch match;
-    if (std::regex_search(op.name, match, layer)) {
-      std::string key = match[1].str() + "." + match[2].str();
+    if (const std::string &key = step.ops[k].block; !key.empty())
       block = blockIds.emplace(key, (int)blockIds.size()).first->second;
-    }
     problem.addNode(op.name, step.ops[k].seconds, bytes, operands,
                     op.phase == memory::Phase::Forward, block,
                     op.phase != memory::Phase::Forward);

@@ -287,6 +287,8 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
       std::string name = attr.getName().str();
       if (name == "remat.recompute")
         info.recompute = true;
+      else if (name == graph::kBlockAttr)
+        info.block = mlir::cast<mlir::StringAttr>(attr.getValue()).str();
       else if (name.rfind("remat.", 0) != 0)
         info.attrs[name] = attributeToJson(attr.getValue());
     }

@@ -61,6 +61,7 @@ struct OpInfo {
   int64_t bytes = 0;   ///< read + written
   double seconds = 0;  ///< modeled cost
   bool recompute = false;
+  std::string block;   ///< graph::kBlockAttr, or empty
 };
 
 /// The training step ready for the memory algorithms and the emitter.

@@ -436,7 +436,12 @@ def main():
     p = sub.add_parser("compare", help="compare two captures item by item")
     p.add_argument("base", metavar="BASE_DIR")
     p.add_argument("new", metavar="NEW_DIR")
+    p.add_argument("--ignore", action="append", default=[], metavar="KEY",
+                   help="also drop this key at any depth (a difference the "
+                        "change states and explains); repeatable")
     args = parser.parse_args()
+    if args.mode == "compare":
+        IGNORED_KEYS.update(args.ignore)
     return capture(args) if args.mode == "capture" else compare(args)
 
 

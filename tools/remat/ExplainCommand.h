@@ -1,5 +1,4 @@
-//===- ExplainCommand.h - `remat explain`: what a plan keeps and recomputes
-//===//
+//===- ExplainCommand.h - `remat explain` -----------------------*- C++ -*-===//
 //
 //   remat explain PLAN [-o timeline.svg] [--json OUT.json]
 //
@@ -9,87 +8,24 @@
 // RematPlanFormat (no MLIR, no executor), so it also builds in the
 // runtime-only configuration. docs/explain.md describes the output.
 //
+// The analysis and its data structures are in ExplainAnalysis.h; this header
+// adds its three renderings (text listing, SVG timeline, JSON) and the
+// command's entry point.
+//
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_TOOLS_REMAT_EXPLAINCOMMAND_H
 #define REMAT_TOOLS_REMAT_EXPLAINCOMMAND_H
 
 #include "runtime/PlanFormat.h"
+#include "tools/remat/ExplainAnalysis.h"
 
 #include <nlohmann/json.hpp>
 
-#include <array>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
-#include <vector>
 
 namespace remat::tools {
-
-/// Number of buffer roles (BufferRole::Param .. BufferRole::Temporary).
-inline constexpr int kNumBufferRoles = 6;
-
-/// When a buffer holds a value: steps [begin, end], both inclusive.
-/// Params, optimizer state and inputs live over the whole step list; the
-/// loss from its write to the end (the runtime reads it after the last
-/// step); every other buffer from its first write to its last read (or last
-/// write, when that is later). A buffer no step touches has begin = -1.
-struct BufferLifetime {
-  int64_t begin = -1;
-  int64_t end = -1;
-  int64_t firstWrite = -1, lastWrite = -1;
-  int64_t firstRead = -1, lastRead = -1;
-  bool live(int64_t step) const {
-    return begin >= 0 && begin <= step && step <= end;
-  }
-};
-
-/// A forward result that stays live into the backward pass.
-struct SavedActivation {
-  int64_t buffer = -1;
-  int64_t producerStep = -1;     ///< the forward step that writes it
-  int64_t firstLaterReader = -1; ///< first reader at or after backwardStart
-  int64_t lastReader = -1;
-  int64_t recomputedAs = -1;    ///< a recomputed copy of it, if any (buffer)
-  bool readByRecompute = false; ///< an input of some recompute step
-  std::string reason;
-};
-
-/// The result of a step marked `recompute`.
-struct RecomputedTensor {
-  int64_t buffer = -1;
-  int64_t producerStep = -1; ///< the recompute step
-  int64_t original = -1;     ///< the forward buffer it recomputes, or -1
-  int64_t originalStep = -1; ///< the forward step that first computed it
-  int64_t droppedAfter = -1; ///< last read of the original before producerStep
-  int64_t consumerStep = -1; ///< first non-recompute step that needs it
-  std::string reason;
-};
-
-/// Everything `remat explain` prints, derived from the plan alone.
-struct PlanExplanation {
-  /// First step whose phase is backward (steps.size() if none).
-  int64_t backwardStart = 0;
-  std::vector<BufferLifetime> lifetimes; ///< parallel to plan.buffers
-  /// Live bytes per step: the size of the union of the byte ranges of the
-  /// buffers live at that step, each range rounded up to the plan's
-  /// alignment as the arena planner counts it (an in-place result and its
-  /// operand share one range and count once).
-  std::vector<uint64_t> liveBytes;
-  /// The same, split by role (index = static_cast<int>(BufferRole)); each
-  /// byte counts for the first live buffer (lowest offset, then index)
-  /// that covers it, so the roles sum to liveBytes.
-  std::array<std::vector<uint64_t>, kNumBufferRoles> liveBytesByRole;
-  uint64_t peakLiveBytes = 0;
-  int64_t peakStep = -1;                    ///< first step with peakLiveBytes
-  std::vector<SavedActivation> saved;       ///< largest first
-  std::vector<RecomputedTensor> recomputed; ///< largest first
-  int64_t recomputeSteps = 0;
-  uint64_t savedBytes = 0, recomputedBytes = 0;
-};
-
-/// Derives liveness, saved and recomputed tensors (see the struct comments).
-/// Expects a plan that passed validatePlan; O(steps x live buffers log).
-PlanExplanation explainPlan(const runtime::Plan &plan);
 
 /// The text listing: summary, saved activations, recomputed tensors, totals.
 std::string formatExplanation(const runtime::Plan &plan,

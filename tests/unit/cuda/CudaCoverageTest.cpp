@@ -1,6 +1,7 @@
 //===- CudaCoverageTest.cpp - Kernel branches and backend paths, covered --===//
 //
-// Cases found by measuring which lines of kernels/*.cu and CudaBackend.cpp
+// Cases found by measuring which lines of kernels/*.cu and the backend's
+// host code (Cuda*.cpp)
 // the other [cuda] tests never execute: size-1 and empty reductions, the
 // one-pass reduction of many long outputs, index-dtype layout ops, rank 8
 // (kMaxRank), rows wider than a block, uneven attention chunks, every index

@@ -2,11 +2,11 @@
 //
 // Stands in for the toolkit's cuda_runtime.h when the CUDA backend is built
 // with REMAT_CUDA_EMULATOR=ON: the same kernel sources (kernels/*.cu) and
-// host code (CudaBackend.cpp) compile with the host C++ compiler and run on
+// host code (Cuda*.cpp) compile with the host C++ compiler and run on
 // the CPU, so the [cuda] tests check the backend's logic on machines
 // without a GPU. Nothing here measures speed or device memory.
 //
-// What it models (runtime/backends/cuda/emu/CudaEmu.cpp):
+// What it models (runtime/backends/cuda/emu/CudaEmu*.cpp):
 // - a launch runs every block of the grid in turn; the threads of a block
 //   are fibers that switch only at __syncthreads and warp shuffles, so
 //   block barriers and warp-synchronous code behave as on the GPU. A

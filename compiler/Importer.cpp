@@ -44,7 +44,7 @@ mlir::Type elementType(mlir::Builder &b, const std::string &dtype) {
 }
 
 mlir::RankedTensorType tensorType(mlir::Builder &b,
-                                  const model::TensorType &t) {
+                                  const model::ValueType &t) {
   return mlir::RankedTensorType::get(t.shape, elementType(b, t.dtype));
 }
 

@@ -8,12 +8,15 @@
 //      reported with the op's JSON pointer), block calls are expanded
 //      `repeat` times with their params instantiated per layer;
 //   4. check the loss and normalize the optimizer.
-// Every shape is inferred as the op is flattened, so a shape error names the
-// op that caused it.
+// Every shape is inferred as the op is flattened, by the op's type rule
+// (ops/ShapeRules.h), so a shape error names the op that caused it. Config
+// expressions are evaluated by compiler/Expression.h.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/ModelGraph.h"
+
+#include "compiler/Expression.h"
 
 #include "ops/ShapeRules.h"
 #include "runtime/Ops.h"
@@ -53,7 +56,7 @@ int64_t dtypeBytes(const std::string &d) {
 /// never overflow int64.
 static constexpr int64_t kMaxElements = int64_t(1) << 62;
 
-int64_t TensorType::numElements() const {
+int64_t ValueType::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d <= 0)
@@ -67,7 +70,7 @@ int64_t TensorType::numElements() const {
   return n;
 }
 
-int64_t TensorType::bytes() const {
+int64_t ValueType::bytes() const {
   int64_t n = numElements();
   int64_t b = dtypeBytes(dtype);
   if (n > kMaxElements / std::max<int64_t>(b, 1))
@@ -82,166 +85,13 @@ static std::string shapeStr(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-std::string TensorType::str() const { return dtype + shapeStr(shape); }
+std::string ValueType::str() const { return dtype + shapeStr(shape); }
 
 int ModelGraph::findValue(const std::string &name) const {
   for (size_t i = 0; i < values.size(); ++i)
     if (values[i].name == name)
       return static_cast<int>(i);
   return -1;
-}
-
-//===----------------------------------------------------------------------===//
-// Expressions
-//===----------------------------------------------------------------------===//
-
-namespace {
-/// Recursive-descent evaluator for config expressions.
-class ExpressionParser {
-public:
-  ExpressionParser(const std::string &text,
-                   const std::map<std::string, double> &config)
-      : text(text), config(config) {}
-
-  double parse() {
-    double v = parseSum();
-    skipSpace();
-    if (pos != text.size())
-      fail("unexpected '" + text.substr(pos, 1) + "'");
-    return v;
-  }
-
-private:
-  const std::string &text;
-  const std::map<std::string, double> &config;
-  size_t pos = 0;
-  /// Open parentheses, sqrt( and unary signs around the current atom: the
-  /// parser recurses once per level, so "((((...1" a million deep would
-  /// overflow the stack.
-  int depth = 0;
-  static constexpr int kMaxDepth = 200;
-
-  [[noreturn]] void fail(const std::string &why) {
-    // A long expression is named by its start only.
-    std::string shown =
-        text.size() > 80 ? text.substr(0, 80) + "..." : text;
-    throw std::invalid_argument("in expression \"" + shown + "\": " + why);
-  }
-  /// Enters one level of nesting for the lifetime of the guard.
-  struct Nested {
-    explicit Nested(ExpressionParser &p) : p(p) {
-      if (++p.depth > kMaxDepth)
-        p.fail("nested more than " + std::to_string(kMaxDepth) +
-               " levels deep");
-    }
-    ~Nested() { --p.depth; }
-    ExpressionParser &p;
-  };
-  void skipSpace() {
-    while (pos < text.size() && std::isspace((unsigned char)text[pos]))
-      ++pos;
-  }
-  bool eat(char c) {
-    skipSpace();
-    if (pos < text.size() && text[pos] == c) {
-      ++pos;
-      return true;
-    }
-    return false;
-  }
-  double parseSum() {
-    double v = parseProduct();
-    while (true) {
-      if (eat('+'))
-        v += parseProduct();
-      else if (eat('-'))
-        v -= parseProduct();
-      else
-        return v;
-    }
-  }
-  double parseProduct() {
-    double v = parseUnary();
-    while (true) {
-      if (eat('*')) {
-        v *= parseUnary();
-      } else if (eat('/')) {
-        double d = parseUnary();
-        if (d == 0)
-          fail("division by zero");
-        v /= d;
-      } else if (eat('%')) {
-        double d = parseUnary();
-        if (d == 0)
-          fail("division by zero");
-        v = std::fmod(v, d);
-      } else {
-        return v;
-      }
-    }
-  }
-  double parseUnary() {
-    Nested guard(*this);
-    if (eat('-'))
-      return -parseUnary();
-    if (eat('+'))
-      return parseUnary();
-    return parseAtom();
-  }
-  double parseAtom() {
-    skipSpace();
-    if (eat('(')) {
-      double v = parseSum();
-      if (!eat(')'))
-        fail("missing ')'");
-      return v;
-    }
-    if (pos < text.size() &&
-        (std::isdigit((unsigned char)text[pos]) || text[pos] == '.')) {
-      size_t used = 0;
-      double v = 0;
-      try {
-        v = std::stod(text.substr(pos), &used);
-      } catch (const std::out_of_range &) {
-        fail("number out of range at '" + text.substr(pos, 20) + "'");
-      } catch (const std::invalid_argument &) {
-        fail("malformed number at '" + text.substr(pos, 20) + "'");
-      }
-      pos += used;
-      return v;
-    }
-    if (pos < text.size() &&
-        (std::isalpha((unsigned char)text[pos]) || text[pos] == '_')) {
-      size_t start = pos;
-      while (pos < text.size() &&
-             (std::isalnum((unsigned char)text[pos]) || text[pos] == '_'))
-        ++pos;
-      std::string name = text.substr(start, pos - start);
-      if (name == "sqrt") {
-        if (!eat('('))
-          fail("expected '(' after sqrt");
-        double v = parseSum();
-        if (!eat(')'))
-          fail("missing ')'");
-        if (v < 0)
-          fail("sqrt of a negative number");
-        return std::sqrt(v);
-      }
-      auto it = config.find(name);
-      if (it == config.end())
-        fail("unknown config variable '" + name + "'");
-      return it->second;
-    }
-    if (pos >= text.size())
-      fail("unexpected end");
-    fail("unexpected '" + text.substr(pos, 1) + "'");
-  }
-};
-} // namespace
-
-double evaluateExpression(const std::string &text,
-                          const std::map<std::string, double> &config) {
-  return ExpressionParser(text, config).parse();
 }
 
 //===----------------------------------------------------------------------===//
@@ -265,12 +115,12 @@ bool hasDerivedDefault(ops::OpKind op, const std::string &attr) {
          (op == ops::OpKind::Dropout && attr == "seed");
 }
 
-ops::TensorType toOpsType(const TensorType &t) {
+ops::TensorType toOpsType(const ValueType &t) {
   return ops::TensorType{*ops::parseDType(t.dtype), t.shape};
 }
 
-TensorType fromOpsType(const ops::TensorType &t) {
-  return TensorType{ops::dtypeName(t.dtype), t.shape};
+ValueType fromOpsType(const ops::TensorType &t) {
+  return ValueType{ops::dtypeName(t.dtype), t.shape};
 }
 
 uint64_t fnv1a(const std::string &s, uint64_t h = 1469598103934665603ull) {
@@ -412,7 +262,7 @@ private:
         fail(p, "dimension overflows 64 bits");
       dims.push_back(static_cast<int64_t>(d));
     }
-    TensorType t{"f32", dims};
+    ValueType t{"f32", dims};
     try {
       t.bytes();
     } catch (const std::overflow_error &e) {
@@ -438,7 +288,7 @@ private:
                   const std::string &prefix);
   json normalizeInit(const json &init, const std::string &pointer);
   json normalizeData(const json &data, const std::string &pointer,
-                     const TensorType &type);
+                     const ValueType &type);
   void flattenScope(const json &ops, const std::string &pointer,
                     std::map<std::string, int> scope,
                     const std::string &prefix, int depth,
@@ -663,7 +513,7 @@ void ModelReader::readInputs() {
 }
 
 json ModelReader::normalizeData(const json &data, const std::string &pointer,
-                                const TensorType &type) {
+                                const ValueType &type) {
   bool index = isIndexDType(type.dtype);
   if (data.is_null()) {
     if (index)
@@ -966,7 +816,7 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
   else if (op.contains("shape"))
     fail(where, kind + " takes no 'shape' (its result shape is inferred)");
 
-  std::vector<TensorType> types;
+  std::vector<ValueType> types;
   for (int id : operands)
     types.push_back(graph.values[id].type);
   // Negative reduction axes count from the end, as in NumPy.
@@ -996,7 +846,7 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
   }
 
   // The result type, by the op's type rule.
-  TensorType result;
+  ValueType result;
   try {
     json typed = attrs;
     typed.erase("shape");
@@ -1010,7 +860,7 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
     }
     std::vector<ops::TensorType> givenTypes;
     if (info.resultTypeGiven) {
-      TensorType r{info.numInputs ? types[0].dtype : "f32",
+      ValueType r{info.numInputs ? types[0].dtype : "f32",
                    attrs["shape"].get<std::vector<int64_t>>()};
       r.numElements();
       givenTypes.push_back(toOpsType(r));

@@ -9,6 +9,8 @@
 #ifndef REMAT_COMPILER_MODELGRAPH_H
 #define REMAT_COMPILER_MODELGRAPH_H
 
+#include "compiler/Expression.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -35,7 +37,9 @@ bool isIndexDType(const std::string &dtype);
 /// Bytes per element; 0 for an unknown dtype.
 int64_t dtypeBytes(const std::string &dtype);
 
-struct TensorType {
+/// The type of a model value as the model file spells it (the dtype a
+/// string, so that an unknown one can be reported as written).
+struct ValueType {
   std::string dtype = "f32";
   std::vector<int64_t> shape;
 
@@ -51,7 +55,7 @@ enum class ValueKind { Input, Param, Op };
 struct Value {
   std::string name;
   ValueKind kind = ValueKind::Op;
-  TensorType type;
+  ValueType type;
   nlohmann::json init;   ///< params: the initializer object
   nlohmann::json data;   ///< inputs: the synthetic-data object
 };
@@ -101,12 +105,6 @@ struct ModelOptions {
 /// Throws ModelError with a located message on any problem.
 ModelGraph loadModel(const std::string &text, const std::string &sourceName,
                      const ModelOptions &options = {});
-
-/// Evaluates an integer/float expression over config variables
-/// (+ - * / %, parentheses, unary minus, sqrt()). Throws ModelError-free
-/// std::invalid_argument with a plain message; callers add the place.
-double evaluateExpression(const std::string &text,
-                          const std::map<std::string, double> &config);
 
 /// The flattened model as JSON (`remat compile --emit=flat`): what an
 /// independent interpreter (tests/e2e/torch_reference.py) needs to run the

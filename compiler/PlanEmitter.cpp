@@ -83,12 +83,6 @@ runtime::DataSpec dataSpec(const json &data,
   return spec;
 }
 
-runtime::Phase phaseOf(llvm::StringRef phase) {
-  return phase == "forward"    ? runtime::Phase::Forward
-         : phase == "backward" ? runtime::Phase::Backward
-                               : runtime::Phase::Optimizer;
-}
-
 } // namespace
 
 runtime::Plan emitPlan(plan::ArenaOp arena, const TrainStep &step,
@@ -149,7 +143,7 @@ runtime::Plan emitPlan(plan::ArenaOp arena, const TrainStep &step,
     s.outputs = indices(op.getOutputs());
     if (auto attrs = op.getKernelAttrsAttr())
       s.attrs = attributeToJson(attrs);
-    s.phase = phaseOf(op.getPhase());
+    s.phase = *runtime::parsePhase(op.getPhase().str());
     s.recompute = op.getRecompute();
     plan.steps.push_back(std::move(s));
   }

@@ -1,4 +1,4 @@
-//===- Optimizer.cpp - optimizer updates in @train_step ---------*- C++ -*-===//
+//===- InsertOptimizerUpdates.cpp - -remat-optimizer ------------*- C++ -*-===//
 //
 // -remat-optimizer: replaces the gradient results of `func.func @train_step`
 // with SGD or AdamW updates on new optimizer-state arguments, returning the

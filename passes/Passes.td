@@ -69,7 +69,7 @@ def OptimizerPass : Pass<"remat-optimizer", "::mlir::ModuleOp"> {
     order, new value of every state argument in argument order). Each new
     value carries {graph.role = "param" | "optimizer", graph.name = the
     argument's name, graph.updates = <the argument's index : i64>}: the
-    runtime keeps it in that argument's buffer. Gradients are no longer
+    runtime keeps it in that argument's buffer. Gradients are not
     returned; each is operand #1 (`grad`) of its update op. The pass fails
     with a diagnostic when @train_step or graph.optimizer is missing or
     malformed.

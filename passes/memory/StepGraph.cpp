@@ -9,27 +9,6 @@
 
 namespace remat::memory {
 
-const char *roleName(Role role) {
-  switch (role) {
-  case Role::Param: return "param";
-  case Role::Optimizer: return "optimizer";
-  case Role::Input: return "input";
-  case Role::Grad: return "grad";
-  case Role::Activation: return "activation";
-  case Role::Temporary: return "temporary";
-  }
-  return "?";
-}
-
-const char *phaseName(Phase phase) {
-  switch (phase) {
-  case Phase::Forward: return "forward";
-  case Phase::Backward: return "backward";
-  case Phase::Optimizer: return "optimizer";
-  }
-  return "?";
-}
-
 int64_t alignUp(int64_t bytes, int64_t alignment) {
   return (bytes + alignment - 1) / alignment * alignment;
 }

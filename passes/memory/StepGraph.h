@@ -10,25 +10,25 @@
 #ifndef REMAT_PASSES_MEMORY_STEPGRAPH_H
 #define REMAT_PASSES_MEMORY_STEPGRAPH_H
 
+#include "runtime/PlanFormat.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace remat::memory {
 
-/// What a value is for; decides its lifetime and its line in reports.
-enum class Role {
-  Param,      ///< trained weight: live the whole step (and across steps)
-  Optimizer,  ///< optimizer state: live the whole step (and across steps)
-  Input,      ///< batch data: live the whole step
-  Grad,       ///< a parameter's final gradient (read by its update)
-  Activation, ///< produced by the forward pass
-  Temporary,  ///< produced by the backward pass (other than final grads)
-};
-const char *roleName(Role role);
+/// What a value is for; decides its lifetime and its line in reports: the
+/// plan file's buffer roles. Params and optimizer state live the whole step
+/// and across steps, inputs the whole step; a grad is a parameter's final
+/// gradient (read by its update); activations come from the forward pass,
+/// temporaries from the backward pass.
+using Role = runtime::BufferRole;
+using runtime::roleName;
 
-enum class Phase { Forward, Backward, Optimizer };
-const char *phaseName(Phase phase);
+/// The plan file's step phases.
+using Phase = runtime::Phase;
+using runtime::phaseName;
 
 struct StepValue {
   std::string name;

@@ -2,7 +2,7 @@
 # Compiles the plans the GPU benchmark needs into .plans/ (ignored by git),
 # here, where MLIR exists; the device tool carries them with
 #   run(command="tools/device-check.sh", carry=[".plans"], timeout_s=540)
-# Plans (issue 5's benchmarks):
+# Plans (the GPU benchmarks of docs/benchmarks.md):
 #   seed_mlp-1M          the forum's model at batch 1,000,000, store-all
 #   gpt2-124M-all        GPT-2 124M, batch 8, seq 1024, f32, store-all
 #   gpt2-124M-75 / -50   at 75% / 50% of the store-all activation memory

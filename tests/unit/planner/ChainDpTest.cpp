@@ -214,8 +214,8 @@ TEST_CASE("keep options let the DP drop a cheap value instead of "
     strictlyBetter += multi < single - 1e-9;
   }
   // Halfway between the lower bound and store-all, dropping the norms
-  // costs at most one unit per block (11 when this was written), where
-  // re-running blocks costs 11 units each (66 then).
+  // costs at most one unit per block (11 in all), where re-running
+  // blocks costs 11 units each (66).
   int64_t half = lower + (peak - lower) / 2;
   double base = problem.totalCost();
   double single = checkedDpCost(problem, half, 1);
@@ -262,8 +262,8 @@ TEST_CASE("keep options lower the DP's cost on random training steps",
       ++compared;
     }
   }
-  // 38 of the 60 (seed, budget) pairs have a single-option plan; the
-  // options beat it on all 38 when this was written.
+  // 38 of the 60 (seed, budget) pairs have a single-option plan, and the
+  // options beat it on all 38; the check leaves a margin.
   CHECK(compared >= 20);
   CHECK(strictlyBetter >= compared * 3 / 4);
 }
@@ -294,8 +294,8 @@ TEST_CASE("chain DP with keep options replays in Checkmate order and never "
       ++compared;
     }
   }
-  // 8 budgets plan; the DP matched the MILP on 7 when this was written
-  // (3 blocks at the tightest budget cost one unit more).
+  // 8 budgets plan; the DP matches the MILP on 7 (3 blocks at the
+  // tightest budget cost one unit more); the check leaves a margin.
   CHECK(compared >= 6);
   CHECK(equal >= compared - 1);
 }

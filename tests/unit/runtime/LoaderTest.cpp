@@ -383,8 +383,8 @@ TEST_CASE("loader rejects a randint range wider than int64 (signed overflow "
 TEST_CASE("cpu backend refuses an arena or workspace beyond host memory "
           "before allocating",
           "[runtime]") {
-  // A valid 1 PiB plan: under ASan posix_memalign aborted the process
-  // (allocation-size-too-big); without it the error was "std::bad_alloc".
+  // A valid 1 PiB plan: under ASan, posix_memalign of that size aborts the
+  // process (allocation-size-too-big), so the size is checked first.
   json p = tinyJson();
   p["arena_bytes"] = uint64_t(1) << 50;
   LoadedPlan huge = loadPlanText(p.dump(), "huge.plan");
@@ -532,8 +532,8 @@ TEST_CASE("transpose moves i64 and i32 index tensors whole", "[runtime]") {
 
 TEST_CASE("throughput of a huge batch x tokens_per_sample does not overflow",
           "[runtime]") {
-  // batch * tokens_per_sample was an int64 product (signed overflow, a
-  // negative tokens/s); both are only checked to be >= 1.
+  // batch * tokens_per_sample may not fit int64 (both are only checked to
+  // be >= 1): the tokens/s figure must not turn negative.
   json p = tinyJson();
   p["batch"] = INT64_MAX;
   p["tokens_per_sample"] = 8;

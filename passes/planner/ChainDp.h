@@ -5,6 +5,11 @@
 // forward step F_i, a backward step B_i, and several keep options per stage
 // (Rockmate, Zhao et al. 2023).
 //
+// The chain solver's public interface: the chain and its DP, the
+// conversion of a Problem to a chain with per-stage keep options
+// (chainFromProblem), the node-level schedule of a chain strategy, and the
+// solver that searches the DP's memory (solveChainDpProblem).
+//
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_PASSES_PLANNER_CHAINDP_H
 #define REMAT_PASSES_PLANNER_CHAINDP_H
@@ -131,21 +136,9 @@ constexpr int kDefaultKeepOptions = 6;
 /// read by a later stage (B_i); g_j counts every backward value live
 /// between B_{j+1} and B_j (required outputs to the end).
 ///
-/// Keep options of a stage, up to `maxKeepOptions` (keep-all included):
-///  1. Candidates: the segment values B_i reads, except a_i and required
-///     outputs.
-///  2. Greedy: drop, one at a time, the candidate whose drop adds the least
-///     recompute cost per byte saved (cheap elementwise and normalization
-///     outputs go first, matmul outputs last), given the ones dropped so
-///     far; the recomputation of a drop set is the closure of the dropped
-///     values over segment values that are not kept, in index order. Each
-///     step is an option; the last keeps only a_i. O(c^2 n) for c
-///     candidates and n nodes in the stage (c <= 32; beyond that the order
-///     is fixed by the first round's ratios, O(c n)).
-///  3. Options dominated in (kept bytes, recompute cost, forward peak, kept
-///     + backward peak) are removed; of the rest, keep-all, the one that
-///     keeps only a_i and those nearest to evenly spaced kept-bytes targets
-///     are retained.
+/// Keep options of a stage, up to `maxKeepOptions` (keep-all included),
+/// come from greedy selective recomputation (generateOptions states the
+/// steps and their complexity).
 /// Options are generated once per structurally identical stage (same
 /// costs, sizes, flags and operands relative to the stage: segment and
 /// backward positions, a_{i-1}, or "outside"): the layers of a transformer

@@ -107,7 +107,7 @@ SolverOutput solveSqrtN(const Problem &problem) {
   return solveWithCheckpoints(problem, checkpoints);
 }
 
-Schedule scheduleFromRecomputeMatrix(const Problem &problem,
+EventList scheduleFromRecomputeMatrix(const Problem &problem,
                                      const std::vector<std::vector<char>> &r) {
   int n = problem.size();
   UseInfo uses(problem);
@@ -138,7 +138,7 @@ Schedule scheduleFromRecomputeMatrix(const Problem &problem,
     }
     return uses.required[v] != 0;
   };
-  Schedule schedule;
+  EventList schedule;
   std::vector<char> live(n, 0);
   std::vector<int> lastReadPos(n, -1);
   for (int t = 0; t < n; ++t) {
@@ -168,7 +168,7 @@ Schedule scheduleFromRecomputeMatrix(const Problem &problem,
 }
 
 double bruteForceOptimalCost(const Problem &problem, int64_t budgetBytes,
-                             Schedule *best) {
+                             EventList *best) {
   int n = problem.size();
   std::vector<std::pair<int, int>> pairs; // (stage, node)
   for (int t = 0; t < n; ++t)
@@ -182,7 +182,7 @@ double bruteForceOptimalCost(const Problem &problem, int64_t budgetBytes,
   for (uint32_t mask = 0; mask < (1u << pairs.size()); ++mask) {
     for (size_t b = 0; b < pairs.size(); ++b)
       r[pairs[b].first][pairs[b].second] = (mask >> b) & 1;
-    Schedule schedule = scheduleFromRecomputeMatrix(problem, r);
+    EventList schedule = scheduleFromRecomputeMatrix(problem, r);
     CheckResult check =
         checkSchedule(problem, schedule, CountingMode::Checkmate);
     if (!check.ok || check.peakBytes > budgetBytes)

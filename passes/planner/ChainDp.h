@@ -168,7 +168,7 @@ bool chainFromProblem(const Problem &problem, ChainMapping &mapping,
 /// The node-level schedule of a chain strategy: the nodes of each step in
 /// index order (a backward step's recomputation first), with frees from
 /// scheduleFromComputeSequence.
-Schedule chainStrategySchedule(const Problem &problem,
+EventList chainStrategySchedule(const Problem &problem,
                                const ChainMapping &mapping,
                                const std::vector<ChainOp> &ops);
 
@@ -191,7 +191,7 @@ SolverOutput solveChainDpProblem(const Problem &problem, int64_t budgetBytes,
 /// Frees for a given compute sequence: each computed value stays live
 /// until its last read before its next recompute (to the end when it is a
 /// required output), the least memory for that sequence.
-Schedule scheduleFromComputeSequence(const Problem &problem,
+EventList scheduleFromComputeSequence(const Problem &problem,
                                      const std::vector<int> &computes);
 
 } // namespace planner

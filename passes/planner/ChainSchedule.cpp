@@ -6,7 +6,7 @@
 namespace remat {
 namespace planner {
 
-Schedule chainStrategySchedule(const Problem &problem,
+EventList chainStrategySchedule(const Problem &problem,
                                const ChainMapping &mapping,
                                const std::vector<ChainOp> &ops) {
   std::vector<int> computes = mapping.prefixNodes;
@@ -24,7 +24,7 @@ Schedule chainStrategySchedule(const Problem &problem,
   return scheduleFromComputeSequence(problem, computes);
 }
 
-Schedule scheduleFromComputeSequence(const Problem &problem,
+EventList scheduleFromComputeSequence(const Problem &problem,
                                      const std::vector<int> &computes) {
   int n = problem.size();
   int count = static_cast<int>(computes.size());
@@ -50,7 +50,7 @@ Schedule scheduleFromComputeSequence(const Problem &problem,
     else if (lastServed[p] < count)
       freesAt[lastServed[p]].push_back(computes[p]);
   }
-  Schedule schedule;
+  EventList schedule;
   for (int p = 0; p < count; ++p) {
     schedule.compute(computes[p]);
     for (int v : freesAt[p])

@@ -81,7 +81,7 @@ SolverOutput solveChainDpProblem(const Problem &problem, int64_t budgetBytes,
       bool fits = false;
       int64_t peak = 0;
       if (dp.feasible) {
-        Schedule schedule = chainStrategySchedule(problem, mapping, dp.ops);
+        EventList schedule = chainStrategySchedule(problem, mapping, dp.ops);
         CheckResult check = checkSchedule(problem, schedule, mode);
         if (!check.ok) {
           out.status = "failed";

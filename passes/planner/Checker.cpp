@@ -6,7 +6,7 @@
 namespace remat {
 namespace planner {
 
-CheckResult checkSchedule(const Problem &problem, const Schedule &schedule,
+CheckResult checkSchedule(const Problem &problem, const EventList &schedule,
                           CountingMode mode) {
   CheckResult result;
   int n = problem.size();

@@ -8,7 +8,7 @@
 #ifndef REMAT_PASSES_PLANNER_CHECKER_H
 #define REMAT_PASSES_PLANNER_CHECKER_H
 
-#include "passes/planner/Schedule.h"
+#include "passes/planner/EventList.h"
 
 #include <string>
 
@@ -44,7 +44,7 @@ struct CheckResult {
 /// that is not live (double free), a node never computed, a required output
 /// not live at the end, and in Checkmate mode an order that is not
 /// stage-structured.
-CheckResult checkSchedule(const Problem &problem, const Schedule &schedule,
+CheckResult checkSchedule(const Problem &problem, const EventList &schedule,
                           CountingMode mode = CountingMode::Event);
 
 } // namespace planner

@@ -94,7 +94,7 @@ struct FreeVar {
 /// thresholds for randomized rounding), then take the least recomputation R
 /// that produces each stage's node and the values to keep. Frees follow
 /// scheduleFromRecomputeMatrix; the caller checks the result.
-Schedule roundResident(const Problem &problem, const UseInfo &uses,
+EventList roundResident(const Problem &problem, const UseInfo &uses,
                        const std::vector<std::vector<double>> &residentLp,
                        double threshold, std::mt19937 *rng) {
   int n = problem.size();
@@ -140,7 +140,7 @@ Schedule roundResident(const Problem &problem, const UseInfo &uses,
 } // namespace
 
 SolverOutput solveExact(const Problem &problem, int64_t budgetBytes,
-                        const Schedule &warmStart,
+                        const EventList &warmStart,
                         const SolveOptions &options) {
   auto start = Clock::now();
   SolverOutput out;
@@ -339,14 +339,14 @@ SolverOutput solveExact(const Problem &problem, int64_t budgetBytes,
 
   // Warm start: the cheapest of the given schedule and the LP-rounded
   // ones, as R with the least S (see the header comment).
-  Schedule bestWarm;
+  EventList bestWarm;
   double bestWarmCost = 0;
-  auto offer = [&](const Schedule &candidate) {
+  auto offer = [&](const EventList &candidate) {
     CheckmateSolution parsed;
     if (candidate.events.empty() ||
         !CheckmateSolution::fromSchedule(problem, candidate, parsed))
       return;
-    Schedule minimal = scheduleFromRecomputeMatrix(problem, parsed.recompute);
+    EventList minimal = scheduleFromRecomputeMatrix(problem, parsed.recompute);
     CheckResult check =
         checkSchedule(problem, minimal, CountingMode::Checkmate);
     if (!check.ok || check.peakBytes > budgetBytes)

@@ -43,7 +43,7 @@ public:
   double costToGo(int t, Mask resident);
 
   /// Appends the events of the optimal schedule found by costToGo(0, 0).
-  void emitBest(Schedule &schedule) const;
+  void emitBest(EventList &schedule) const;
 
 private:
   StagePlan planStage(int t, Mask recomputed) const;
@@ -51,7 +51,7 @@ private:
   /// stops early once it exceeds the budget. With `schedule`, also appends
   /// the stage's events.
   int64_t stagePeak(const StagePlan &plan, Mask resident, Mask kept,
-                    Schedule *schedule) const;
+                    EventList *schedule) const;
 
   const Problem &problem;
   int64_t budgetBytes;
@@ -140,7 +140,7 @@ StagePlan Search::planStage(int t, Mask recomputed) const {
 }
 
 int64_t Search::stagePeak(const StagePlan &plan, Mask resident, Mask kept,
-                          Schedule *schedule) const {
+                          EventList *schedule) const {
   // Resident values the stage neither reads nor keeps go first.
   Mask dropped = resident & ~(plan.reads | kept);
   if (schedule)
@@ -211,7 +211,7 @@ double Search::costToGo(int t, Mask resident) {
   return best;
 }
 
-void Search::emitBest(Schedule &schedule) const {
+void Search::emitBest(EventList &schedule) const {
   Mask resident = 0;
   for (int t = 0; t < n; ++t) {
     auto [recomputed, kept] = choice[t][resident];
@@ -223,14 +223,14 @@ void Search::emitBest(Schedule &schedule) const {
 } // namespace
 
 double exhaustiveOptimalCost(const Problem &problem, int64_t budgetBytes,
-                             Schedule *best) {
+                             EventList *best) {
   if (problem.size() > kExhaustiveMaxNodes || !problem.validate().empty())
     return -2;
   if (problem.size() == 0) {
     if (problem.persistentBytes > budgetBytes)
       return -1;
     if (best)
-      *best = Schedule();
+      *best = EventList();
     return 0;
   }
   Search search(problem, budgetBytes);
@@ -238,7 +238,7 @@ double exhaustiveOptimalCost(const Problem &problem, int64_t budgetBytes,
   if (cost == kInfeasible)
     return -1;
   if (best) {
-    *best = Schedule();
+    *best = EventList();
     search.emitBest(*best);
   }
   return cost;

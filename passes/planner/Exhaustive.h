@@ -8,7 +8,7 @@
 #ifndef REMAT_PASSES_PLANNER_EXHAUSTIVE_H
 #define REMAT_PASSES_PLANNER_EXHAUSTIVE_H
 
-#include "passes/planner/Schedule.h"
+#include "passes/planner/EventList.h"
 
 #include <cstdint>
 
@@ -47,7 +47,7 @@ constexpr int kExhaustiveMaxNodes = 10;
 /// that alone costs the best total so far is skipped. Measured: under a
 /// millisecond on random 8-node DAGs, under 0.1 s on 10 nodes.
 double exhaustiveOptimalCost(const Problem &problem, int64_t budgetBytes,
-                             Schedule *best = nullptr);
+                             EventList *best = nullptr);
 
 } // namespace planner
 } // namespace remat

@@ -82,7 +82,7 @@ private:
 };
 
 bool runOnce(const Problem &problem, const UseInfo &uses, int64_t budget,
-             const HeuristicParams &params, Schedule &schedule, double &cost,
+             const HeuristicParams &params, EventList &schedule, double &cost,
              std::string &error) {
   int n = problem.size();
   StagedBuilder builder(problem, uses);
@@ -161,7 +161,7 @@ public:
         locks(problem.size(), 0),
         pending(problem.size(), 0) {}
 
-  bool run(Schedule &schedule, double &cost, std::string &error) {
+  bool run(EventList &schedule, double &cost, std::string &error) {
     int n = problem.size();
     for (stage = 0; stage < n; ++stage) {
       touched.clear();
@@ -274,7 +274,7 @@ SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
   for (const HeuristicParams &params : variants) {
     for (int variant = 0; variant < (mode == CountingMode::Event ? 2 : 1);
          ++variant) {
-      Schedule schedule;
+      EventList schedule;
       double cost = 0;
       std::string error;
       bool ok = variant == 0

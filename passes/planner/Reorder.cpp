@@ -167,9 +167,9 @@ Problem permuteProblem(const Problem &problem, const std::vector<int> &order) {
   return permuted;
 }
 
-Schedule unpermuteSchedule(const Schedule &schedule,
+EventList unpermuteSchedule(const EventList &schedule,
                            const std::vector<int> &order) {
-  Schedule result = schedule;
+  EventList result = schedule;
   for (Event &event : result.events)
     event.node = order[event.node];
   return result;

@@ -9,7 +9,7 @@
 #ifndef REMAT_PASSES_PLANNER_REORDER_H
 #define REMAT_PASSES_PLANNER_REORDER_H
 
-#include "passes/planner/Schedule.h"
+#include "passes/planner/EventList.h"
 
 #include <string>
 #include <vector>
@@ -44,7 +44,7 @@ std::vector<NodeOrder> candidateOrders(const Problem &problem);
 Problem permuteProblem(const Problem &problem, const std::vector<int> &order);
 
 /// A schedule of permuteProblem(problem, order) in the original numbering.
-Schedule unpermuteSchedule(const Schedule &schedule,
+EventList unpermuteSchedule(const EventList &schedule,
                            const std::vector<int> &order);
 
 /// True when `order` is a permutation of the nodes in which every operand

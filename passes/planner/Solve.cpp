@@ -118,7 +118,7 @@ SolveResult finish(const Problem &problem, int64_t budget,
 }
 
 SolveResult solveOne(const Problem &problem, int64_t budget, SolverKind kind,
-                     const SolveOptions &options, const Schedule &warm,
+                     const SolveOptions &options, const EventList &warm,
                      Clock::time_point start) {
   const char *name = solverKindName(kind);
   switch (kind) {
@@ -187,20 +187,20 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
   if (kind == SolverKind::Exact) {
     // Warm start from the better of store-all and the heuristic.
     SolveResult warm = solveOne(problem, budgetBytes, SolverKind::StoreAll,
-                                options, Schedule(), start);
+                                options, EventList(), start);
     if (!warm.ok)
       warm = solveOne(problem, budgetBytes, SolverKind::Heuristic, options,
-                      Schedule(), start);
+                      EventList(), start);
     SolveOptions exactOptions = options;
     exactOptions.timeLimitSeconds =
         std::max(0.1, options.timeLimitSeconds - secondsSince(start));
     result = solveOne(problem, budgetBytes, kind, exactOptions,
-                      warm.ok ? warm.schedule : Schedule(), start);
+                      warm.ok ? warm.schedule : EventList(), start);
     result.minimumBytes = bound.bytes;
     return result;
   }
   if (kind != SolverKind::Auto) {
-    result = solveOne(problem, budgetBytes, kind, options, Schedule(), start);
+    result = solveOne(problem, budgetBytes, kind, options, EventList(), start);
     result.minimumBytes = bound.bytes;
     return result;
   }
@@ -221,11 +221,11 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
   };
   bool provenInfeasible = false;
   consider(solveOne(problem, budgetBytes, SolverKind::StoreAll, options,
-                    Schedule(), start));
+                    EventList(), start));
   if (!(best.ok && best.stats.provenGap == 0.0)) {
     for (SolverKind baseline :
          {SolverKind::PerBlock, SolverKind::SqrtN, SolverKind::Heuristic})
-      consider(solveOne(problem, budgetBytes, baseline, options, Schedule(),
+      consider(solveOne(problem, budgetBytes, baseline, options, EventList(),
                         start));
     // The DP's memory bisection: where the MILP will run (small graphs)
     // the time is there anyway, so it gets its full share; on larger graphs
@@ -235,7 +235,7 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
     if (problem.size() > options.exactMaxNodes)
       dpOptions.timeLimitSeconds = std::min(2.0, options.timeLimitSeconds / 4);
     consider(solveOne(problem, budgetBytes, SolverKind::ChainDp, dpOptions,
-                      Schedule(), start));
+                      EventList(), start));
     // The MILP needs a second or more from about 50 nodes on (FCN8's 73
     // nodes: 0.6 s for the root LP alone); below 40 nodes a fraction of a
     // second usually proves optimality, so it runs on what is left.
@@ -246,7 +246,7 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
       exactOptions.timeLimitSeconds = left;
       SolveResult exact =
           solveOne(problem, budgetBytes, SolverKind::Exact, exactOptions,
-                   best.ok ? best.schedule : Schedule(), start);
+                   best.ok ? best.schedule : EventList(), start);
       provenInfeasible = exact.stats.status == "infeasible";
       double exactBound = exact.stats.bestBound;
       consider(std::move(exact));

@@ -95,7 +95,7 @@ struct SolveResult {
   bool ok = false;
   /// Why not ok (budget below the minimum, solver failure, checker error).
   std::string error;
-  Schedule schedule;
+  EventList schedule;
   SolveStats stats;
   /// The lower bound on any schedule's peak (the minimum budget to try).
   int64_t minimumBytes = 0;
@@ -126,7 +126,7 @@ int64_t storeAllPeak(const Problem &problem);
 struct SolverOutput {
   bool found = false;
   std::string message;
-  Schedule schedule;
+  EventList schedule;
   std::string status;
   double bestBound = std::numeric_limits<double>::quiet_NaN();
 };
@@ -162,19 +162,19 @@ SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
 
 /// Checkmate MILP on CBC; `warmStart` (may be empty) seeds the incumbent.
 SolverOutput solveExact(const Problem &problem, int64_t budgetBytes,
-                        const Schedule &warmStart, const SolveOptions &options);
+                        const EventList &warmStart, const SolveOptions &options);
 
 /// Brute force over all Checkmate recompute matrices (2^(n(n-1)/2)
 /// candidates; n <= 7), for tests. Returns the optimal cost, or -1 when no
 /// schedule fits the budget.
 double bruteForceOptimalCost(const Problem &problem, int64_t budgetBytes,
-                             Schedule *best = nullptr);
+                             EventList *best = nullptr);
 
 /// The stage-structured schedule that computes, in stage t, the nodes i
 /// with recompute[t][i] (plus t) in index order and keeps every value
 /// until its last read before its next recompute (the least memory for
 /// those computes). Used by the brute force and the MILP decoding.
-Schedule scheduleFromRecomputeMatrix(const Problem &problem,
+EventList scheduleFromRecomputeMatrix(const Problem &problem,
                                      const std::vector<std::vector<char>> &r);
 
 } // namespace planner

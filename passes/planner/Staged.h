@@ -8,7 +8,7 @@
 #ifndef REMAT_PASSES_PLANNER_STAGED_H
 #define REMAT_PASSES_PLANNER_STAGED_H
 
-#include "passes/planner/Schedule.h"
+#include "passes/planner/EventList.h"
 
 #include <vector>
 
@@ -34,7 +34,7 @@ public:
 
   const Problem &problem;
   const UseInfo &uses;
-  Schedule schedule;
+  EventList schedule;
   std::vector<char> live;
   std::vector<char> everComputed;
   /// Live nodes, unordered (for eviction scans); position in liveIndex.

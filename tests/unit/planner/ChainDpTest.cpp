@@ -108,7 +108,7 @@ TEST_CASE("chain DP equals the exact MILP on small chains", "[planner]") {
       ChainMapping mapping;
       std::string reason;
       REQUIRE(chainFromProblem(problem, mapping, reason));
-      Schedule schedule = chainStrategySchedule(problem, mapping, dp.ops);
+      EventList schedule = chainStrategySchedule(problem, mapping, dp.ops);
       CheckResult check =
           checkSchedule(problem, schedule, CountingMode::Checkmate);
       REQUIRE(check.ok);
@@ -344,7 +344,7 @@ TEST_CASE("the DP solves ranges of identical blocks once", "[planner]") {
   CHECK(unshared.tableRows == L * (L + 1) / 2);
   CHECK(unshared.cost == Approx(shared.cost).epsilon(1e-6));
   // The shared rows rebuild each range's own stages: the strategy replays.
-  Schedule schedule =
+  EventList schedule =
       chainStrategySchedule(identicalBlocks(48), mapping, shared.ops);
   CheckResult check =
       checkSchedule(identicalBlocks(48), schedule, CountingMode::Checkmate);

@@ -10,10 +10,10 @@ using remat::planner::test::diamond;
 
 namespace {
 
-Schedule storeAllOfDiamond() {
+EventList storeAllOfDiamond() {
   // Each value is freed after its last reader: a after c, b and c after d,
   // d (read by nobody, not required) right after it runs.
-  Schedule schedule;
+  EventList schedule;
   schedule.compute(0);
   schedule.compute(1);
   schedule.compute(2);
@@ -63,10 +63,10 @@ TEST_CASE("lower bound of the diamond is its widest node with its operands",
 
 TEST_CASE("checker rejects corrupted schedules", "[planner]") {
   Problem problem = diamond();
-  Schedule good = storeAllOfDiamond();
+  EventList good = storeAllOfDiamond();
 
   SECTION("a missing operand") {
-    Schedule bad;
+    EventList bad;
     bad.compute(0);
     bad.compute(2);
     bad.compute(3); // b was never computed
@@ -75,14 +75,14 @@ TEST_CASE("checker rejects corrupted schedules", "[planner]") {
     CHECK(check.error.find("reads node 1") != std::string::npos);
   }
   SECTION("a double free") {
-    Schedule bad = good;
+    EventList bad = good;
     bad.free(3);
     CheckResult check = checkSchedule(problem, bad);
     CHECK_FALSE(check.ok);
     CHECK(check.error.find("not live") != std::string::npos);
   }
   SECTION("a use after free") {
-    Schedule bad;
+    EventList bad;
     bad.compute(0);
     bad.compute(1);
     bad.free(0); // c still reads a
@@ -90,7 +90,7 @@ TEST_CASE("checker rejects corrupted schedules", "[planner]") {
     CHECK_FALSE(checkSchedule(problem, bad).ok);
   }
   SECTION("a node never computed") {
-    Schedule bad;
+    EventList bad;
     bad.compute(0);
     bad.compute(1);
     bad.compute(2);
@@ -99,12 +99,12 @@ TEST_CASE("checker rejects corrupted schedules", "[planner]") {
     CHECK(check.error.find("never computed") != std::string::npos);
   }
   SECTION("an out-of-range node") {
-    Schedule bad = good;
+    EventList bad = good;
     bad.compute(7);
     CHECK_FALSE(checkSchedule(problem, bad).ok);
   }
   SECTION("computing a value that is already live") {
-    Schedule bad;
+    EventList bad;
     bad.compute(0);
     bad.compute(0);
     CHECK_FALSE(checkSchedule(problem, bad).ok);
@@ -112,7 +112,7 @@ TEST_CASE("checker rejects corrupted schedules", "[planner]") {
   SECTION("recomputing a value that cannot be recomputed") {
     Problem pinned = problem;
     pinned.nodes[0].recomputable = false;
-    Schedule bad;
+    EventList bad;
     bad.compute(0);
     bad.compute(1);
     bad.free(0);
@@ -129,12 +129,12 @@ TEST_CASE("checker rejects corrupted schedules", "[planner]") {
     Problem required = problem;
     required.requiredOutputs = {3};
     CHECK_FALSE(checkSchedule(required, good).ok);
-    Schedule keep = good;
+    EventList keep = good;
     keep.events.pop_back(); // drop `free d`
     CHECK(checkSchedule(required, keep).ok);
   }
   SECTION("an order that is not stage-structured in Checkmate mode") {
-    Schedule swapped;
+    EventList swapped;
     swapped.compute(0);
     swapped.compute(2); // c before b: a fine event order...
     swapped.compute(1);
@@ -157,7 +157,7 @@ TEST_CASE("Checkmate R/S matrices convert to event schedules and back",
   CHECK(solution.resident[3][2] == 1);
   CHECK(solution.resident[3][0] == 0);
   std::string error;
-  Schedule back = solution.toSchedule(problem, &error);
+  EventList back = solution.toSchedule(problem, &error);
   CHECK(error.empty());
   CheckResult check = checkSchedule(problem, back, CountingMode::Checkmate);
   REQUIRE(check.ok);
@@ -171,7 +171,7 @@ TEST_CASE("Checkmate R/S matrices convert to event schedules and back",
   remat.resident[1][0] = 1;
   remat.resident[2][1] = 1;
   remat.resident[3][1] = remat.resident[3][2] = 1;
-  Schedule lean = remat.toSchedule(problem, &error);
+  EventList lean = remat.toSchedule(problem, &error);
   CHECK(error.empty());
   CheckResult leanCheck = checkSchedule(problem, lean, CountingMode::Checkmate);
   REQUIRE(leanCheck.ok);

@@ -27,7 +27,7 @@ Problem skipChain() {
 /// schedule: it must be stage-structured, cost what the search says and
 /// fit the budget. Returns the search's cost.
 double checkedExhaustive(const Problem &problem, int64_t budget) {
-  Schedule schedule;
+  EventList schedule;
   double cost = exhaustiveOptimalCost(problem, budget, &schedule);
   if (cost >= 0) {
     CheckResult check =

@@ -31,7 +31,7 @@ Problem lateUse(bool earlyRecomputable) {
 }
 
 /// The inverse of unpermuteSchedule: node order[p] becomes node p.
-Schedule permuteSchedule(Schedule schedule, const std::vector<int> &order) {
+EventList permuteSchedule(EventList schedule, const std::vector<int> &order) {
   std::vector<int> position(order.size());
   for (size_t p = 0; p < order.size(); ++p)
     position[order[p]] = static_cast<int>(p);
@@ -127,7 +127,7 @@ TEST_CASE("event mode drops a first compute that nothing reads",
   REQUIRE(fixed.ok);
   CHECK(fixed.stats.cost == Approx(problem.totalCost()));
   CHECK(fixed.schedule.computeCount() == problem.size());
-  Schedule dead;
+  EventList dead;
   dead.compute(0);
   dead.free(0);
   for (int k = 1; k < problem.size(); ++k)
@@ -135,12 +135,12 @@ TEST_CASE("event mode drops a first compute that nothing reads",
   REQUIRE(checkSchedule(problem, dead).ok == false); // join lacks early
   dead.events.insert(dead.events.end() - 1, Event{EventKind::Compute, 0});
   REQUIRE(checkSchedule(problem, dead).ok);
-  Schedule clean = eliminateDeadComputes(problem, dead);
+  EventList clean = eliminateDeadComputes(problem, dead);
   CHECK(clean.computeCount() == problem.size());
   CHECK(clean.events.front() == Event{EventKind::Compute, 1});
   CHECK(checkSchedule(problem, clean).ok);
   // A node nothing reads keeps its only compute.
-  Schedule once;
+  EventList once;
   once.compute(1);
   CHECK(eliminateDeadComputes(problem, once).events.size() == 1);
 }

@@ -1,4 +1,4 @@
-//===- Schedule.h - Compute/free event schedules ----------------*- C++ -*-===//
+//===- EventList.h - Compute/free event lists -------------------*- C++ -*-===//
 //
 // The output of every planner solver: an ordered list of Compute and Free
 // events, and the Checkmate (R, S) matrix form that converts to it.
@@ -27,7 +27,7 @@ struct Event {
   }
 };
 
-struct Schedule {
+struct EventList {
   std::vector<Event> events;
 
   void compute(int node) { events.push_back({EventKind::Compute, node}); }
@@ -45,8 +45,8 @@ struct Schedule {
 /// a fixed order forces a first compute long before the value is needed
 /// and the solver then drops and recomputes it. Valid in Event mode only:
 /// the later recompute becomes the first compute, out of node order.
-Schedule eliminateDeadComputes(const Problem &problem,
-                               const Schedule &schedule);
+EventList eliminateDeadComputes(const Problem &problem,
+                               const EventList &schedule);
 
 /// A Checkmate solution (Jain et al. 2020): stage t computes node t and may
 /// first recompute earlier nodes, in index order.
@@ -67,11 +67,11 @@ struct CheckmateSolution {
   /// already live is dropped (it only arises with zero-cost nodes).
   /// Returns an error string (empty when fine) for solutions that read a
   /// value that is not there.
-  Schedule toSchedule(const Problem &problem, std::string *error = nullptr) const;
+  EventList toSchedule(const Problem &problem, std::string *error = nullptr) const;
 
   /// The inverse for stage-structured schedules (see Checker.h); returns
   /// false when `schedule` is not stage-structured.
-  static bool fromSchedule(const Problem &problem, const Schedule &schedule,
+  static bool fromSchedule(const Problem &problem, const EventList &schedule,
                            CheckmateSolution &result);
 };
 

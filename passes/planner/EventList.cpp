@@ -1,5 +1,5 @@
-//===- Schedule.cpp - Compute/free event schedules ------------------------===//
-#include "passes/planner/Schedule.h"
+//===- EventList.cpp - Compute/free event lists ---------------------------===//
+#include "passes/planner/EventList.h"
 
 #include <ostream>
 #include <sstream>
@@ -7,14 +7,14 @@
 namespace remat {
 namespace planner {
 
-int Schedule::computeCount() const {
+int EventList::computeCount() const {
   int count = 0;
   for (const Event &event : events)
     count += event.kind == EventKind::Compute;
   return count;
 }
 
-void Schedule::print(std::ostream &os, const Problem &problem) const {
+void EventList::print(std::ostream &os, const Problem &problem) const {
   for (const Event &event : events) {
     os << (event.kind == EventKind::Compute ? "compute " : "free ")
        << event.node;
@@ -31,10 +31,10 @@ CheckmateSolution CheckmateSolution::empty(int n) {
   return solution;
 }
 
-Schedule eliminateDeadComputes(const Problem &problem,
-                               const Schedule &schedule) {
+EventList eliminateDeadComputes(const Problem &problem,
+                               const EventList &schedule) {
   int n = problem.size();
-  Schedule current = schedule;
+  EventList current = schedule;
   while (true) {
     size_t count = current.events.size();
     std::vector<char> dead(count, 0);
@@ -76,7 +76,7 @@ Schedule eliminateDeadComputes(const Problem &problem,
     }
     if (!changed)
       return current;
-    Schedule next;
+    EventList next;
     for (size_t i = 0; i < count; ++i)
       if (!dead[i])
         next.events.push_back(current.events[i]);
@@ -84,11 +84,11 @@ Schedule eliminateDeadComputes(const Problem &problem,
   }
 }
 
-Schedule CheckmateSolution::toSchedule(const Problem &problem,
+EventList CheckmateSolution::toSchedule(const Problem &problem,
                                        std::string *error) const {
   int n = problem.size();
   UseInfo uses(problem);
-  Schedule schedule;
+  EventList schedule;
   std::vector<char> live(n, 0);
   std::vector<int> lastRead(n, -1);
   auto fail = [&](const std::string &message) {
@@ -150,7 +150,7 @@ Schedule CheckmateSolution::toSchedule(const Problem &problem,
 }
 
 bool CheckmateSolution::fromSchedule(const Problem &problem,
-                                     const Schedule &schedule,
+                                     const EventList &schedule,
                                      CheckmateSolution &result) {
   int n = problem.size();
   result = empty(n);

@@ -108,7 +108,7 @@ SolverOutput solveSqrtN(const Problem &problem) {
 }
 
 EventList scheduleFromRecomputeMatrix(const Problem &problem,
-                                     const std::vector<std::vector<char>> &r) {
+                                      const std::vector<std::vector<char>> &r) {
   int n = problem.size();
   UseInfo uses(problem);
   // stageOf[t]: the nodes computed in stage t, ascending.

@@ -169,8 +169,8 @@ bool chainFromProblem(const Problem &problem, ChainMapping &mapping,
 /// index order (a backward step's recomputation first), with frees from
 /// scheduleFromComputeSequence.
 EventList chainStrategySchedule(const Problem &problem,
-                               const ChainMapping &mapping,
-                               const std::vector<ChainOp> &ops);
+                                const ChainMapping &mapping,
+                                const std::vector<ChainOp> &ops);
 
 /// Chain DP on a Problem: converts it, then searches the DP's memory for
 /// the largest value whose checked node-level peak fits `budgetBytes`
@@ -192,7 +192,7 @@ SolverOutput solveChainDpProblem(const Problem &problem, int64_t budgetBytes,
 /// until its last read before its next recompute (to the end when it is a
 /// required output), the least memory for that sequence.
 EventList scheduleFromComputeSequence(const Problem &problem,
-                                     const std::vector<int> &computes);
+                                      const std::vector<int> &computes);
 
 } // namespace planner
 } // namespace remat

@@ -7,8 +7,8 @@ namespace remat {
 namespace planner {
 
 EventList chainStrategySchedule(const Problem &problem,
-                               const ChainMapping &mapping,
-                               const std::vector<ChainOp> &ops) {
+                                const ChainMapping &mapping,
+                                const std::vector<ChainOp> &ops) {
   std::vector<int> computes = mapping.prefixNodes;
   for (const ChainOp &op : ops) {
     if (op.kind == ChainOp::Backward && op.option > 0) {
@@ -25,7 +25,7 @@ EventList chainStrategySchedule(const Problem &problem,
 }
 
 EventList scheduleFromComputeSequence(const Problem &problem,
-                                     const std::vector<int> &computes) {
+                                      const std::vector<int> &computes) {
   int n = problem.size();
   int count = static_cast<int>(computes.size());
   UseInfo uses(problem);

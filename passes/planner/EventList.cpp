@@ -32,7 +32,7 @@ CheckmateSolution CheckmateSolution::empty(int n) {
 }
 
 EventList eliminateDeadComputes(const Problem &problem,
-                               const EventList &schedule) {
+                                const EventList &schedule) {
   int n = problem.size();
   EventList current = schedule;
   while (true) {
@@ -85,7 +85,7 @@ EventList eliminateDeadComputes(const Problem &problem,
 }
 
 EventList CheckmateSolution::toSchedule(const Problem &problem,
-                                       std::string *error) const {
+                                        std::string *error) const {
   int n = problem.size();
   UseInfo uses(problem);
   EventList schedule;

@@ -41,12 +41,12 @@ struct EventList {
 /// `schedule` without its dead computes: a compute whose output is freed
 /// unread and that a later compute of the same node replaces, together
 /// with its free; repeated until none is left (a dead compute's operands
-/// may die with it). Every node keeps at least one compute. Such computes arise where
-/// a fixed order forces a first compute long before the value is needed
+/// may die with it). Every node keeps at least one compute. Such computes arise
+/// where a fixed order forces a first compute long before the value is needed
 /// and the solver then drops and recomputes it. Valid in Event mode only:
 /// the later recompute becomes the first compute, out of node order.
 EventList eliminateDeadComputes(const Problem &problem,
-                               const EventList &schedule);
+                                const EventList &schedule);
 
 /// A Checkmate solution (Jain et al. 2020): stage t computes node t and may
 /// first recompute earlier nodes, in index order.
@@ -67,7 +67,8 @@ struct CheckmateSolution {
   /// already live is dropped (it only arises with zero-cost nodes).
   /// Returns an error string (empty when fine) for solutions that read a
   /// value that is not there.
-  EventList toSchedule(const Problem &problem, std::string *error = nullptr) const;
+  EventList toSchedule(const Problem &problem,
+                       std::string *error = nullptr) const;
 
   /// The inverse for stage-structured schedules (see Checker.h); returns
   /// false when `schedule` is not stage-structured.

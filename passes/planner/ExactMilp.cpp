@@ -95,8 +95,8 @@ struct FreeVar {
 /// that produces each stage's node and the values to keep. Frees follow
 /// scheduleFromRecomputeMatrix; the caller checks the result.
 EventList roundResident(const Problem &problem, const UseInfo &uses,
-                       const std::vector<std::vector<double>> &residentLp,
-                       double threshold, std::mt19937 *rng) {
+                        const std::vector<std::vector<double>> &residentLp,
+                        double threshold, std::mt19937 *rng) {
   int n = problem.size();
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   auto keep = [&](int t, int i) {

@@ -168,7 +168,7 @@ Problem permuteProblem(const Problem &problem, const std::vector<int> &order) {
 }
 
 EventList unpermuteSchedule(const EventList &schedule,
-                           const std::vector<int> &order) {
+                            const std::vector<int> &order) {
   EventList result = schedule;
   for (Event &event : result.events)
     event.node = order[event.node];

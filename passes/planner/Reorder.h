@@ -45,7 +45,7 @@ Problem permuteProblem(const Problem &problem, const std::vector<int> &order);
 
 /// A schedule of permuteProblem(problem, order) in the original numbering.
 EventList unpermuteSchedule(const EventList &schedule,
-                           const std::vector<int> &order);
+                            const std::vector<int> &order);
 
 /// True when `order` is a permutation of the nodes in which every operand
 /// comes before its reader.

@@ -162,7 +162,8 @@ SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
 
 /// Checkmate MILP on CBC; `warmStart` (may be empty) seeds the incumbent.
 SolverOutput solveExact(const Problem &problem, int64_t budgetBytes,
-                        const EventList &warmStart, const SolveOptions &options);
+                        const EventList &warmStart,
+                        const SolveOptions &options);
 
 /// Brute force over all Checkmate recompute matrices (2^(n(n-1)/2)
 /// candidates; n <= 7), for tests. Returns the optimal cost, or -1 when no
@@ -175,7 +176,7 @@ double bruteForceOptimalCost(const Problem &problem, int64_t budgetBytes,
 /// until its last read before its next recompute (the least memory for
 /// those computes). Used by the brute force and the MILP decoding.
 EventList scheduleFromRecomputeMatrix(const Problem &problem,
-                                     const std::vector<std::vector<char>> &r);
+                                      const std::vector<std::vector<char>> &r);
 
 } // namespace planner
 } // namespace remat

@@ -111,22 +111,6 @@ std::vector<int> subtreeFirstOrder(const Problem &problem,
 
 } // namespace
 
-bool isTopologicalOrder(const Problem &problem, const std::vector<int> &order) {
-  int n = problem.size();
-  if (static_cast<int>(order.size()) != n)
-    return false;
-  std::vector<int> position(n, -1);
-  for (int p = 0; p < n; ++p) {
-    if (order[p] < 0 || order[p] >= n || position[order[p]] >= 0)
-      return false;
-    position[order[p]] = p;
-  }
-  for (int k = 0; k < n; ++k)
-    for (int op : problem.nodes[k].operands)
-      if (position[op] >= position[k])
-        return false;
-  return true;
-}
 
 std::vector<NodeOrder> candidateOrders(const Problem &problem) {
   UseInfo uses(problem);

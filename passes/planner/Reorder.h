@@ -47,9 +47,6 @@ Problem permuteProblem(const Problem &problem, const std::vector<int> &order);
 EventList unpermuteSchedule(const EventList &schedule,
                             const std::vector<int> &order);
 
-/// True when `order` is a permutation of the nodes in which every operand
-/// comes before its reader.
-bool isTopologicalOrder(const Problem &problem, const std::vector<int> &order);
 
 } // namespace planner
 } // namespace remat

@@ -1,5 +1,5 @@
 //===- ExhaustiveTest.cpp - The exhaustive search and the exact MILP ------===//
-#include "passes/planner/Exhaustive.h"
+#include "Exhaustive.h"
 #include "passes/planner/Solvers.h"
 #include "TestUtil.h"
 

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 using namespace remat::planner;
+using remat::planner::test::isTopologicalOrder;
 using remat::planner::test::randomDag;
 using remat::planner::test::randomTrainingDag;
 

@@ -116,6 +116,26 @@ inline SolveResult solveExactCheckmate(const Problem &problem,
   return solve(problem, budget, SolverKind::Exact, options);
 }
 
+/// True when `order` is a permutation of the nodes in which every operand
+/// comes before its reader.
+inline bool isTopologicalOrder(const Problem &problem,
+                               const std::vector<int> &order) {
+  int n = problem.size();
+  if (static_cast<int>(order.size()) != n)
+    return false;
+  std::vector<int> position(n, -1);
+  for (int p = 0; p < n; ++p) {
+    if (order[p] < 0 || order[p] >= n || position[order[p]] >= 0)
+      return false;
+    position[order[p]] = p;
+  }
+  for (int k = 0; k < n; ++k)
+    for (int op : problem.nodes[k].operands)
+      if (position[op] >= position[k])
+        return false;
+  return true;
+}
+
 } // namespace test
 } // namespace planner
 } // namespace remat

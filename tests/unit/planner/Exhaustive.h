@@ -5,8 +5,8 @@
 // against. Independent of the MILP and of the recompute-matrix brute force.
 //
 //===----------------------------------------------------------------------===//
-#ifndef REMAT_PASSES_PLANNER_EXHAUSTIVE_H
-#define REMAT_PASSES_PLANNER_EXHAUSTIVE_H
+#ifndef REMAT_TESTS_UNIT_PLANNER_EXHAUSTIVE_H
+#define REMAT_TESTS_UNIT_PLANNER_EXHAUSTIVE_H
 
 #include "passes/planner/EventList.h"
 
@@ -52,4 +52,4 @@ double exhaustiveOptimalCost(const Problem &problem, int64_t budgetBytes,
 } // namespace planner
 } // namespace remat
 
-#endif // REMAT_PASSES_PLANNER_EXHAUSTIVE_H
+#endif // REMAT_TESTS_UNIT_PLANNER_EXHAUSTIVE_H

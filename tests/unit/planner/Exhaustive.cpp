@@ -3,7 +3,7 @@
 // See Exhaustive.h for the algorithm. Sets of nodes are bitmasks (n <= 10).
 //
 //===----------------------------------------------------------------------===//
-#include "passes/planner/Exhaustive.h"
+#include "Exhaustive.h"
 
 #include <algorithm>
 #include <cmath>

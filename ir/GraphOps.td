@@ -1,9 +1,11 @@
 //===- GraphOps.td - ops of the graph dialect --------------*- tablegen -*-===//
 //
 // Every op of docs/ops.md: forward, gradient and optimizer ops, and
-// `constant`. Each op is Pure (optimizer ops return new values instead of
-// writing in place), has a C++ verifier with messages that name the dims, and
-// implements the cost model; forward ops implement the gradient interface.
+// `constant`, each defined once here (docs/adding-an-op.md). Each op is Pure
+// (optimizer ops return new values instead of writing in place), is verified
+// by its type rule (ops/ShapeRules.h) with messages that name the operands,
+// and implements the cost model; forward ops implement the gradient
+// interface.
 //
 //===----------------------------------------------------------------------===//
 

@@ -3,9 +3,11 @@
 #include "compiler/Driver.h"
 
 #include "compiler/Importer.h"
+#include "passes/AssignBuffers.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <chrono>
@@ -48,6 +50,34 @@ int64_t arenaBudget(const CompileOptions &options) {
   return budget - reserve;
 }
 
+namespace {
+
+/// The diagnostics emitted while it lives, one per line as "LOC: message".
+/// Module-level diagnostics carry the model file's location (line 0): the
+/// message alone says it better.
+class DiagnosticText {
+public:
+  explicit DiagnosticText(mlir::MLIRContext &context)
+      : handler(&context, [this](mlir::Diagnostic &d) {
+          llvm::raw_string_ostream os(messages);
+          if (!messages.empty())
+            os << "\n";
+          auto file = mlir::dyn_cast<mlir::FileLineColLoc>(d.getLocation());
+          if (!file || file.getLine() != 0)
+            os << d.getLocation() << ": ";
+          os << d.str();
+          return mlir::success();
+        }) {}
+
+  const std::string &text() const { return messages; }
+
+private:
+  std::string messages;
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+} // namespace
+
 mlir::OwningOpRef<mlir::ModuleOp>
 buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
             Stage stage, const CompileOptions &options) {
@@ -72,20 +102,9 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
     remat.reorder = options.reorder;
     pm.addPass(createRematerializePass(remat));
   }
-  std::string messages;
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-    llvm::raw_string_ostream os(messages);
-    // Module-level diagnostics carry the model file's location (line 0):
-    // the message alone says it better.
-    auto file = mlir::dyn_cast<mlir::FileLineColLoc>(d.getLocation());
-    if (!file || file.getLine() != 0)
-      os << d.getLocation() << ": ";
-    os << d.str() << "\n";
-    return mlir::success();
-  });
+  DiagnosticText diagnostics(context);
   if (mlir::failed(pm.run(*module))) {
-    while (!messages.empty() && messages.back() == '\n')
-      messages.pop_back();
+    std::string messages = diagnostics.text();
     if (options.budgetBytes && options.workspaceReserveBytes > 0)
       messages += " (the arena's budget: " +
                   std::to_string(*options.budgetBytes) + " bytes minus " +
@@ -143,30 +162,16 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
                              std::to_string(layout.arenaBytes) +
                              " bytes exceeds the arena's budget of " +
                              std::to_string(arenaBudget(options)));
-  return emitPlan(assignBuffers(*module, options.alignment), step, report);
-}
-
-plan::ArenaOp assignBuffers(mlir::ModuleOp module, int64_t alignment) {
-  mlir::PassManager pm(module.getContext());
-  AssignBuffersPassOptions assign;
-  assign.alignment = alignment;
-  pm.addPass(createAssignBuffersPass(assign));
-  std::string messages;
-  mlir::ScopedDiagnosticHandler handler(
-      module.getContext(), [&](mlir::Diagnostic &d) {
-        llvm::raw_string_ostream os(messages);
-        os << d.getLocation() << ": " << d.str() << "\n";
-        return mlir::success();
-      });
-  // The pass manager verifies the result: the plan dialect's verifier
-  // checks every plan before it is written.
-  if (mlir::failed(pm.run(module)))
+  // The plan dialect on the way to the file: the arena laid out with the
+  // liveness and layout of the report, verified before it is written.
+  context.getOrLoadDialect<plan::PlanDialect>();
+  DiagnosticText diagnostics(context);
+  plan::ArenaOp arena =
+      buildPlanArena(*module, step, liveness, layout, options.alignment);
+  if (!arena || mlir::failed(mlir::verify(*module)))
     throw std::runtime_error("internal error: the plan failed to verify: " +
-                             messages);
-  auto arenas = module.getBody()->getOps<plan::ArenaOp>();
-  if (arenas.empty())
-    throw std::runtime_error("internal error: no plan.arena was built");
-  return *arenas.begin();
+                             diagnostics.text());
+  return emitPlan(arena, step, report);
 }
 
 std::optional<int64_t> parseByteSize(const std::string &text) {

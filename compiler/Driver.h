@@ -60,12 +60,6 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
                           const CompileOptions &options,
                           nlohmann::json &report);
 
-/// Runs -remat-assign-buffers on a module holding the final @train_step
-/// and returns the verified `plan.arena` that replaces it: the one road
-/// from a training step to a plan file. Throws std::runtime_error when the
-/// plan fails to verify.
-plan::ArenaOp assignBuffers(mlir::ModuleOp module, int64_t alignment);
-
 /// Parses "1.5GiB", "800MB", "123456" (bytes) etc.; nullopt when invalid.
 std::optional<int64_t> parseByteSize(const std::string &text);
 /// 1536 -> "1.50 KiB".

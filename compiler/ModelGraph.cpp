@@ -19,7 +19,6 @@
 #include "compiler/Expression.h"
 
 #include "ops/ShapeRules.h"
-#include "runtime/Ops.h"
 #include "runtime/PlanFormat.h"
 
 #include <algorithm>
@@ -38,18 +37,17 @@ namespace remat::model {
 //===----------------------------------------------------------------------===//
 
 bool isFloatDType(const std::string &d) {
-  return d == "f32" || d == "f16" || d == "bf16";
+  auto dtype = ops::parseDType(d);
+  return dtype && ops::isFloatDType(*dtype);
 }
-bool isIndexDType(const std::string &d) { return d == "i32" || d == "i64"; }
+bool isIndexDType(const std::string &d) {
+  auto dtype = ops::parseDType(d);
+  return dtype && ops::isIndexDType(*dtype);
+}
 
 int64_t dtypeBytes(const std::string &d) {
-  if (d == "f32" || d == "i32")
-    return 4;
-  if (d == "f16" || d == "bf16")
-    return 2;
-  if (d == "i64")
-    return 8;
-  return 0;
+  auto dtype = ops::parseDType(d);
+  return dtype ? int64_t(ops::dtypeSize(*dtype)) : 0;
 }
 
 /// Products stay below 2^62 so that byte counts and sums of a few of them
@@ -850,7 +848,7 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
   try {
     json typed = attrs;
     typed.erase("shape");
-    ops::OpAttrs parsed = runtime::parseOpAttrs(*opKind, typed, where);
+    ops::OpAttrs parsed = ops::parseAttrs(*opKind, typed);
     ops::LabeledTypes inputs;
     for (size_t i = 0; i < operands.size(); ++i) {
       inputs.types.push_back(toOpsType(types[i]));
@@ -868,9 +866,6 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
     result = fromOpsType(
         ops::inferResultTypes(*opKind, parsed, inputs, givenTypes).at(0));
     result.bytes();
-  } catch (const runtime::PlanError &e) {
-    std::string message = e.what();
-    fail(where, kind + ": " + message.substr(where.size() + 2));
   } catch (const std::exception &e) {
     fail(where, kind + ": " + e.what());
   }

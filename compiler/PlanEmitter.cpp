@@ -2,6 +2,8 @@
 
 #include "compiler/PlanEmitter.h"
 
+#include "ir/GraphOps.h"
+
 #include <map>
 
 using nlohmann::json;
@@ -109,10 +111,7 @@ runtime::Plan emitPlan(plan::ArenaOp arena, const TrainStep &step,
     runtime::BufferDesc b;
     b.name = buffer.getSymName().str();
     b.role = *runtime::parseRole(buffer.getRole().str());
-    std::string dtype;
-    llvm::raw_string_ostream os(dtype);
-    buffer.getDtype().print(os);
-    b.dtype = *runtime::parseDType(os.str());
+    b.dtype = *graph::dtypeOf(buffer.getDtype());
     b.shape.assign(buffer.getShape().begin(), buffer.getShape().end());
     b.offset = static_cast<uint64_t>(buffer.getOffsetValue());
     b.bytes = static_cast<uint64_t>(buffer.getBytesValue());

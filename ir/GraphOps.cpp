@@ -52,22 +52,6 @@ bool attentionSizes(Value q, int64_t &scores, int64_t &scoresTimesHead) {
 
 namespace {
 
-/// The dtype of a tensor type's elements, or nullopt for another element
-/// type.
-std::optional<ops::DType> dtypeOf(Type element) {
-  if (element.isF32())
-    return ops::DType::F32;
-  if (element.isF16())
-    return ops::DType::F16;
-  if (element.isBF16())
-    return ops::DType::BF16;
-  if (element.isSignlessInteger(32))
-    return ops::DType::I32;
-  if (element.isSignlessInteger(64))
-    return ops::DType::I64;
-  return std::nullopt;
-}
-
 /// Appends `value`'s type to `types`: a statically shaped tensor of a dtype
 /// remat computes whose element count fits in int64_t.
 LogicalResult addType(Operation *op, Value value, const std::string &label,
@@ -105,6 +89,20 @@ void read(Attribute attr, std::vector<int64_t> &out) {
 }
 
 } // namespace
+
+std::optional<ops::DType> dtypeOf(Type element) {
+  if (element.isF32())
+    return ops::DType::F32;
+  if (element.isF16())
+    return ops::DType::F16;
+  if (element.isBF16())
+    return ops::DType::BF16;
+  if (element.isSignlessInteger(32))
+    return ops::DType::I32;
+  if (element.isSignlessInteger(64))
+    return ops::DType::I64;
+  return std::nullopt;
+}
 
 LogicalResult verifyByTypeRule(Operation *op) {
   std::optional<ops::OpKind> kind =

@@ -11,6 +11,7 @@
 #include "ir/GraphDialect.h"
 #include "ir/Interfaces/CostOpInterface.h"
 #include "ir/Interfaces/GradientOpInterface.h"
+#include "ops/OpTable.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -19,6 +20,10 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace remat::graph {
+/// The dtype of a tensor's element type (f32, f16, bf16, i32, i64), or
+/// nullopt for a type remat does not compute.
+std::optional<ops::DType> dtypeOf(mlir::Type element);
+
 /// The verifier of every graph op: operand and result types against the
 /// op's type rule (ops/ShapeRules.h) and attribute ranges, with messages
 /// that name the operands ("'b' has shape [5,3] but expects K=4 ...").

@@ -74,19 +74,6 @@ void printSymbolList(OpAsmPrinter &printer, Operation *, ArrayAttr list) {
   });
 }
 
-/// A buffer's lifetime: the steps (counted in step order) from the first
-/// that writes it to the last that reads or writes it.
-struct Lifetime {
-  int64_t first = -1, last = -1;
-};
-
-/// Two transient buffers whose lifetimes overlap share no bytes. Lifetimes
-/// that only touch (one buffer's last reader writes the other) may share
-/// bytes: whether that step may run in place is the loader's check. The
-/// loss lives to the end. O(transient buffers^2).
-LogicalResult verifyDisjointLifetimes(Operation *arena,
-                                      ArrayRef<BufferOp> buffers);
-
 } // namespace
 } // namespace remat::plan
 
@@ -116,6 +103,76 @@ LogicalResult ArenaOp::verify() {
            << getAlignmentValue();
   return success();
 }
+
+namespace {
+
+/// A buffer's lifetime: the steps (counted in step order) from the first
+/// that writes it to the last that reads or writes it.
+struct Lifetime {
+  int64_t first = -1, last = -1;
+};
+
+/// Two transient buffers whose lifetimes overlap share no bytes. Lifetimes
+/// that only touch (one buffer's last reader writes the other) may share
+/// bytes: whether that step may run in place is the loader's check. The
+/// loss lives to the end. O(transient buffers^2).
+LogicalResult verifyDisjointLifetimes(ArenaOp arena,
+                                      ArrayRef<BufferOp> buffers) {
+  llvm::StringMap<Lifetime> lifetimes;
+  int64_t index = 0;
+  for (Operation &op : arena.getBodyBlock()) {
+    auto step = llvm::dyn_cast<StepOp>(op);
+    if (!step)
+      continue;
+    for (Attribute ref : step.getOutputs()) {
+      Lifetime &life = lifetimes[llvm::cast<FlatSymbolRefAttr>(ref).getValue()];
+      if (life.first < 0)
+        life.first = index;
+      life.last = index;
+    }
+    for (Attribute ref : step.getInputs()) {
+      auto it = lifetimes.find(llvm::cast<FlatSymbolRefAttr>(ref).getValue());
+      if (it != lifetimes.end())
+        it->second.last = index;
+    }
+    ++index;
+  }
+  if (std::optional<StringRef> loss = arena.getLoss())
+    if (auto it = lifetimes.find(*loss); it != lifetimes.end())
+      it->second.last = index;
+
+  struct Live {
+    BufferOp buffer;
+    Lifetime life;
+  };
+  SmallVector<Live> live;
+  for (BufferOp buffer : buffers) {
+    auto it = lifetimes.find(buffer.getSymName());
+    if (!buffer.isPersistent() && it != lifetimes.end())
+      live.push_back({buffer, it->second});
+  }
+  for (size_t i = 0; i < live.size(); ++i)
+    for (size_t j = i + 1; j < live.size(); ++j) {
+      Live a = live[i], b = live[j];
+      bool sameTime = a.life.first == b.life.first ||
+                      (a.life.first < b.life.last && b.life.first < a.life.last);
+      bool sameBytes = a.buffer.getOffsetValue() < b.buffer.getEnd() &&
+                       b.buffer.getOffsetValue() < a.buffer.getEnd();
+      if (sameTime && sameBytes && a.buffer.getBytesValue() > 0 &&
+          b.buffer.getBytesValue() > 0)
+        return b.buffer.emitOpError("bytes [")
+               << b.buffer.getOffsetValue() << ", " << b.buffer.getEnd()
+               << ") of @" << b.buffer.getSymName() << " (live from step "
+               << b.life.first << " to " << b.life.last << ") overlap bytes ["
+               << a.buffer.getOffsetValue() << ", " << a.buffer.getEnd()
+               << ") of @" << a.buffer.getSymName() << " (live from step "
+               << a.life.first << " to " << a.life.last
+               << "); buffers live at the same time share no bytes";
+    }
+  return success();
+}
+
+} // namespace
 
 LogicalResult ArenaOp::verifyRegions() {
   SmallVector<BufferOp> buffers;
@@ -190,67 +247,6 @@ LogicalResult ArenaOp::verifyRegions() {
   }
   return success();
 }
-
-namespace {
-
-LogicalResult verifyDisjointLifetimes(Operation *arenaOp,
-                                      ArrayRef<BufferOp> buffers) {
-  auto arena = llvm::cast<ArenaOp>(arenaOp);
-  llvm::StringMap<Lifetime> lifetimes;
-  int64_t index = 0;
-  for (Operation &op : arena.getBodyBlock()) {
-    auto step = llvm::dyn_cast<StepOp>(op);
-    if (!step)
-      continue;
-    for (Attribute ref : step.getOutputs()) {
-      Lifetime &life = lifetimes[llvm::cast<FlatSymbolRefAttr>(ref).getValue()];
-      if (life.first < 0)
-        life.first = index;
-      life.last = index;
-    }
-    for (Attribute ref : step.getInputs()) {
-      auto it = lifetimes.find(llvm::cast<FlatSymbolRefAttr>(ref).getValue());
-      if (it != lifetimes.end())
-        it->second.last = index;
-    }
-    ++index;
-  }
-  if (std::optional<StringRef> loss = arena.getLoss())
-    if (auto it = lifetimes.find(*loss); it != lifetimes.end())
-      it->second.last = index;
-
-  struct Live {
-    BufferOp buffer;
-    Lifetime life;
-  };
-  SmallVector<Live> live;
-  for (BufferOp buffer : buffers) {
-    auto it = lifetimes.find(buffer.getSymName());
-    if (!buffer.isPersistent() && it != lifetimes.end())
-      live.push_back({buffer, it->second});
-  }
-  for (size_t i = 0; i < live.size(); ++i)
-    for (size_t j = i + 1; j < live.size(); ++j) {
-      Live a = live[i], b = live[j];
-      bool sameTime = a.life.first == b.life.first ||
-                      (a.life.first < b.life.last && b.life.first < a.life.last);
-      bool sameBytes = a.buffer.getOffsetValue() < b.buffer.getEnd() &&
-                       b.buffer.getOffsetValue() < a.buffer.getEnd();
-      if (sameTime && sameBytes && a.buffer.getBytesValue() > 0 &&
-          b.buffer.getBytesValue() > 0)
-        return b.buffer.emitOpError("bytes [")
-               << b.buffer.getOffsetValue() << ", " << b.buffer.getEnd()
-               << ") of @" << b.buffer.getSymName() << " (live from step "
-               << b.life.first << " to " << b.life.last << ") overlap bytes ["
-               << a.buffer.getOffsetValue() << ", " << a.buffer.getEnd()
-               << ") of @" << a.buffer.getSymName() << " (live from step "
-               << a.life.first << " to " << a.life.last
-               << "); buffers live at the same time share no bytes";
-    }
-  return success();
-}
-
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // plan.buffer

@@ -1,6 +1,7 @@
 //===- OpTable.cpp - The generated op table and dtype helpers ------------===//
 #include "ops/OpTable.h"
 
+#include <iterator>
 #include <limits>
 
 namespace remat::ops {
@@ -57,12 +58,6 @@ const char *kernelFamilyName(KernelFamily family) {
 }
 
 void setDefaultAttrs(OpKind op, OpAttrs &attrs) {
-  switch (op) {
-#define REMAT_OP(Kind, ...)                                                    \
-  case OpKind::Kind:                                                           \
-    break;
-#include "ops/generated/OpTable.inc"
-  }
 #define REMAT_OP_ATTR(Kind, name, field, type, required, defaultValue)         \
   if (op == OpKind::Kind && !required)                                         \
     attrs.field = defaultValue;
@@ -72,10 +67,17 @@ void setDefaultAttrs(OpKind op, OpAttrs &attrs) {
 const char *dtypeName(DType dtype) { return kDTypeNames[int(dtype)]; }
 
 std::optional<DType> parseDType(const std::string &name) {
-  for (int i = 0; i < 5; ++i)
+  for (size_t i = 0; i < std::size(kDTypeNames); ++i)
     if (name == kDTypeNames[i])
       return DType(i);
   return std::nullopt;
+}
+
+std::string dtypeNames() {
+  std::string names;
+  for (const char *name : kDTypeNames)
+    names += (names.empty() ? "" : "|") + std::string(name);
+  return names;
 }
 
 uint64_t dtypeSize(DType dtype) {

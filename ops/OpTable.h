@@ -28,6 +28,8 @@ struct TensorType {
 
 const char *dtypeName(DType dtype); ///< "f32", ...
 std::optional<DType> parseDType(const std::string &name);
+/// "f32|f16|bf16|i32|i64", for messages.
+std::string dtypeNames();
 uint64_t dtypeSize(DType dtype);
 bool isFloatDType(DType dtype);
 bool isIndexDType(DType dtype);

@@ -1,14 +1,17 @@
-//===- ShapeRules.h - Operand and result types of every op -----*- C++ -*-===//
+//===- ShapeRules.h - Attributes, operand and result types of every op -*-===//
 //
 // One implementation of each op's type rule (the `shapeRule` of its ODS
-// record), shared by the model reader, which infers result types with it,
-// and the plan loader, which checks a step's result types against it.
+// record) and of its attribute checks, shared by the graph dialect's
+// verifier, the model reader, which infers result types with it, and the
+// plan loader, which checks every step against it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_OPS_SHAPERULES_H
 #define REMAT_OPS_SHAPERULES_H
 
 #include "ops/OpTable.h"
+
+#include <nlohmann/json.hpp>
 
 #include <stdexcept>
 #include <string>
@@ -43,6 +46,12 @@ std::vector<TensorType> inferResultTypes(OpKind op, const OpAttrs &attrs,
 /// Throws TypeRuleError ("output 0 has shape [2,8] but expects [2,4]").
 void checkTypes(OpKind op, const OpAttrs &attrs, const LabeledTypes &inputs,
                 const LabeledTypes &outputs);
+
+/// The attributes of `op` from a JSON object (a plan step's `attrs`, the
+/// model reader's normalized attributes): unknown names, missing required
+/// attributes and wrong types are errors; attributes not given take their
+/// ODS defaults; ranges are checked (checkAttrValues). Throws TypeRuleError.
+OpAttrs parseAttrs(OpKind op, const nlohmann::json &attrs);
 
 /// Checks the ranges of attribute values, by attribute name: `rate`,
 /// `beta1` and `beta2` in [0, 1), `epsilon` positive. Throws TypeRuleError.

@@ -80,20 +80,6 @@ double TrainStep::totalSeconds() const {
 
 namespace {
 
-std::string dtypeOf(mlir::Type type) {
-  if (type.isF32())
-    return "f32";
-  if (type.isF16())
-    return "f16";
-  if (type.isBF16())
-    return "bf16";
-  if (type.isInteger(32))
-    return "i32";
-  if (type.isInteger(64))
-    return "i64";
-  return "";
-}
-
 /// The model-level name in a location made by the importer
 /// ("/ops/3 'h.0.qk'" -> "h.0.qk"), or empty.
 std::string nameFromLoc(mlir::Location loc) {
@@ -209,13 +195,14 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     auto type = mlir::dyn_cast<mlir::RankedTensorType>(value.getType());
     if (!type || !type.hasStaticShape())
       fail(value.getDefiningOp(), "a value is not a static tensor");
+    std::optional<ops::DType> dtype = graph::dtypeOf(type.getElementType());
+    if (!dtype)
+      fail(value.getDefiningOp(), "a value has an element type remat does "
+                                  "not compute");
     ValueInfo info;
-    info.dtype = dtypeOf(type.getElementType());
+    info.dtype = ops::dtypeName(*dtype);
     info.shape.assign(type.getShape().begin(), type.getShape().end());
-    int64_t elementBytes = info.dtype == "f32" || info.dtype == "i32" ? 4
-                           : info.dtype == "i64"                      ? 8
-                                                                      : 2;
-    int64_t bytes = elementBytes;
+    int64_t bytes = int64_t(ops::dtypeSize(*dtype));
     for (int64_t d : info.shape) {
       if (d <= 0 || bytes > (int64_t(1) << 62) / d)
         fail(value.getDefiningOp(), "a tensor size overflows 2^62 bytes");

@@ -15,8 +15,6 @@ struct NameTable {
   int value;
 };
 
-constexpr NameTable kDTypes[] = {
-    {"f32", 0}, {"f16", 1}, {"bf16", 2}, {"i32", 3}, {"i64", 4}};
 constexpr NameTable kRoles[] = {{"param", 0},      {"grad", 1},
                                 {"optimizer", 2},  {"input", 3},
                                 {"activation", 4}, {"temporary", 5}};
@@ -220,11 +218,11 @@ BufferDesc parseBuffer(const Reader &r, const json &v,
            "unknown role '" + role + "' (expected " + listNames(kRoles) + ")");
   b.role = BufferRole(*parsedRole);
   std::string dtype = r.str(r.field(v, path, "dtype"), path + "/dtype");
-  auto parsedDType = lookup(kDTypes, dtype);
+  std::optional<DType> parsedDType = parseDType(dtype);
   if (!parsedDType)
     r.fail(where, "unknown dtype '" + dtype + "' (expected " +
-                      listNames(kDTypes) + ")");
-  b.dtype = DType(*parsedDType);
+                      ops::dtypeNames() + ")");
+  b.dtype = *parsedDType;
   b.shape = r.intArray(r.field(v, path, "shape"), path + "/shape");
   b.offset = r.uint64(r.field(v, path, "offset"), path + "/offset");
   b.bytes = r.uint64(r.field(v, path, "bytes"), path + "/bytes");

@@ -1,5 +1,6 @@
 //===- Npy.cpp - Read and write NumPy .npy arrays ------------------------===//
 #include "runtime/Npy.h"
+#include "runtime/OutputFile.h"
 
 #include <cctype>
 #include <fstream>
@@ -152,16 +153,14 @@ void writeNpy(const std::string &path, const NpyArray &array) {
   while ((10 + header.size() + 1) % 64 != 0)
     header.push_back(' ');
   header.push_back('\n');
-  std::ofstream out(path, std::ios::binary);
-  if (!out)
-    throw PlanError(path + ": cannot write .npy file");
+  OutputFile file(path);
+  std::ostream &out = file.stream();
   out.write("\x93NUMPY\x01\x00", 8);
   char len[2] = {char(header.size() & 0xff), char(header.size() >> 8)};
   out.write(len, 2);
   out.write(header.data(), int64_t(header.size()));
   out.write(array.bytes.data(), int64_t(array.bytes.size()));
-  if (!out)
-    throw PlanError(path + ": error while writing .npy file");
+  file.commit();
 }
 
 } // namespace remat::runtime

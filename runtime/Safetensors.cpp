@@ -1,5 +1,6 @@
 //===- Safetensors.cpp - Read and write .safetensors weight files --------===//
 #include "runtime/Safetensors.h"
+#include "runtime/OutputFile.h"
 
 #include <fstream>
 #include <iterator>
@@ -139,9 +140,8 @@ void writeSafetensors(const std::string &path,
   std::string text = header.dump();
   while (text.size() % 8 != 0)
     text.push_back(' ');
-  std::ofstream out(path, std::ios::binary);
-  if (!out)
-    throw PlanError(path + ": cannot write safetensors file");
+  OutputFile file(path);
+  std::ostream &out = file.stream();
   uint64_t len = text.size();
   char lenBytes[8];
   for (int i = 0; i < 8; ++i)
@@ -150,8 +150,7 @@ void writeSafetensors(const std::string &path,
   out.write(text.data(), int64_t(text.size()));
   for (const auto &entry : tensors)
     out.write(entry.second.bytes.data(), int64_t(entry.second.bytes.size()));
-  if (!out)
-    throw PlanError(path + ": error while writing safetensors file");
+  file.commit();
 }
 
 } // namespace remat::runtime

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/planner/CheckmateGraph.h"
 #include "passes/planner/Solvers.h"
+#include "runtime/OutputFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -241,12 +242,12 @@ int main(int argc, char **argv) {
     }
   }
   if (!jsonPath.empty()) {
-    std::ofstream out(jsonPath);
-    if (!out) {
-      std::fprintf(stderr, "error: cannot write '%s'\n", jsonPath.c_str());
+    try {
+      remat::runtime::writeOutputFile(jsonPath, rows.dump(2) + "\n");
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
       return 1;
     }
-    out << rows.dump(2) << "\n";
   }
   return 0;
 }

@@ -4,8 +4,8 @@
 // runs the pipeline up to --emit's stage and writes it to -o (default
 // stdout). train: compiles to a plan file and runs it (`remat run`'s
 // options pass through). Errors go to stderr as one located message with
-// exit code 1; usage errors exit 2. Outputs are written to a temporary file
-// and renamed, so a failure never leaves a partial file behind.
+// exit code 1; usage errors exit 2. Outputs are written through
+// runtime/OutputFile.h, so a failure never leaves a partial file behind.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +13,7 @@
 
 #include "compiler/Driver.h"
 #include "compiler/ModelGraph.h"
+#include "runtime/OutputFile.h"
 #ifdef REMAT_HAVE_RUN
 #include "tools/remat/RunCommand.h"
 #endif
@@ -206,25 +207,6 @@ std::string readModel(const std::string &path) {
   return buffer.str();
 }
 
-/// Writes through a temporary file and a rename.
-void writeOutput(const std::string &path, const std::string &text) {
-  if (path == "-") {
-    std::cout << text;
-    return;
-  }
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out)
-      throw std::runtime_error("cannot write '" + path + "'");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot write '" + path + "'");
-  }
-}
-
 void printSummary(const nlohmann::json &report) {
   using compiler::formatBytes;
   const auto &b = report["breakdown"];
@@ -265,18 +247,23 @@ compiler::CompileOptions toCompileOptions(const Options &options) {
   return c;
 }
 
-/// Compiles to a plan file at `path` (and the report); returns the report.
+/// Compiles to a plan file at `path` (and at `copyPath` if not empty, and
+/// the report); returns the report.
 nlohmann::json compileToPlanFile(const Options &options,
-                                 const std::string &path) {
+                                 const std::string &path,
+                                 const std::string &copyPath = "") {
   std::string source = options.model == "-" ? "<stdin>" : options.model;
   model::ModelGraph graph =
       model::loadModel(readModel(options.model), source, options.modelOptions);
   compiler::CompileOptions compileOptions = toCompileOptions(options);
   nlohmann::json report;
   runtime::Plan plan = compiler::compilePlan(graph, compileOptions, report);
-  writeOutput(path, runtime::serializePlanText(plan));
+  std::string text = runtime::serializePlanText(plan);
+  runtime::writeOutputFile(path, text);
+  if (!copyPath.empty())
+    runtime::writeOutputFile(copyPath, text);
   if (!options.report.empty())
-    writeOutput(options.report, report.dump(2) + "\n");
+    runtime::writeOutputFile(options.report, report.dump(2) + "\n");
   return report;
 }
 } // namespace
@@ -321,7 +308,7 @@ int compileMain(int argc, char **argv) {
     model::ModelGraph graph = model::loadModel(readModel(options.model),
                                                source, options.modelOptions);
     if (*stage == compiler::Stage::Flat) {
-      writeOutput(options.output, model::toJson(graph).dump(1) + "\n");
+      runtime::writeOutputFile(options.output, model::toJson(graph).dump(1) + "\n");
       return 0;
     }
     mlir::MLIRContext context;
@@ -332,7 +319,7 @@ int compileMain(int argc, char **argv) {
     module->print(os);
     os << "\n";
     os.flush();
-    writeOutput(options.output, printed);
+    runtime::writeOutputFile(options.output, printed);
   } catch (const model::ModelError &e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
@@ -352,21 +339,20 @@ int trainMain(int argc, char **argv) {
   options.output = "";
   if (int code = parse("train", argc, argv, options, true); code >= 0)
     return code;
-  std::string planPath = options.output;
-  bool temporary = planPath.empty();
-  if (temporary) {
-    char pattern[] = "/tmp/remat-train-XXXXXX";
-    int fd = mkstemp(pattern);
-    if (fd < 0) {
-      std::cerr << "remat train: cannot create a temporary plan file\n";
-      return 1;
-    }
-    close(fd);
-    planPath = pattern;
+  // The run reads its own temporary copy of the plan: --plan may name a
+  // file that cannot be read back (/dev/null, a FIFO).
+  char pattern[] = "/tmp/remat-train-XXXXXX";
+  int fd = mkstemp(pattern);
+  if (fd < 0) {
+    std::cerr << "remat train: cannot create a temporary plan file\n";
+    return 1;
   }
+  close(fd);
+  std::string planPath = pattern;
   int code = 0;
   try {
-    nlohmann::json report = compileToPlanFile(options, planPath);
+    nlohmann::json report =
+        compileToPlanFile(options, planPath, /*copyPath=*/options.output);
     printSummary(report);
     std::vector<std::string> args = {"run", planPath};
     args.insert(args.end(), options.passThrough.begin(),
@@ -382,8 +368,7 @@ int trainMain(int argc, char **argv) {
     std::cerr << "remat train: error: " << e.what() << "\n";
     code = 1;
   }
-  if (temporary)
-    std::remove(planPath.c_str());
+  std::remove(planPath.c_str());
   return code;
 #endif
 }

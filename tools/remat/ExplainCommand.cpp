@@ -8,6 +8,7 @@
 #include "tools/remat/ExplainCommand.h"
 
 #include "runtime/Loader.h"
+#include "runtime/OutputFile.h"
 
 #include <cstdio>
 #include <fstream>
@@ -18,23 +19,6 @@ namespace remat::tools {
 using namespace remat::runtime;
 
 namespace {
-
-void writeFileAtomically(const std::string &path, const std::string &text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw PlanError(path + ": cannot write");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw PlanError(path + ": cannot write");
-  }
-}
 
 std::string baseName(const std::string &path) {
   size_t slash = path.find_last_of('/');
@@ -103,12 +87,12 @@ int explainMain(int argc, char **argv, std::ostream &out, std::ostream &err) {
     const Plan &plan = loaded.plan;
     PlanExplanation ex = explainPlan(plan);
     if (!svgPath.empty())
-      writeFileAtomically(
+      writeOutputFile(
           svgPath, renderTimelineSvg(plan, ex,
                                      "remat explain: " + plan.model + " (" +
                                          baseName(planPath) + ")"));
     if (!jsonPath.empty())
-      writeFileAtomically(jsonPath, explanationJson(plan, ex).dump(1) + "\n");
+      writeOutputFile(jsonPath, explanationJson(plan, ex).dump(1) + "\n");
     out << formatExplanation(plan, ex, planPath);
     if (!svgPath.empty())
       out << "\ntimeline: " << svgPath << "\n";

@@ -21,6 +21,7 @@
 #include "passes/Rematerialize.h"
 #include "passes/planner/CheckmateGraph.h"
 #include "passes/planner/Reorder.h"
+#include "runtime/OutputFile.h"
 
 #include <chrono>
 #include <cmath>
@@ -153,10 +154,7 @@ planner::SolveOptions solveOptions(const PlanOptions &options) {
 void writeJson(const PlanOptions &options, const json &j) {
   if (options.jsonPath.empty())
     return;
-  std::ofstream out(options.jsonPath);
-  out << j.dump(2) << "\n";
-  if (!out)
-    throw std::runtime_error("cannot write '" + options.jsonPath + "'");
+  runtime::writeOutputFile(options.jsonPath, j.dump(2) + "\n");
 }
 
 int planSweep(const PlanOptions &options, planner::SolverKind kind) {

@@ -9,6 +9,7 @@
 #include "runtime/Executor.h"
 #include "runtime/Loader.h"
 #include "runtime/Npy.h"
+#include "runtime/OutputFile.h"
 #include "runtime/Safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -90,12 +91,11 @@ int runCommand(const RunOptions &opt) {
     for (const auto &[name, path] : opt.data)
       exec.setInputData(name, readNpy(path));
 
-    std::ofstream log;
-    if (!opt.logPath.empty()) {
-      log.open(opt.logPath);
-      if (!log)
-        throw PlanError(opt.logPath + ": cannot write log file");
-    }
+    // The log is written in place, a line per step, so it can be followed
+    // while the run goes on.
+    std::unique_ptr<OutputFile> log;
+    if (!opt.logPath.empty())
+      log = std::make_unique<OutputFile>(opt.logPath, OutputFile::Mode::InPlace);
 
     // --dump-grads: after the plan step that last writes each param grad in
     // step 1, copy that grad out before a later step can reuse its bytes.
@@ -154,7 +154,7 @@ int runCommand(const RunOptions &opt) {
     for (int64_t s = 0; s < opt.steps; ++s) {
       StepResult r = exec.runStep(/*prefetchNext=*/s + 1 < opt.steps);
       out << formatStepLine(r, p, exec.arenaBytes()) << "\n" << std::flush;
-      if (log.is_open()) {
+      if (log) {
         nlohmann::json entry = {{"step", r.step},
                                 {"loss", r.loss},
                                 {"ms", r.milliseconds},
@@ -172,7 +172,7 @@ int runCommand(const RunOptions &opt) {
           entry["device_context_bytes"] = cuda->contextBytes();
         }
 #endif
-        log << entry.dump() << "\n" << std::flush;
+        log->stream() << entry.dump() << "\n" << std::flush;
       }
       if (s == 0 && !opt.dumpGradsPath.empty()) {
         writeSafetensors(opt.dumpGradsPath, dumped);
@@ -183,6 +183,8 @@ int runCommand(const RunOptions &opt) {
       err << "remat run: warning: --steps 0, no gradients dumped\n";
     if (!opt.savePath.empty())
       writeSafetensors(opt.savePath, exec.stateTensors());
+    if (log)
+      log->commit();
     return 0;
   } catch (const std::exception &e) {
     err << "remat run: error: " << e.what() << "\n";

@@ -496,17 +496,40 @@ void ModelReader::readInputs() {
     globalPointers[v.name] = p;
     graph.values.push_back(std::move(v));
   }
-  // labels_of refers to another input by name; resolve it now.
+  // labels_of and teacher refer to another input by name; resolve it now.
   for (Value &v : graph.values) {
-    if (v.data.value("kind", "") != "labels_of")
+    std::string kind = v.data.value("kind", "");
+    if (kind != "labels_of" && kind != "teacher")
       continue;
     std::string of = v.data["of"];
+    std::string pointer = globalPointers[v.name] + "/data/of";
     if (!globals.count(of) || graph.values[globals[of]].kind != ValueKind::Input)
-      fail(globalPointers[v.name] + "/data/of",
-           "'" + of + "' is not an input");
-    if (graph.values[globals[of]].type.shape != v.type.shape)
-      fail(globalPointers[v.name] + "/data/of",
-           "labels_of '" + of + "' needs the same shape as '" + v.name + "'");
+      fail(pointer, "'" + of + "' is not an input");
+    const ValueType &source = graph.values[globals[of]].type;
+    if (kind == "labels_of") {
+      if (source.shape != v.type.shape)
+        fail(pointer,
+             "labels_of '" + of + "' needs the same shape as '" + v.name + "'");
+      continue;
+    }
+    if (isIndexDType(source.dtype) || source.shape.empty() ||
+        graph.values[globals[of]].data.value("kind", "") == "teacher")
+      fail(pointer, "a teacher reads a float input of rank >= 1 that is not "
+                    "itself a teacher's; '" +
+                        of + "' is not one");
+    std::vector<int64_t> rows(source.shape.begin(), source.shape.end() - 1);
+    bool labels = isIndexDType(v.type.dtype);
+    std::vector<int64_t> expected = rows;
+    if (!labels && !v.type.shape.empty())
+      expected.push_back(v.type.shape.back());
+    if (v.type.shape != expected || (!labels && v.type.shape.empty()))
+      fail(pointer, "teacher of '" + of + "' (shape " +
+                        ops::formatShape(source.shape) + ") gives " +
+                        (labels ? "labels of shape " + ops::formatShape(rows)
+                                : "targets of shape " + ops::formatShape(rows) +
+                                      " + [outputs]") +
+                        ", but '" + v.name + "' has shape " +
+                        ops::formatShape(v.type.shape));
   }
 }
 
@@ -516,11 +539,11 @@ json ModelReader::normalizeData(const json &data, const std::string &pointer,
   if (data.is_null()) {
     if (index)
       fail(pointer, "an integer input needs a 'data' object saying how to "
-                    "generate it (randint, sequence or labels_of)");
+                    "generate it (teacher, sequence, labels_of or randint)");
     return json{{"kind", "randn"}, {"std", 1.0}};
   }
   checkKeys(data, pointer, {"kind", "std", "low", "high", "vocab", "of",
-                            "shift", "a", "c"});
+                            "shift", "a", "c", "classes"});
   std::string kind = kindOf(data, pointer);
   json out{{"kind", kind}};
   if (kind == "randn") {
@@ -554,10 +577,24 @@ json ModelReader::normalizeData(const json &data, const std::string &pointer,
     out["shift"] = data.contains("shift")
                        ? integer(data["shift"], pointer + "/shift")
                        : 1;
+  } else if (kind == "teacher") {
+    const json &of = require(data, pointer, "of");
+    if (!of.is_string())
+      fail(pointer + "/of", "expected the name of a float input");
+    out["of"] = of;
+    if (index) {
+      out["classes"] =
+          integer(require(data, pointer, "classes"), pointer + "/classes");
+      if (out["classes"].get<int64_t>() < 1)
+        fail(pointer + "/classes", "classes must be at least 1");
+    } else if (data.contains("classes")) {
+      fail(pointer + "/classes", "classes is for integer labels; a float "
+                                 "input gets one target per last-dim entry");
+    }
   } else {
     fail(pointer + "/kind", "unknown data kind '" + kind +
-                                "' (expected randn, randint, sequence or "
-                                "labels_of)");
+                                "' (expected randn, randint, sequence, "
+                                "labels_of or teacher)");
   }
   return out;
 }

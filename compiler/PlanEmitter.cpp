@@ -56,8 +56,8 @@ runtime::InitSpec initSpec(const json &init) {
   return spec;
 }
 
-/// A data generator; labels_of names its sequence buffer, looked up in
-/// `indexOf`.
+/// A data generator; labels_of and teacher name their source buffer,
+/// looked up in `indexOf`.
 runtime::DataSpec dataSpec(const json &data,
                            const std::map<std::string, int64_t> &indexOf) {
   runtime::DataSpec spec;
@@ -81,6 +81,13 @@ runtime::DataSpec dataSpec(const json &data,
       throw std::runtime_error("labels_of names an unknown input");
     spec.of = it->second;
     spec.shift = data.value("shift", int64_t(1));
+  } else if (kind == "teacher") {
+    spec.kind = runtime::DataSpec::Kind::Teacher;
+    auto it = indexOf.find(data.value("of", std::string()));
+    if (it == indexOf.end())
+      throw std::runtime_error("teacher names an unknown input");
+    spec.of = it->second;
+    spec.classes = data.value("classes", int64_t(0));
   }
   return spec;
 }

@@ -275,6 +275,9 @@ int64_t AttentionGradOp::getFlops() {
 
 /// 6 per element: grad + wd·param (2), μ·m + g (2), param - lr·m' (2).
 int64_t SgdUpdateOp::getFlops() { return times(6, elements(getParam())); }
+int64_t SgdPlainUpdateOp::getFlops() {
+  return times(4, elements(getParam()));
+}
 
 /// 15 per element: decay (1), m' (3), v' (4), two bias corrections (2),
 /// sqrt (1), + eps (1), divide (1), lr· and subtract (2).

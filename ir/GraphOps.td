@@ -71,6 +71,11 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
   // Whether the result type is an input of the op rather than inferred
   // (the model format gives it as the `shape` attribute).
   bit resultTypeGiven = 0;
+  // Whether the op is an optimizer update: operand 0 is a param, operand 1
+  // its gradient, operands 2.. its optimizer state; result 0 is the new
+  // param and result k >= 1 the new state k-1, each in its operand's bytes.
+  // Only these ops write params and optimizer state.
+  bit updatesParam = 0;
 }
 
 // A forward op: differentiable by the autodiff pass. Its VJP is in
@@ -611,6 +616,7 @@ def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [OwnFlops]> {
   let kernelFamily = "SgdUpdate";
   let shapeRule = "Elementwise";
   let inPlace = 1;
+  let updatesParam = 1;
   let summary = "SGD with momentum and weight decay";
   let description = [{
     `g = grad + weight_decay·param; m' = momentum·m + g;
@@ -638,10 +644,38 @@ def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [OwnFlops]> {
   }];
 }
 
+def Graph_SgdPlainUpdateOp : Graph_Op<"sgd_plain_update", [OwnFlops]> {
+  let kernelFamily = "SgdUpdate";
+  let shapeRule = "Elementwise";
+  let inPlace = 1;
+  let updatesParam = 1;
+  let summary = "SGD without momentum: no optimizer state";
+  let description = [{
+    `param' = param - lr·(grad + weight_decay·param)`: `sgd_update` with
+    momentum 0, which needs no momentum buffer. Returns the new value;
+    buffer assignment puts it in the param's buffer. All operands and the
+    result have one type. FLOPs: 4 per element.
+
+    ```mlir
+    %p2 = graph.sgd_plain_update %p, %g
+        {lr = 1.000000e-02 : f32, weight_decay = 0.000000e+00 : f32}
+        : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$param, Graph_Tensor:$grad, Graph_F32:$lr,
+                       Graph_F32:$weight_decay);
+  let results = (outs Graph_Tensor:$new_param);
+  let assemblyFormat = [{
+    $param `,` $grad attr-dict `:` type($param) `,` type($grad) `->`
+    type($new_param)
+  }];
+}
+
 def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [OwnFlops]> {
   let kernelFamily = "AdamwUpdate";
   let shapeRule = "Elementwise";
   let inPlace = 1;
+  let updatesParam = 1;
   let summary = "AdamW with decoupled weight decay";
   let description = [{
     With the runtime's 1-based step t: `param ← param·(1 - lr·wd)`;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/PlanOps.h"
+#include "ops/OpTable.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -48,8 +49,11 @@ std::string dtypeName(Type type) {
   return text;
 }
 
+/// An optimizer update (GraphOps.td `updatesParam`): the only steps that
+/// write params and optimizer state, in place.
 bool isUpdateOp(StringRef opName) {
-  return opName == "sgd_update" || opName == "adamw_update";
+  std::optional<ops::OpKind> kind = ops::parseOpKind(opName.str());
+  return kind && ops::opInfo(*kind).updatesParam;
 }
 
 /// `@a, @b` (possibly empty) as an array of flat symbol references.
@@ -374,24 +378,27 @@ LogicalResult StepOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     if ((role == "param" || role == "optimizer") && !isUpdateOp(opName))
       return emitOpError("'")
              << opName << "' writes " << ref << ", a '" << role
-             << "' buffer; only sgd_update and adamw_update write params "
-                "and optimizer state";
+             << "' buffer; only optimizer updates (sgd_update, "
+                "sgd_plain_update, adamw_update) write params and optimizer "
+                "state";
   }
 
   // Updates are in place: outputs (param, state...) are inputs 0, 2, 3...
   if (isUpdateOp(opName)) {
     ArrayAttr inputs = getInputs(), outputs = getOutputs();
-    size_t states = opName == "sgd_update" ? 1 : 2;
+    const ops::OpInfo &info = ops::opInfo(*ops::parseOpKind(opName.str()));
+    size_t states = size_t(info.numOutputs) - 1;
     bool inPlace = inputs.size() == 2 + states &&
                    outputs.size() == 1 + states && outputs[0] == inputs[0];
     for (size_t i = 0; inPlace && i < states; ++i)
       inPlace = outputs[1 + i] == inputs[2 + i];
+    std::string stateNames;
+    for (size_t i = 0; i < states; ++i)
+      stateNames += std::string(", ") + info.operandNames[2 + i];
     if (!inPlace)
       return emitOpError("'")
              << opName << "' must update in place: inputs (param, grad"
-             << (states == 1 ? ", momentum" : ", m, v")
-             << ") and outputs (param"
-             << (states == 1 ? ", momentum" : ", m, v")
+             << stateNames << ") and outputs (param" << stateNames
              << ") naming the same param and state buffers";
   }
   return success();

@@ -82,6 +82,9 @@ struct OpInfo {
   bool inPlace;         ///< a result may take exactly an operand's bytes
   bool inModelFormat;   ///< model files may use it
   bool resultTypeGiven; ///< the result type is given, not inferred
+  /// An optimizer update: (param, grad, state...) -> (param', state'...),
+  /// each result in its operand's bytes (GraphOps.td `updatesParam`).
+  bool updatesParam;
   std::vector<const char *> operandNames;
   std::vector<const char *> resultNames;
   std::vector<AttrInfo> attrs;

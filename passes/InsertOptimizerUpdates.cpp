@@ -39,8 +39,13 @@ struct OptimizerConfig {
   double beta2 = 0.999;
   double eps = 1e-8;
 
+  /// SGD without momentum keeps no state (graph.sgd_plain_update).
+  bool plainSgd() const { return kind == Kind::Sgd && momentum == 0.0; }
+
   /// Names of the state arguments of one param, in argument order.
   llvm::SmallVector<llvm::StringRef, 2> stateNames() const {
+    if (plainSgd())
+      return {};
     if (kind == Kind::Sgd)
       return {"momentum"};
     return {"adam_m", "adam_v"};
@@ -144,7 +149,8 @@ std::optional<OptimizerConfig> readOptimizerConfig(mlir::ModuleOp module) {
 ///     gradient's type (the output of -remat-autodiff).
 ///  3. For each param in result order, append its state arguments (sgd:
 ///     `momentum:<p>`; adamw: `adam_m:<p>`, `adam_v:<p>`), initialized to
-///     zeros.
+///     zeros. SGD with momentum 0 has none and updates with
+///     graph.sgd_plain_update.
 ///  4. Insert the param's update right after the op that defines its final
 ///     gradient, so that it runs as soon as the gradient is final; if a
 ///     later op (other than the return) still reads the param, after the
@@ -293,7 +299,12 @@ void OptimizerPass::runOnOperation() {
 
     mlir::Type type = paramArg.getType();
     mlir::Operation *update;
-    if (config->kind == OptimizerConfig::Kind::Sgd) {
+    if (config->plainSgd()) {
+      update = builder.create<graph::SgdPlainUpdateOp>(
+          paramArg.getLoc(), type, paramArg, param.grad,
+          static_cast<float>(config->lr),
+          static_cast<float>(config->weightDecay));
+    } else if (config->kind == OptimizerConfig::Kind::Sgd) {
       auto sgd = builder.create<graph::SgdUpdateOp>(
           paramArg.getLoc(), type, type, paramArg, param.grad, states[0],
           static_cast<float>(config->lr), static_cast<float>(config->momentum),

@@ -57,8 +57,9 @@ def OptimizerPass : Pass<"remat-optimizer", "::mlir::ModuleOp"> {
     attributes {graph.name, graph.role = "optimizer",
     graph.init = {kind = "zeros"}, graph.param = <p's arg index : i64>}.
 
-    It inserts one `graph.sgd_update` (operands: param, grad, momentum) or
-    `graph.adamw_update` (param, grad, m, v) per param, with f32
+    It inserts one `graph.sgd_update` (operands: param, grad, momentum),
+    `graph.sgd_plain_update` (param, grad; SGD with momentum 0, which keeps
+    no state) or `graph.adamw_update` (param, grad, m, v) per param, with f32
     hyperparameter attributes, right after the op that defines the final
     gradient; if a backward op created later still reads the old param
     value, the update goes after the last such reader instead, so that the

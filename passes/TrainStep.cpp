@@ -285,7 +285,8 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     }
     info.seconds = profile.opSeconds(info.flops, info.bytes);
 
-    bool isUpdate = info.kind == "sgd_update" || info.kind == "adamw_update";
+    std::optional<ops::OpKind> opKind = ops::parseOpKind(info.kind);
+    bool isUpdate = opKind && ops::opInfo(*opKind).updatesParam;
     memory::StepOp stepOp;
     stepOp.phase = isUpdate ? memory::Phase::Optimizer
                    : forward.count(&op) || info.recompute

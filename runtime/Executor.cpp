@@ -163,22 +163,20 @@ SyntheticRequest Executor::syntheticRequest(const BufferDesc &b, uint64_t n,
 
 void Executor::fillInputs(int64_t step) {
   const Plan &p = loaded.plan;
-  // Host copies are kept only of inputs some labels_of reads.
+  // Host copies are kept only of inputs some labels_of or teacher reads.
   std::set<size_t> needed;
   for (const BufferDesc &b : p.buffers)
-    if (b.role == BufferRole::Input && b.data &&
-        b.data->kind == DataSpec::Kind::LabelsOf)
+    if (b.role == BufferRole::Input && b.data && b.data->readsInput())
       needed.insert(size_t(b.data->of));
   std::map<size_t, std::vector<char>> host;
-  // Pass 0: everything but labels_of; pass 1: labels_of, whose source
-  // sequence is now known.
+  // Pass 0: everything but labels_of and teacher; pass 1: those, whose
+  // source input is now known.
   for (int pass = 0; pass < 2; ++pass)
     for (size_t i = 0; i < p.buffers.size(); ++i) {
       const BufferDesc &b = p.buffers[i];
       if (b.role != BufferRole::Input)
         continue;
-      bool isLabels = b.data && b.data->kind == DataSpec::Kind::LabelsOf &&
-                      !userData.count(i);
+      bool isLabels = b.data && b.data->readsInput() && !userData.count(i);
       if (isLabels != (pass == 1))
         continue;
       if (auto it = userData.find(i); it != userData.end()) {

@@ -91,6 +91,41 @@ void validateBuffer(const LoadedPlan &lp, size_t i) {
     return;
   const DataSpec &d = *b.data;
   std::string kind = std::string("data '") + dataKindName(d.kind) + "'";
+  if (d.kind == DataSpec::Kind::Teacher) {
+    if (d.of < 0 || d.of >= int64_t(plan.buffers.size()))
+      fail(where,
+           kind + " \"of\" " + std::to_string(d.of) + " is not a buffer index");
+    const BufferDesc &src = plan.buffers[d.of];
+    if (src.role != BufferRole::Input || !isFloatDType(src.dtype) ||
+        src.shape.empty() || (src.data && src.data->readsInput()))
+      fail(where, kind +
+                      " \"of\" must name a float input of rank >= 1 whose "
+                      "data reads no other input, got '" +
+                      src.name + "'");
+    Shape rows(src.shape.begin(), src.shape.end() - 1);
+    bool integer = isIndexDType(b.dtype);
+    if (integer && (d.classes < 1 || d.classes > (1ll << 31)))
+      fail(where, kind + " classes must be in [1, 2^31], got " +
+                      std::to_string(d.classes));
+    Shape expected = rows;
+    if (!integer && !b.shape.empty())
+      expected.push_back(b.shape.back());
+    if (b.shape != expected || (!integer && b.shape.empty()))
+      fail(where, kind + " has shape " + formatShape(b.shape) + " but '" +
+                      src.name + "' " + formatShape(src.shape) +
+                      (integer ? " gives labels of shape " + formatShape(rows)
+                               : " gives targets of shape " +
+                                     formatShape(rows) + " + [outputs]"));
+    if (!integer && !isFloatDType(b.dtype))
+      fail(where, kind + " needs a float or i32/i64 buffer");
+    // The teacher's weights are one Philox stream of features x outputs.
+    uint64_t features = uint64_t(src.shape.back());
+    uint64_t outputs = integer ? uint64_t(d.classes) : uint64_t(b.shape.back());
+    if (outputs != 0 && features > (uint64_t(1) << 34) / outputs)
+      fail(where, kind + " teacher of " + std::to_string(features) + " x " +
+                      std::to_string(outputs) + " weights is too large");
+    return;
+  }
   if (d.kind == DataSpec::Kind::Randn) {
     if (!isFloatDType(b.dtype))
       fail(where, kind + " needs a float buffer, got " + dtypeName(b.dtype));
@@ -148,6 +183,7 @@ void validateBuffer(const LoadedPlan &lp, size_t i) {
                       std::to_string(d.shift));
     break;
   }
+  case DataSpec::Kind::Teacher:
   case DataSpec::Kind::Randn:
     break;
   }
@@ -252,12 +288,8 @@ void validateStep(LoadedPlan &lp, size_t si, std::vector<bool> &written) {
   if (isOptimizerOp(*op)) {
     // param' -> param, then each state result -> its state operand.
     std::vector<std::pair<int, int>> inPlace = {{0, 0}};
-    if (*op == OpKind::SgdUpdate)
-      inPlace.push_back({1, 2});
-    else {
-      inPlace.push_back({1, 2});
-      inPlace.push_back({2, 3});
-    }
+    for (int o = 1; o < int(s.outputs.size()); ++o)
+      inPlace.push_back({o, o + 1});
     for (auto [o, i] : inPlace)
       if (s.outputs[o] != s.inputs[i])
         fail(where, "output " + std::to_string(o) + " must be input " +

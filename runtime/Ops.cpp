@@ -18,9 +18,7 @@ OpArity opArity(OpKind op) {
   return {info.numInputs, info.numOutputs};
 }
 
-bool isOptimizerOp(OpKind op) {
-  return op == OpKind::SgdUpdate || op == OpKind::AdamwUpdate;
-}
+bool isOptimizerOp(OpKind op) { return ops::opInfo(op).updatesParam; }
 
 OpAttrs parseOpAttrs(OpKind op, const json &attrs, const std::string &where) {
   try {

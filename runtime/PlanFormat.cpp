@@ -22,7 +22,7 @@ constexpr NameTable kPhases[] = {
     {"forward", 0}, {"backward", 1}, {"optimizer", 2}};
 constexpr const char *kInitKinds[] = {"normal", "uniform", "zeros", "ones"};
 constexpr const char *kDataKinds[] = {"randn", "randint", "sequence",
-                                      "labels_of"};
+                                      "labels_of", "teacher"};
 
 template <size_t N>
 std::optional<int> lookup(const NameTable (&table)[N], const std::string &s) {
@@ -180,7 +180,8 @@ DataSpec parseData(const Reader &r, const json &v, const std::string &path) {
   r.expectObject(v, path);
   r.rejectUnknownKeys(
       v, path,
-      {"kind", "mean", "std", "low", "high", "vocab", "a", "c", "of", "shift"});
+      {"kind", "mean", "std", "low", "high", "vocab", "a", "c", "of", "shift",
+       "classes"});
   DataSpec data;
   std::string kind = r.str(r.field(v, path, "kind"), path + "/kind");
   data.kind =
@@ -193,12 +194,13 @@ DataSpec parseData(const Reader &r, const json &v, const std::string &path) {
                             {"a", &data.a},
                             {"c", &data.c},
                             {"of", &data.of},
-                            {"shift", &data.shift}})
+                            {"shift", &data.shift},
+                            {"classes", &data.classes}})
     r.optional(v, path, key, *field);
   if (data.kind == DataSpec::Kind::Sequence && !r.optionalField(v, "vocab"))
     r.fail(path, "data kind 'sequence' needs \"vocab\"");
-  if (data.kind == DataSpec::Kind::LabelsOf && !r.optionalField(v, "of"))
-    r.fail(path, "data kind 'labels_of' needs \"of\"");
+  if (data.readsInput() && !r.optionalField(v, "of"))
+    r.fail(path, "data kind '" + kind + "' needs \"of\"");
   return data;
 }
 
@@ -387,6 +389,11 @@ json serializePlan(const Plan &plan) {
       case DataSpec::Kind::LabelsOf:
         jd["of"] = d.of;
         jd["shift"] = d.shift;
+        break;
+      case DataSpec::Kind::Teacher:
+        jd["of"] = d.of;
+        if (isIndexDType(b.dtype))
+          jd["classes"] = d.classes;
         break;
       }
       jb["data"] = jd;

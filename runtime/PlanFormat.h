@@ -52,14 +52,21 @@ struct InitSpec {
 /// How an input buffer is filled at the start of every step when the user
 /// gives no data file for it.
 struct DataSpec {
-  enum class Kind { Randn, Randint, Sequence, LabelsOf };
+  enum class Kind { Randn, Randint, Sequence, LabelsOf, Teacher };
   Kind kind = Kind::Randn;
   double mean = 0.0, std = 1.0; ///< randn
   int64_t low = 0, high = 2;    ///< randint: uniform integers in [low, high)
   int64_t vocab = 0;            ///< sequence: tokens in [0, vocab)
   int64_t a = 3, c = 1;         ///< sequence: x[t+1] = (a*x[t] + c) mod vocab
-  int64_t of = -1;              ///< labels_of: index of a "sequence" buffer
-  int64_t shift = 1;            ///< labels_of: label[t] = token t+shift
+  int64_t of = -1;     ///< labels_of: index of a "sequence" buffer;
+                       ///< teacher: index of the float input it labels
+  int64_t shift = 1;   ///< labels_of: label[t] = token t+shift
+  int64_t classes = 0; ///< teacher, integer labels: classes in [0, classes)
+
+  /// Whether the generator reads another input (`of`) of the same step.
+  bool readsInput() const {
+    return kind == Kind::LabelsOf || kind == Kind::Teacher;
+  }
 };
 
 struct BufferDesc {

@@ -3,6 +3,7 @@
 
 #include "runtime/SyntheticDraw.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -115,7 +116,7 @@ std::vector<char> initialValue(const BufferDesc &b, uint64_t seed) {
 
 std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
                                  int64_t step,
-                                 const std::vector<char> *sourceTokens) {
+                                 const std::vector<char> *sourceBytes) {
   const BufferDesc &b = plan.buffers[index];
   const DataSpec &d = *b.data;
   uint64_t n = *checkedNumElements(b.shape);
@@ -127,6 +128,40 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
     return bytes;
   }
   std::vector<int64_t> values(n);
+  if (d.kind == DataSpec::Kind::Teacher) {
+    const BufferDesc &src = plan.buffers[d.of];
+    if (src.dtype != DType::F32)
+      throw PlanError("'" + b.name + "': data 'teacher' reads f32 inputs only");
+    bool integer = isIndexDType(b.dtype);
+    uint64_t features = uint64_t(src.shape.back());
+    uint64_t outputs = integer ? uint64_t(d.classes) : uint64_t(b.shape.back());
+    uint64_t rows = *checkedNumElements(src.shape) / features;
+    // The teacher's weights: a fixed draw per (seed, buffer name).
+    std::vector<float> weights(features * outputs);
+    fillNormal(Stream(seed, bufferStreamId(b.name), 0, kTeacherDomain),
+               weights.size(), 0.0, 1.0, weights.data());
+    const float *x = reinterpret_cast<const float *>(sourceBytes->data());
+    std::vector<double> z(outputs);
+    if (!integer)
+      bytes.resize(n * sizeof(float));
+    float *targets = reinterpret_cast<float *>(bytes.data());
+    double scale = 1.0 / std::sqrt(double(features));
+    for (uint64_t row = 0; row < rows; ++row) {
+      std::fill(z.begin(), z.end(), 0.0);
+      for (uint64_t f = 0; f < features; ++f)
+        for (uint64_t k = 0; k < outputs; ++k)
+          z[k] += double(x[row * features + f]) *
+                  double(weights[f * outputs + k]);
+      if (!integer) {
+        for (uint64_t k = 0; k < outputs; ++k)
+          targets[row * outputs + k] = float(z[k] * scale);
+        continue;
+      }
+      values[row] = int64_t(std::max_element(z.begin(), z.end()) - z.begin());
+    }
+    if (!integer)
+      return bytes;
+  }
   switch (d.kind) {
   case DataSpec::Kind::Randint:
     for (uint64_t i = 0; i < n; ++i)
@@ -145,7 +180,7 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
   }
   case DataSpec::Kind::LabelsOf: {
     const BufferDesc &src = plan.buffers[d.of];
-    std::vector<int64_t> tokens = loadInts(src.dtype, *sourceTokens);
+    std::vector<int64_t> tokens = loadInts(src.dtype, *sourceBytes);
     const DataSpec &rule = *src.data;
     uint64_t time = uint64_t(b.shape.back());
     for (uint64_t row = 0; row * time < n; ++row)
@@ -164,6 +199,7 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
     break;
   }
   case DataSpec::Kind::Randn:
+  case DataSpec::Kind::Teacher:
     break;
   }
   if (b.dtype == DType::I32)

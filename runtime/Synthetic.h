@@ -9,7 +9,8 @@
 //   key     = (seed lo, seed hi)
 //   counter = (i/4, fnv1a32(buffer name), step, domain)
 //   domain  = 0x494E4954 ("INIT", step 0) for parameter/optimizer init,
-//             0x44415441 ("DATA") for the inputs of 0-based step `step`.
+//             0x44415441 ("DATA") for the inputs of 0-based step `step`,
+//             0x54454143 ("TEAC", step 0) for a teacher's weights.
 //
 // Word i%4 of block i/4 is element i's 32 random bits. uniform:
 // (w >> 8) * 2^-24 in [0,1). normal: Box-Muller on the word pairs (0,1) and
@@ -37,11 +38,17 @@ uint32_t bufferStreamId(const std::string &name);
 std::vector<char> initialValue(const BufferDesc &buffer, uint64_t seed);
 
 /// The synthetic value of input buffer `index` at 0-based `step`. For
-/// labels_of, `sourceTokens` must be the host bytes of the "of" buffer for
-/// this step (generated or user data).
+/// labels_of and teacher, `sourceBytes` must be the host bytes of the "of"
+/// buffer for this step (generated or user data).
+///
+/// teacher: a fixed random linear map W (features x outputs, standard
+/// normals from the stream (seed, name, step 0, "TEAC")) applied to each
+/// row x of the "of" input (its last dim is the features): integer labels
+/// are argmax_k (x·W)_k, the first on ties, a task a classifier can learn;
+/// float targets are x·W / sqrt(features).
 std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
                                  int64_t step,
-                                 const std::vector<char> *sourceTokens);
+                                 const std::vector<char> *sourceBytes);
 
 /// Elements [begin, begin + count) of a randn or randint input at `step`,
 /// equal to the same range of syntheticInput's result; `begin` must be a

@@ -23,6 +23,8 @@ namespace remat::runtime {
 inline constexpr uint32_t kInitDomain = 0x494E4954u;
 /// Philox counter word 3 of input data ("DATA").
 inline constexpr uint32_t kDataDomain = 0x44415441u;
+/// Philox counter word 3 of a teacher's weights ("TEAC").
+inline constexpr uint32_t kTeacherDomain = 0x54454143u;
 
 /// Block `block` of the stream (seed, id, step, domain): counter
 /// (block, id, step, domain), key (seed lo, seed hi). `block` < 2^32.

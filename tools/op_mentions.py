@@ -29,7 +29,8 @@ import subprocess
 import sys
 
 NOT_PLAIN = {"dropout", "attention", "attention_grad", "cross_entropy",
-             "cross_entropy_grad", "sgd_update", "adamw_update"}
+             "cross_entropy_grad", "sgd_update", "sgd_plain_update",
+             "adamw_update"}
 FRAMING = {"graph", "op", "kind", "launch", "kernel", "check", "infer", "k"}
 EXTS = (".h", ".cpp", ".td", ".cu", ".cuh")
 

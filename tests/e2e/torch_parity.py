@@ -95,6 +95,11 @@ def draw_inputs(flat, rng):
             x = rng.integers(data.get("low", 0), data["high"], shape)
         elif kind == "sequence":
             x = rng.integers(0, data["vocab"], shape)
+        elif kind == "teacher" and dtype != np.float32:
+            # Labels of any rule will do: both sides get the same batch.
+            x = rng.integers(0, data["classes"], shape)
+        elif kind == "teacher":
+            x = rng.normal(0.0, 1.0, shape)
         elif kind == "labels_of":
             continue
         else:

@@ -168,6 +168,9 @@ func.func @optimizers(%p: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
   // CHECK: %[[NP:[^,]*]], %{{.*}} = graph.sgd_update %[[P]], %[[P]], %[[P]] {lr = 0.00999999977 : f32, momentum = 0.899999976 : f32, weight_decay = 0.000000e+00 : f32}
   // CHECK-SAME: : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x4xf32>
   %0:2 = graph.sgd_update %p, %p, %p {lr = 0.01 : f32, momentum = 0.9 : f32, weight_decay = 0.0 : f32} : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x4xf32>
+  // CHECK: %{{.*}} = graph.sgd_plain_update %[[P]], %[[P]] {lr = 0.00999999977 : f32, weight_decay = 0.000000e+00 : f32}
+  // CHECK-SAME: : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %plain = graph.sgd_plain_update %p, %p {lr = 0.01 : f32, weight_decay = 0.0 : f32} : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   // CHECK: %[[NA:[^,]*]], %{{.*}}, %{{.*}} = graph.adamw_update %[[NP]], %[[P]], %[[P]], %[[P]] {beta1 = 0.899999976 : f32, beta2 = 9.990000e-01 : f32, eps = 9.99999993E-9 : f32, lr = 1.000000e-03 : f32, weight_decay = 0.00999999977 : f32}
   // CHECK-SAME: -> tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
   %1:3 = graph.adamw_update %0#0, %p, %p, %p {lr = 1.0e-3 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, eps = 1.0e-8 : f32, weight_decay = 0.01 : f32} : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>

@@ -264,7 +264,7 @@ plan.arena bytes(128) alignment(64) {
 plan.arena bytes(128) alignment(64) {
   plan.buffer @w "param" : f32 [4] offset 0 bytes 16 init {kind = "zeros"}
   plan.buffer @h "activation" : f32 [4] offset 64 bytes 16
-  // expected-error @+1 {{'plan.step' op 'relu' writes @w, a 'param' buffer; only sgd_update and adamw_update write params and optimizer state}}
+  // expected-error @+1 {{'plan.step' op 'relu' writes @w, a 'param' buffer; only optimizer updates (sgd_update, sgd_plain_update, adamw_update) write params and optimizer state}}
   plan.step "relu" (@h) -> (@w) phase "forward"
 }
 
@@ -275,7 +275,7 @@ plan.arena bytes(256) alignment(64) {
   plan.buffer @w "param" : f32 [4] offset 0 bytes 16 init {kind = "zeros"}
   plan.buffer @"grad:w" "grad" : f32 [4] offset 64 bytes 16
   plan.buffer @"momentum:w" "optimizer" : f32 [4] offset 128 bytes 16 init {kind = "zeros"}
-  // expected-error @+1 {{'plan.step' op 'sgd_update' must update in place: inputs (param, grad, momentum) and outputs (param, momentum) naming the same param and state buffers}}
+  // expected-error @+1 {{'plan.step' op 'sgd_update' must update in place: inputs (param, grad, momentum_buffer) and outputs (param, momentum_buffer) naming the same param and state buffers}}
   plan.step "sgd_update" (@w, @"grad:w", @"momentum:w") -> (@"momentum:w", @w) phase "optimizer"
 }
 

@@ -24,7 +24,7 @@
 // CHECK: plan.step "sgd_update" (@w1, @"grad:w1", @"momentum:w1") -> (@w1, @"momentum:w1") phase "optimizer"
 // CHECK-NEXT: plan.free @"grad:w1"
 // CHECK-NOT: func.func
-module attributes {graph.optimizer = {kind = "sgd", lr = 1.0e-2 : f64}} {
+module attributes {graph.optimizer = {kind = "sgd", lr = 1.0e-2 : f64, momentum = 9.0e-01 : f64}} {
   func.func @forward(%x: tensor<16x8xf32> {graph.name = "x", graph.role = "input"},
                      %w1: tensor<8x8xf32> {graph.name = "w1", graph.role = "param"},
                      %w2: tensor<8x1xf32> {graph.name = "w2", graph.role = "param"}) -> tensor<f32> {

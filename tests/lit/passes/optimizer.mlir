@@ -80,14 +80,15 @@ module attributes {graph.optimizer = {beta1 = 9.000000e-01 : f64, beta2 = 0.999 
 
 // In-place safety: w's gradient (the sum_to) is final before the backward
 // reads w again (dh = dy·w), so w's update waits for that reader; the
-// missing sgd settings take their defaults (lr 0.01, momentum 0, wd 0).
+// missing sgd settings take their defaults (lr 0.01, momentum 0, wd 0), and
+// momentum 0 keeps no state: sgd_plain_update, no momentum arguments.
 // CHECK-LABEL: func.func @train_step
-// CHECK-SAME: (%[[X:[^:]*]]: tensor<8x3xf32> {{.*}}, %[[V:[^:]*]]: tensor<3x2xf32> {{.*}}, %[[W:[^:]*]]: tensor<2xf32> {{.*}}, %[[MV:[^:]*]]: tensor<3x2xf32> {{.*}}, %[[MW:[^:]*]]: tensor<2xf32> {{.*}})
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<8x3xf32> {{.*}}, %[[V:[^:]*]]: tensor<3x2xf32> {{.*}}, %[[W:[^:]*]]: tensor<2xf32> {graph.name = "w", graph.role = "param"}) -> (tensor<f32>
 // CHECK: %[[DW:.*]] = graph.sum_to
 // CHECK-NEXT: %[[DH:.*]] = graph.mul %{{.*}}, %[[W]] :
-// CHECK-NEXT: graph.sgd_update %[[W]], %[[DW]], %[[MW]] {lr = 0.00999999977 : f32, momentum = 0.000000e+00 : f32, weight_decay = 0.000000e+00 : f32}
+// CHECK-NEXT: graph.sgd_plain_update %[[W]], %[[DW]] {lr = 0.00999999977 : f32, weight_decay = 0.000000e+00 : f32}
 // CHECK-NEXT: %[[DV:.*]] = graph.matmul %[[X]], %[[DH]] {transpose_a = true}
-// CHECK-NEXT: graph.sgd_update %[[V]], %[[DV]], %[[MV]]
+// CHECK-NEXT: graph.sgd_plain_update %[[V]], %[[DV]]
 // CHECK-NEXT: return
 module attributes {graph.optimizer = {kind = "sgd"}} {
   func.func @train_step(%x: tensor<8x3xf32> {graph.name = "x", graph.role = "input"},
@@ -122,7 +123,7 @@ module attributes {graph.optimizer = {kind = "sgd"}} {
 // CHECK-NEXT: %[[ZERO:.*]] = graph.constant 0.000000e+00
 // CHECK-NEXT: %[[NEWR:.*]], %{{.*}} = graph.sgd_update %[[R]], %[[ZERO]], %[[MR]]
 // CHECK-NEXT: return %{{.*}}, %[[NEWP]], %[[NEWQ]], %[[NEWR]],
-module attributes {graph.optimizer = {kind = "sgd", lr = 1.0e-01 : f64}} {
+module attributes {graph.optimizer = {kind = "sgd", lr = 1.0e-01 : f64, momentum = 9.0e-01 : f64}} {
   func.func @train_step(%x: tensor<4xf32> {graph.name = "x", graph.role = "input"},
                         %p: tensor<4xf32> {graph.name = "p", graph.role = "param"},
                         %q: tensor<4xf32> {graph.name = "q", graph.role = "param"},

@@ -31,7 +31,7 @@
 // FIXED: remat.plan = {{.*}}order = "given"
 // FIXED-LABEL: func.func @train_step
 // FIXED: remat.recompute
-module attributes {graph.optimizer = {kind = "sgd", lr = 1.0e-2 : f64}} {
+module attributes {graph.optimizer = {kind = "sgd", lr = 1.0e-2 : f64, momentum = 9.0e-01 : f64}} {
   func.func @forward(%x: tensor<64x16xf32> {graph.name = "x", graph.role = "input"},
                      %xb: tensor<64x64xf32> {graph.name = "xb", graph.role = "input"},
                      %w: tensor<16x16xf32> {graph.name = "w", graph.role = "param"}) -> tensor<f32> {

@@ -29,7 +29,7 @@
 //
 // Below the minimum the error names the smallest budget that works.
 // TOOSMALL: error: no schedule fits the budget of 18000 bytes; minimum feasible budget: {{[0-9]+}} bytes
-module attributes {graph.optimizer = {kind = "sgd", lr = 1.0e-2 : f64}} {
+module attributes {graph.optimizer = {kind = "sgd", lr = 1.0e-2 : f64, momentum = 9.0e-01 : f64}} {
   func.func @forward(%x: tensor<64x16xf32> {graph.name = "x", graph.role = "input"},
                      %w: tensor<16x16xf32> {graph.name = "w", graph.role = "param"}) -> tensor<f32> {
     %a1 = graph.matmul %x, %w : tensor<64x16xf32>, tensor<16x16xf32> -> tensor<64x16xf32>

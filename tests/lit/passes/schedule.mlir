@@ -21,7 +21,7 @@
 // CHECK: buffer 'd/matmul:matmul#1' temporary bytes 512 offset [[H]] live [7, 8]
 // In-place updates share their argument's buffer.
 // CHECK: buffer 'w1'' param bytes 256 offset 512 live [0, 10] shares 'w1'
-module attributes {graph.optimizer = {kind = "sgd", lr = 1.0e-2 : f64}} {
+module attributes {graph.optimizer = {kind = "sgd", lr = 1.0e-2 : f64, momentum = 9.0e-01 : f64}} {
   func.func @forward(%x: tensor<16x8xf32> {graph.name = "x", graph.role = "input"},
                      %w1: tensor<8x8xf32> {graph.name = "w1", graph.role = "param"},
                      %w2: tensor<8x1xf32> {graph.name = "w2", graph.role = "param"}) -> tensor<f32> {

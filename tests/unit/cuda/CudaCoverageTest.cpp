@@ -401,13 +401,18 @@ TEST_CASE("cuda optimizer variants match the cpu", "[cuda]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(42);
   Shape s = {300, 3};
-  // Plain sgd: no momentum, no weight decay.
+  // sgd_update with momentum 0, and sgd_plain_update (no state at all).
   checkAgainstCpu(
       {OpKind::SgdUpdate,
        {{"lr", 0.05}, {"momentum", 0.0}, {"weight_decay", 0.0}},
        {randomTensor(s, rng), randomTensor(s, rng), randomTensor(s, rng)},
        {typeOf(s), typeOf(s)}},
       kElementwiseTol);
+  checkAgainstCpu({OpKind::SgdPlainUpdate,
+                   {{"lr", 0.05}, {"weight_decay", 0.01}},
+                   {randomTensor(s, rng), randomTensor(s, rng)},
+                   {typeOf(s)}},
+                  kElementwiseTol);
   // adamw late in training (bias corrections near 1), no weight decay.
   checkAgainstCpu({OpKind::AdamwUpdate,
                    {{"lr", 0.001},

@@ -759,3 +759,65 @@ TEST_CASE("on a backend with one ordered queue the next batch is filled "
   CHECK(std::count(c.begin(), c.end(), "input t4") == 2);
   CHECK(std::count(c.begin(), c.end(), "input t6") == 0);
 }
+
+TEST_CASE("teacher data labels each row by a fixed linear map of its "
+          "features",
+          "[runtime]") {
+  PlanBuilder pb;
+  const int64_t rows = 64, features = 5, classes = 3;
+  int64_t x = pb.add("x", BufferRole::Input, DType::F32, {rows, features});
+  pb.plan.buffers[x].data = DataSpec{};
+  int64_t y = pb.add("labels", BufferRole::Input, DType::I32, {rows});
+  DataSpec teacher;
+  teacher.kind = DataSpec::Kind::Teacher;
+  teacher.of = x;
+  teacher.classes = classes;
+  pb.plan.buffers[y].data = teacher;
+  int64_t t = pb.add("targets", BufferRole::Input, DType::F32, {rows, 2});
+  teacher.classes = 0;
+  pb.plan.buffers[t].data = teacher;
+
+  auto labelsAt = [&](uint64_t seed, int64_t step,
+                      const std::vector<char> &features) {
+    std::vector<char> bytes = syntheticInput(pb.plan, 1, seed, step, &features);
+    std::vector<int32_t> labels(rows);
+    std::memcpy(labels.data(), bytes.data(), bytes.size());
+    return labels;
+  };
+  std::vector<char> x0 = syntheticInput(pb.plan, 0, 7, 0, nullptr);
+  std::vector<char> x1 = syntheticInput(pb.plan, 0, 7, 1, nullptr);
+  std::vector<int32_t> y0 = labelsAt(7, 0, x0);
+  std::set<int32_t> seen(y0.begin(), y0.end());
+  for (int32_t label : y0) {
+    CHECK(label >= 0);
+    CHECK(label < classes);
+  }
+  CHECK(seen.size() == size_t(classes)); // 64 rows reach every class
+
+  // One map for every step: the labels are a function of the features
+  // (a step's own rows, relabelled as another step's, keep their labels).
+  CHECK(labelsAt(7, 1, x0) == y0);
+  CHECK(labelsAt(7, 0, x1) != y0);
+  // The map is linear: scaling a row by a positive factor keeps its label.
+  std::vector<char> scaled = x0;
+  for (size_t i = 0; i < scaled.size() / 4; ++i) {
+    float v;
+    std::memcpy(&v, scaled.data() + 4 * i, 4);
+    v *= 3.0f;
+    std::memcpy(scaled.data() + 4 * i, &v, 4);
+  }
+  CHECK(labelsAt(7, 0, scaled) == y0);
+  // Another seed is another teacher.
+  CHECK(labelsAt(8, 0, x0) != y0);
+
+  // Float targets: linear in the features, x·W / sqrt(features).
+  std::vector<char> t0 = syntheticInput(pb.plan, 2, 7, 0, &x0);
+  std::vector<char> t3 = syntheticInput(pb.plan, 2, 7, 0, &scaled);
+  REQUIRE(t0.size() == size_t(rows * 2 * 4));
+  for (size_t i = 0; i < size_t(rows * 2); ++i) {
+    float a, b;
+    std::memcpy(&a, t0.data() + 4 * i, 4);
+    std::memcpy(&b, t3.data() + 4 * i, 4);
+    CHECK(b == Approx(3.0 * a).margin(1e-5));
+  }
+}

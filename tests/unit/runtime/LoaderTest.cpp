@@ -193,7 +193,7 @@ TEST_CASE("loader rejects an unknown op, role or dtype", "[runtime]") {
   p = tinyJson();
   p["buffers"][0]["data"]["kind"] = "noise";
   expectRejected(p, "/buffers/0/data/kind: unknown data kind 'noise' "
-                    "(expected randn|randint|sequence|labels_of)");
+                    "(expected randn|randint|sequence|labels_of|teacher)");
   p = tinyJson();
   p["buffers"][0]["data"]["std"] = "wide";
   expectRejected(p, "/buffers/0/data/std");
@@ -543,4 +543,31 @@ TEST_CASE("throughput of a huge batch x tokens_per_sample does not overflow",
   StepResult r = exec.runStep();
   CHECK(r.samplesPerSecond > 0);
   CHECK(r.tokensPerSecond == Approx(8 * r.samplesPerSecond));
+}
+
+TEST_CASE("loader checks a teacher's source and shapes", "[runtime]") {
+  json p = tinyJson(); // buffer 0 is x: f32 [8, 4]
+  size_t k = p["buffers"].size();
+  json labels = json::object();
+  labels["name"] = "labels";
+  labels["role"] = "input";
+  labels["dtype"] = "i32";
+  labels["shape"] = json::array({8});
+  labels["offset"] = 1024;
+  labels["bytes"] = 32;
+  labels["data"] = json::object();
+  labels["data"]["kind"] = "teacher";
+  labels["data"]["of"] = 0;
+  p["buffers"].push_back(labels);
+  p["arena_bytes"] = 1088;
+  expectRejected(p, "/buffers/" + std::to_string(k) +
+                        " 'labels': data 'teacher' classes must be "
+                    "in [1, 2^31], got 0");
+  p["buffers"][k]["data"]["classes"] = 3;
+  p["buffers"][k]["shape"] = json::array({4});
+  p["buffers"][k]["bytes"] = 16;
+  expectRejected(p, "data 'teacher' has shape [4] but 'x' [8,4] gives "
+                    "labels of shape [8]");
+  p["buffers"][k]["data"]["of"] = k;
+  expectRejected(p, "data 'teacher' \"of\" must name a float input");
 }

@@ -1,4 +1,4 @@
-//===- OptimizerOpsTest.cpp - sgd_update and adamw_update, closed form ---===//
+//===- OptimizerOpsTest.cpp - the optimizer updates, closed form ---------===//
 #include "TestUtil.h"
 
 #include <catch2/catch.hpp>
@@ -24,6 +24,29 @@ TEST_CASE("sgd_update applies weight decay, momentum and the step",
     double m = 0.9 * mom.values[i] + g;
     CHECK(out[1].values[i] == Approx(m).epsilon(1e-6));
     CHECK(out[0].values[i] == Approx(param.values[i] - 0.1 * m).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("sgd_plain_update steps without state, as sgd_update with "
+          "momentum 0 does, bitwise",
+          "[runtime]") {
+  HostTensor param = tensorOf({3}, {1.0, -2.0, 0.5});
+  HostTensor grad = tensorOf({3}, {0.1, 0.2, -0.3});
+  HostTensor mom = tensorOf({3}, {0.5, -7.0, -1.0});
+  OpAttrs attrs;
+  attrs.lr = 0.1f;
+  attrs.momentum = 0.0f;
+  attrs.weightDecay = 0.01f;
+  auto plain = runOp<float>(OpKind::SgdPlainUpdate, attrs, {param, grad},
+                            {typeOf({3})});
+  auto withState = runOp<float>(OpKind::SgdUpdate, attrs, {param, grad, mom},
+                                {typeOf({3}), typeOf({3})});
+  REQUIRE(plain.size() == 1);
+  for (int i = 0; i < 3; ++i) {
+    double g = grad.values[i] + 0.01 * param.values[i];
+    CHECK(plain[0].values[i] ==
+          Approx(param.values[i] - 0.1 * g).epsilon(1e-6));
+    CHECK(plain[0].values[i] == withState[0].values[i]);
   }
 }
 

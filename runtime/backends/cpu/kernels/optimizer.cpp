@@ -1,4 +1,4 @@
-//===- optimizer.cpp - sgd_update and adamw_update (in place) ------------===//
+//===- optimizer.cpp - sgd_update, sgd_plain_update, adamw_update --------===//
 //
 // Elementwise in the float type: element i of a result depends on element
 // i of the operands only, so each result may take its operand's bytes.
@@ -10,16 +10,23 @@
 
 namespace remat::runtime::cpu {
 
+/// sgd_update, and sgd_plain_update (no momentum buffer: m = g).
 template <typename T> void runSgdUpdate(const KernelCall &call, T *, uint64_t) {
   const OpAttrs &at = *call.attrs;
+  bool plain = call.op == OpKind::SgdPlainUpdate;
   const T *grad = inData<T>(call, 1);
-  T *param = outData<T>(call, 0), *mom = outData<T>(call, 1);
-  const T *paramIn = inData<T>(call, 0), *momIn = inData<T>(call, 2);
+  const T *paramIn = inData<T>(call, 0);
+  const T *momIn = plain ? nullptr : inData<T>(call, 2);
+  T *param = outData<T>(call, 0);
+  T *mom = plain ? nullptr : outData<T>(call, 1);
   T lr = T(at.lr), mu = T(at.momentum), wd = T(at.weightDecay);
   for (int64_t i = 0, n = call.inputs[0].numElements; i < n; ++i) {
     T g = grad[i] + wd * paramIn[i];
-    T m = mu * momIn[i] + g;
-    mom[i] = m;
+    T m = g;
+    if (mom) {
+      m = mu * momIn[i] + g;
+      mom[i] = m;
+    }
     param[i] = paramIn[i] - lr * m;
   }
 }

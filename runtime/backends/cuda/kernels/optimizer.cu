@@ -1,4 +1,4 @@
-//===- optimizer.cu - sgd_update and adamw_update (in place) -------------===//
+//===- optimizer.cu - sgd_update, sgd_plain_update, adamw_update ---------===//
 //
 // Elementwise, same operation order as the CPU. adamw's bias corrections
 // use t = trainingStep + 1 read from DeviceStatus (graph replays see the
@@ -17,8 +17,11 @@ __global__ void sgdKernel(const float *paramIn, const float *grad,
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float g = grad[i] + wd * paramIn[i];
-    float m = mu * momIn[i] + g;
-    mom[i] = m;
+    float m = g;
+    if (mom) { // null for sgd_plain_update
+      m = mu * momIn[i] + g;
+      mom[i] = m;
+    }
     param[i] = paramIn[i] - lr * m;
   }
 }
@@ -49,10 +52,12 @@ __global__ void adamwKernel(const float *paramIn, const float *grad,
 void launchSgdUpdate(const KernelCall &call, const DeviceContext &ctx) {
   const OpAttrs &at = *call.attrs;
   int64_t n = call.inputs[0].numElements;
+  bool plain = call.op == OpKind::SgdPlainUpdate;
   REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, sgdKernel)
   (call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
-   call.inputs[2].as<const float>(), call.outputs[0].as<float>(),
-   call.outputs[1].as<float>(), n, at.lr, at.momentum, at.weightDecay);
+   plain ? nullptr : call.inputs[2].as<const float>(),
+   call.outputs[0].as<float>(), plain ? nullptr : call.outputs[1].as<float>(),
+   n, at.lr, at.momentum, at.weightDecay);
   REMAT_CUDA_CHECK_LAUNCH("sgdKernel");
 }
 

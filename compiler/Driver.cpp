@@ -3,6 +3,7 @@
 #include "compiler/Driver.h"
 
 #include "compiler/Importer.h"
+#include "ops/Suggest.h"
 #include "passes/AssignBuffers.h"
 #include "passes/Passes.h"
 
@@ -10,33 +11,26 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <cstdio>
+#include <fstream>
 
 namespace remat::compiler {
 
-std::optional<Stage> parseStage(const std::string &name) {
-  if (name == "flat")
-    return Stage::Flat;
-  if (name == "graph")
-    return Stage::Graph;
-  if (name == "grad")
-    return Stage::Grad;
-  if (name == "train")
-    return Stage::Train;
-  if (name == "scheduled")
-    return Stage::Scheduled;
-  if (name == "planned")
-    return Stage::Planned;
-  if (name == "plan")
-    return Stage::Plan;
-  return std::nullopt;
+const std::vector<std::string> &stageNames() {
+  static const std::vector<std::string> names = {
+      "flat", "graph", "grad", "train", "scheduled", "planned", "plan"};
+  return names;
 }
 
-const char *stageNames() {
-  return "flat, graph, grad, train, scheduled, planned, plan";
+std::optional<Stage> parseStage(const std::string &name) {
+  const std::vector<std::string> &names = stageNames();
+  auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end())
+    return std::nullopt;
+  return Stage(it - names.begin());
 }
 
 int64_t arenaBudget(const CompileOptions &options) {
@@ -52,9 +46,9 @@ int64_t arenaBudget(const CompileOptions &options) {
 
 namespace {
 
-/// The diagnostics emitted while it lives, one per line as "LOC: message".
-/// Module-level diagnostics carry the model file's location (line 0): the
-/// message alone says it better.
+/// The diagnostics emitted while it lives, one per line as "LOC: message",
+/// LOC as describeLocation gives it. Module-level diagnostics carry the
+/// model file's location (line 0): the message alone says it better.
 class DiagnosticText {
 public:
   explicit DiagnosticText(mlir::MLIRContext &context)
@@ -63,8 +57,14 @@ public:
           if (!messages.empty())
             os << "\n";
           auto file = mlir::dyn_cast<mlir::FileLineColLoc>(d.getLocation());
-          if (!file || file.getLine() != 0)
-            os << d.getLocation() << ": ";
+          if (!file || file.getLine() != 0) {
+            std::string where = describeLocation(d.getLocation());
+            if (where.empty())
+              os << d.getLocation();
+            else
+              os << where;
+            os << ": ";
+          }
           os << d.str();
           return mlir::success();
         }) {}
@@ -229,11 +229,18 @@ DeviceProfile parseDeviceProfile(const std::string &spec) {
   if (std::optional<DeviceProfile> builtin = builtinDeviceProfile(spec))
     return *builtin;
   std::ifstream in(spec);
-  if (!in)
-    throw std::invalid_argument("--device-profile '" + spec +
-                                "' is neither a built-in profile (" +
-                                builtinDeviceProfileNames() +
-                                ") nor a readable JSON file");
+  if (!in) {
+    std::vector<std::string> builtins;
+    std::string list = builtinDeviceProfileNames();
+    for (size_t begin = 0; begin < list.size();) {
+      size_t comma = std::min(list.find(", ", begin), list.size());
+      builtins.push_back(list.substr(begin, comma - begin));
+      begin = comma + 2;
+    }
+    throw std::invalid_argument(
+        "--device-profile '" + spec + "' is neither a built-in profile (" +
+        list + ") nor a readable JSON file" + didYouMean(spec, builtins));
+  }
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*exceptions=*/false);
   if (!j.is_object())
     throw std::invalid_argument(spec + ": not a JSON object");

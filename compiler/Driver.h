@@ -19,13 +19,15 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace remat::compiler {
 
 /// The stages `--emit` can stop at, in pipeline order.
 enum class Stage { Flat, Graph, Grad, Train, Scheduled, Planned, Plan };
 std::optional<Stage> parseStage(const std::string &name);
-const char *stageNames(); ///< "flat, graph, grad, train, scheduled, planned, plan"
+/// The stages' names, in Stage order: "flat", "graph", ..., "plan".
+const std::vector<std::string> &stageNames();
 
 struct CompileOptions {
   int64_t alignment = 64;

@@ -1,6 +1,8 @@
 //===- Expression.cpp - The model format's config expressions -------------===//
 #include "compiler/Expression.h"
 
+#include "ops/Suggest.h"
+
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
@@ -140,8 +142,13 @@ private:
         return std::sqrt(v);
       }
       auto it = config.find(name);
-      if (it == config.end())
-        fail("unknown config variable '" + name + "'");
+      if (it == config.end()) {
+        std::vector<std::string> names;
+        for (const auto &entry : config)
+          names.push_back(entry.first);
+        fail("unknown config variable '" + name + "'" +
+             didYouMean(name, names));
+      }
       return it->second;
     }
     if (pos >= text.size())

@@ -90,15 +90,26 @@ mlir::Attribute opAttr(mlir::Builder &b, const std::string &name,
   return b.getF32FloatAttr(static_cast<float>(value.get<double>()));
 }
 
-std::string locationText(mlir::Location loc) {
-  if (auto name = mlir::dyn_cast<mlir::NameLoc>(loc))
-    return name.getName().str();
+} // namespace
+
+std::string describeLocation(mlir::Location loc) {
+  if (auto fused = mlir::dyn_cast<mlir::FusedLoc>(loc)) {
+    for (mlir::Location part : fused.getLocations())
+      if (std::string text = describeLocation(part); !text.empty())
+        return text;
+    return "";
+  }
+  if (auto name = mlir::dyn_cast<mlir::NameLoc>(loc)) {
+    std::string place = describeLocation(name.getChildLoc());
+    return (place.empty() ? "" : place + ": ") + name.getName().str();
+  }
   if (auto file = mlir::dyn_cast<mlir::FileLineColLoc>(loc))
-    return file.getFilename().str();
+    return file.getFilename().str() +
+           (file.getLine() == 0 ? ""
+                                : ":" + std::to_string(file.getLine()) + ":" +
+                                      std::to_string(file.getColumn()));
   return "";
 }
-
-} // namespace
 
 mlir::OwningOpRef<mlir::ModuleOp>
 importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
@@ -149,8 +160,11 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
     ssa[argValues[a]] = body->getArgument(a);
 
   for (const model::Op &op : graph.ops) {
-    mlir::Location loc = mlir::NameLoc::get(b.getStringAttr(op.where()),
-                                            fileLoc);
+    mlir::Location loc = mlir::NameLoc::get(
+        b.getStringAttr(op.where()),
+        mlir::FileLineColLoc::get(&context, graph.sourceName,
+                                  static_cast<unsigned>(op.line),
+                                  static_cast<unsigned>(op.column)));
     mlir::OperationState state(loc, "graph." + op.kind);
     for (int id : op.operands)
       state.addOperands(ssa[id]);
@@ -161,8 +175,7 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
     if (!op.block.empty())
       state.addAttribute(graph::kBlockAttr, b.getStringAttr(op.block));
     if (!state.name.isRegistered())
-      throw model::ModelError(graph.sourceName + ": " + op.where() +
-                              ": op 'graph." + op.kind +
+      throw model::ModelError(describeLocation(loc) + ": op 'graph." + op.kind +
                               "' is not registered");
     ssa[op.result] = b.create(state)->getResult(0);
   }
@@ -173,9 +186,9 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
   {
     mlir::ScopedDiagnosticHandler handler(
         &context, [&](mlir::Diagnostic &diag) {
-          std::string where = locationText(diag.getLocation());
-          messages += graph.sourceName + ": " + where +
-                      (where.empty() ? "" : ": ") + diag.str() + "\n";
+          std::string where = describeLocation(diag.getLocation());
+          messages += (where.empty() ? graph.sourceName : where) + ": " +
+                      diag.str() + "\n";
           return mlir::success();
         });
     if (mlir::failed(mlir::verify(*module))) {

@@ -4,7 +4,8 @@
 // @forward` over graph-dialect ops, then verifies it. Inputs and parameters
 // are function arguments tagged with `graph.name`, `graph.role` and their
 // data/init objects; the model's name, seed and optimizer are module
-// attributes. Each op's location names its place in the model file.
+// attributes. Each op's location names its place in the model file: a NameLoc
+// of its JSON pointer and name around the FileLineColLoc of its definition.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_COMPILER_IMPORTER_H
@@ -20,6 +21,11 @@ namespace remat::compiler {
 
 /// Loads the dialects the compiler uses into `context`.
 void loadCompilerDialects(mlir::MLIRContext &context);
+
+/// A location the importer made, as messages show it: an op's is
+/// "FILE:LINE:COLUMN: /ops/3 'h'" (its place in the model file), the
+/// module's "FILE"; "" for other kinds of location.
+std::string describeLocation(mlir::Location loc);
 
 /// Builds and verifies the module. Throws model::ModelError with the
 /// diagnostics (each prefixed by its place in the model file) on failure.

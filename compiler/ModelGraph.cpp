@@ -1,13 +1,16 @@
 //===- ModelGraph.cpp - Read, validate and flatten a model file -----------===//
 //
 // The reader works in four steps:
-//   1. parse the JSON (errors give line and column), check format/version;
+//   1. parse the JSON, check format/version;
 //   2. settle the config: defaults, then the preset, then --set overrides;
 //   3. define inputs and global params, then flatten the top-level op list:
 //      each scope is topologically sorted (cycles and undefined names are
 //      reported with the op's JSON pointer), block calls are expanded
 //      `repeat` times with their params instantiated per layer;
-//   4. check the loss and normalize the optimizer.
+//   4. check the loss and normalize the optimizer; warn of parameters no
+//      op reads.
+// Every error names its place as FILE:LINE:COLUMN and JSON pointer; the
+// line and column come from a scan of the text (compiler/JsonLocation.h).
 // Every shape is inferred as the op is flattened, by the op's type rule
 // (ops/ShapeRules.h), so a shape error names the op that caused it. Config
 // expressions are evaluated by compiler/Expression.h.
@@ -17,8 +20,10 @@
 #include "compiler/ModelGraph.h"
 
 #include "compiler/Expression.h"
+#include "compiler/JsonLocation.h"
 
 #include "ops/ShapeRules.h"
+#include "ops/Suggest.h"
 #include "runtime/PlanFormat.h"
 
 #include <algorithm>
@@ -158,6 +163,8 @@ public:
 private:
   const std::string &sourceName;
   const ModelOptions &options;
+  /// Where each value of the text starts, for messages.
+  std::optional<JsonSourceMap> sourceMap;
   json root;
   ModelGraph graph;
   /// Block definitions by name, with their JSON pointers.
@@ -169,9 +176,30 @@ private:
   /// flattened (Op::block), else empty.
   std::string blockInstance;
 
-  [[noreturn]] void fail(const std::string &pointer, const std::string &why) {
-    throw ModelError(sourceName + ": " + pointer + (pointer.empty() ? "" : ": ") +
-                     why);
+  /// "FILE:LINE:COLUMN" of the value at `pointer` (or of its nearest
+  /// enclosing value the file has); "FILE" when the text was not scanned.
+  std::string locate(const std::string &pointer) const {
+    SourcePosition at = sourceMap ? sourceMap->find(pointer) : SourcePosition{};
+    return at.known() ? sourceName + ":" + at.str() : sourceName;
+  }
+
+  /// Throws "FILE:LINE:COLUMN: WHERE: WHY". `where` is a JSON pointer,
+  /// optionally followed by " 'NAME'" (an op's name); the line and column
+  /// are those of its pointer, or of `at` when given (a field inside it).
+  [[noreturn]] void fail(const std::string &where, const std::string &why,
+                         const std::string &at = "") {
+    std::string pointer = at.empty() ? where.substr(0, where.find(" '")) : at;
+    throw ModelError(locate(pointer) + ": " + where +
+                     (where.empty() ? "" : ": ") + why);
+  }
+
+  /// The names of `map`'s keys, for suggestions.
+  template <typename Map>
+  static std::vector<std::string> keysOf(const Map &map) {
+    std::vector<std::string> keys;
+    for (const auto &entry : map)
+      keys.push_back(entry.first);
+    return keys;
   }
 
   void checkKeys(const json &object, const std::string &pointer,
@@ -186,8 +214,11 @@ private:
         std::string list;
         for (const char *a : allowed)
           list += std::string(list.empty() ? "" : ", ") + a;
-        fail(pointer, "unknown field '" + it.key() + "' (expected one of: " +
-                          list + ")");
+        fail(pointer + "/" + it.key(),
+             "unknown field '" + it.key() + "'" +
+                 didYouMean(it.key(), std::vector<std::string>(allowed.begin(),
+                                                               allowed.end())) +
+                 " (expected one of: " + list + ")");
       }
     }
   }
@@ -196,7 +227,7 @@ private:
                       const char *key) {
     auto it = object.find(key);
     if (it == object.end())
-      fail(pointer, std::string("missing field '") + key + "'");
+      fail(pointer + "/" + key, std::string("missing field '") + key + "'");
     return *it;
   }
 
@@ -275,8 +306,13 @@ private:
     if (it == object.end())
       return fallback;
     if (!it->is_string() || dtypeBytes(it->get<std::string>()) == 0)
-      fail(pointer + "/dtype", "unknown dtype " + it->dump() +
-                                   " (expected f32, f16, bf16, i32 or i64)");
+      fail(pointer + "/dtype",
+           "unknown dtype " + it->dump() +
+               (it->is_string()
+                    ? didYouMean(it->get<std::string>(),
+                                 {"f32", "f16", "bf16", "i32", "i64"})
+                    : "") +
+               " (expected f32, f16, bf16, i32 or i64)");
     return it->get<std::string>();
   }
 
@@ -299,7 +335,9 @@ private:
                    std::vector<int> &outputs);
   void readLoss();
   void checkOpsReachLoss();
+  void warnUnusedParams();
   void readOptimizer();
+  std::string declarationNotes(const std::vector<int> &operands);
 };
 
 ModelGraph ModelReader::read(const std::string &text) {
@@ -310,29 +348,38 @@ ModelGraph ModelReader::read(const std::string &text) {
           throw ModelError(sourceName + ": " + message);
         });
   } catch (const json::parse_error &e) {
-    size_t line = 1, column = 1;
-    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
+    // e.byte counts from 1 and points just past the offending character.
+    SourcePosition at = positionOfByte(text, e.byte > 0 ? e.byte - 1 : 0);
     std::string what = e.what();
     auto colon = what.find("; ");
     if (colon != std::string::npos)
       what = what.substr(colon + 2);
-    throw ModelError(sourceName + ":" + std::to_string(line) + ":" +
-                     std::to_string(column) + ": malformed JSON: " + what);
+    throw ModelError(sourceName + ":" + at.str() + ": malformed JSON: " + what);
   } catch (const json::exception &e) {
     // Not a syntax error: a number literal out of range ("1e999" is
-    // out_of_range.406), reported without a position.
+    // out_of_range.406), which nlohmann reports without a position; the
+    // scan finds it.
     std::string what = e.what();
     if (auto pos = what.find("] "); pos != std::string::npos)
       what = what.substr(pos + 2);
+    JsonSourceMap scanned(text);
+    if (const auto &number = scanned.overflowingNumber())
+      throw ModelError(sourceName + ":" + number->position.str() + ": " +
+                       number->pointer + (number->pointer.empty() ? "" : ": ") +
+                       "malformed JSON: number overflow parsing '" +
+                       number->text +
+                       "' (beyond the largest double, about 1.8e308)");
     throw ModelError(sourceName + ": malformed JSON: " + what);
   }
+  sourceMap.emplace(text);
+  // A plan file is JSON too: say what it is rather than which field is
+  // unknown.
+  if (root.is_object() &&
+      root.value("format", json()) == runtime::kPlanFormatName)
+    fail("/format", "this is a remat plan (format \"" +
+                        std::string(runtime::kPlanFormatName) +
+                        "\"), not a model: run it with `remat run " +
+                        sourceName + "`");
   checkKeys(root, "", {"format", "version", "name", "description", "config",
                        "presets", "seed", "tokens_per_sample", "inputs",
                        "params", "blocks", "ops", "loss", "optimizer"});
@@ -392,6 +439,7 @@ ModelGraph ModelReader::read(const std::string &text) {
   readLoss();
   checkOpsReachLoss();
   readOptimizer();
+  warnUnusedParams();
   return std::move(graph);
 }
 
@@ -412,6 +460,34 @@ void ModelReader::checkOpsReachLoss() {
                            graph.values[size_t(graph.loss)].name +
                            "': the training step would compute it for "
                            "nothing (remove it, or use its result)");
+}
+
+void ModelReader::warnUnusedParams() {
+  // A parameter no op reads gets no gradient and only takes memory; it is
+  // valid (the step is well defined) but probably a mistake. A block's
+  // parameter is reported once for all repetitions.
+  std::vector<char> read(graph.values.size(), 0);
+  for (const Op &op : graph.ops)
+    for (int v : op.operands)
+      read[size_t(v)] = 1;
+  std::set<std::string> reported;
+  for (size_t i = 0; i < graph.values.size(); ++i) {
+    const Value &v = graph.values[i];
+    if (v.kind != ValueKind::Param || read[i] ||
+        !reported.insert(v.pointer).second)
+      continue;
+    std::string declared = v.name;
+    try {
+      declared =
+          root.at(json::json_pointer(v.pointer)).at("name").get<std::string>();
+    } catch (const json::exception &) {
+    }
+    graph.warnings.push_back(
+        locate(v.pointer) + ": " + v.pointer + " '" + declared +
+        "': parameter '" + declared +
+        "' is not read by any op: it gets no gradient and only takes "
+        "memory (use it, or remove it)");
+  }
 }
 
 void ModelReader::readConfig() {
@@ -440,9 +516,14 @@ void ModelReader::readConfig() {
       if (presets && presets->is_object())
         for (auto it = presets->begin(); it != presets->end(); ++it)
           list += (list.empty() ? "" : ", ") + it.key();
-      fail("/presets", "unknown preset '" + options.preset +
-                           "' (available: " +
-                           (list.empty() ? "none" : list) + ")");
+      std::vector<std::string> names;
+      if (presets && presets->is_object())
+        for (auto it = presets->begin(); it != presets->end(); ++it)
+          names.push_back(it.key());
+      throw OptionError(locate("/presets") + ": /presets: unknown preset '" +
+                        options.preset + "'" +
+                        didYouMean(options.preset, names) +
+                        " (available: " + (list.empty() ? "none" : list) + ")");
     }
     const json &preset = (*presets)[options.preset];
     std::string p = "/presets/" + options.preset;
@@ -450,8 +531,10 @@ void ModelReader::readConfig() {
       fail(p, "expected an object, got " + jsonKind(preset));
     for (auto it = preset.begin(); it != preset.end(); ++it) {
       if (!graph.config.count(it.key()))
-        fail(p + "/" + it.key(), "unknown config variable '" + it.key() +
-                                     "' (known: " + known() + ")");
+        fail(p + "/" + it.key(),
+             "unknown config variable '" + it.key() + "'" +
+                 didYouMean(it.key(), keysOf(graph.config)) +
+                 " (known: " + known() + ")");
       if (!it->is_number())
         fail(p + "/" + it.key(), "a config value must be a number");
       graph.config[it.key()] = it->get<double>();
@@ -459,8 +542,10 @@ void ModelReader::readConfig() {
   }
   for (const auto &[key, text] : options.overrides) {
     if (!graph.config.count(key))
-      fail("", "--set " + key + "=" + text + ": unknown config variable '" +
-                   key + "' (known: " + known() + ")");
+      throw OptionError(sourceName + ": --set " + key + "=" + text +
+                        ": unknown config variable '" + key + "'" +
+                        didYouMean(key, keysOf(graph.config)) +
+                        " (known: " + known() + ")");
     try {
       size_t used = 0;
       double v = std::stod(text, &used);
@@ -468,7 +553,8 @@ void ModelReader::readConfig() {
         throw std::invalid_argument("trailing text");
       graph.config[key] = v;
     } catch (const std::exception &) {
-      fail("", "--set " + key + "=" + text + ": the value is not a number");
+      throw OptionError(sourceName + ": --set " + key + "=" + text +
+                        ": the value is not a number");
     }
   }
 }
@@ -492,6 +578,7 @@ void ModelReader::readInputs() {
       fail(p, "'" + v.name + "' is defined twice (first at " +
                   globalPointers[v.name] + ")");
     v.data = normalizeData(in.value("data", json()), p + "/data", v.type);
+    v.pointer = p;
     globals[v.name] = static_cast<int>(graph.values.size());
     globalPointers[v.name] = p;
     graph.values.push_back(std::move(v));
@@ -633,6 +720,7 @@ int ModelReader::defineParam(const json &param, const std::string &pointer,
     fail(pointer + "/dtype", "a parameter must be a float tensor");
   v.type.shape = shape(require(param, pointer, "shape"), pointer + "/shape");
   v.init = normalizeInit(param.value("init", json()), pointer + "/init");
+  v.pointer = pointer;
   graph.values.push_back(std::move(v));
   return static_cast<int>(graph.values.size()) - 1;
 }
@@ -709,7 +797,10 @@ void ModelReader::flattenScope(const json &ops, const std::string &pointer,
         users[it->second.opIndex].push_back(static_cast<int>(i));
         ++pending[i];
       } else if (!scope.count(n)) {
-        fail(where, "'" + n + "' is not defined");
+        std::vector<std::string> known = keysOf(defined);
+        for (const auto &entry : scope)
+          known.push_back(entry.first);
+        fail(where, "'" + n + "' is not defined" + didYouMean(n, known));
       }
     }
   }
@@ -786,11 +877,15 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
   std::string where = pointer + " '" + op["name"].get<std::string>() + "'";
   std::optional<ops::OpKind> opKind = modelOpKind(kind);
   if (!opKind) {
+    std::vector<std::string> names = modelOpNames();
+    names.push_back("block");
+    std::string suggestion = didYouMean(kind, names);
     std::string list;
-    for (const std::string &name : modelOpNames())
+    for (const std::string &name : names)
       list += (list.empty() ? "" : ", ") + name;
-    fail(where, "unknown op '" + kind + "' (expected one of: " + list +
-                    ", block)");
+    fail(where, "unknown op '" + kind + "'" +
+                    (suggestion.empty() ? " (expected one of: " + list + ")"
+                                        : suggestion + " (ops: docs/ops.md)"));
   }
   const ops::OpInfo &info = ops::opInfo(*opKind);
   if ((int)operands.size() != info.numInputs)
@@ -809,10 +904,16 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
       known |= it.key() == a.name;
     if (!known) {
       std::string list;
-      for (const ops::AttrInfo &a : info.attrs)
+      std::vector<std::string> names;
+      for (const ops::AttrInfo &a : info.attrs) {
         list += std::string(list.empty() ? "" : ", ") + a.name;
-      fail(where, kind + " has no attribute '" + it.key() + "'" +
-                      (list.empty() ? "" : " (it takes: " + list + ")"));
+        names.push_back(a.name);
+      }
+      fail(where,
+           kind + " has no attribute '" + it.key() + "'" +
+               didYouMean(it.key(), names) +
+               (list.empty() ? "" : " (it takes: " + list + ")"),
+           pointer + "/attrs/" + it.key());
     }
   }
   for (const ops::AttrInfo &a : info.attrs) {
@@ -882,6 +983,7 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
 
   // The result type, by the op's type rule.
   ValueType result;
+  bool typing = false; ///< past the attributes: a type error of the operands
   try {
     json typed = attrs;
     typed.erase("shape");
@@ -900,9 +1002,13 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
       r.numElements();
       givenTypes.push_back(toOpsType(r));
     }
+    typing = true;
     result = fromOpsType(
         ops::inferResultTypes(*opKind, parsed, inputs, givenTypes).at(0));
     result.bytes();
+  } catch (const ops::TypeRuleError &e) {
+    fail(where, kind + ": " + e.what() +
+                    (typing ? declarationNotes(operands) : std::string()));
   } catch (const std::exception &e) {
     fail(where, kind + ": " + e.what());
   }
@@ -916,12 +1022,34 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
   flat.name = opName;
   flat.kind = kind;
   flat.pointer = pointer;
+  SourcePosition at = sourceMap ? sourceMap->find(pointer) : SourcePosition{};
+  flat.line = at.line;
+  flat.column = at.column;
   flat.operands = operands;
   flat.result = static_cast<int>(graph.values.size()) - 1;
   flat.attrs = std::move(attrs);
   flat.block = blockInstance;
   graph.ops.push_back(std::move(flat));
   return graph.ops.back().result;
+}
+
+std::string ModelReader::declarationNotes(const std::vector<int> &operands) {
+  // A type error is reported at the op; the operand whose shape is wrong
+  // may be a parameter or input declared elsewhere, so say where each is
+  // declared and with which shape.
+  std::string notes;
+  std::set<int> seen;
+  for (int id : operands) {
+    const Value &v = graph.values[size_t(id)];
+    if (v.kind == ValueKind::Op || v.pointer.empty() || !seen.insert(id).second)
+      continue;
+    std::string shapePointer = v.pointer + "/shape";
+    notes += std::string("; ") +
+             (v.kind == ValueKind::Param ? "param" : "input") + " '" + v.name +
+             "' is declared with shape " + ops::formatShape(v.type.shape) +
+             " at " + locate(shapePointer) + " (" + shapePointer + ")";
+  }
+  return notes;
 }
 
 void ModelReader::expandBlock(const json &call, const std::string &pointer,
@@ -932,7 +1060,8 @@ void ModelReader::expandBlock(const json &call, const std::string &pointer,
   std::string blockName = requireString(call, pointer, "block");
   auto it = blocks.find(blockName);
   if (it == blocks.end())
-    fail(where, "unknown block '" + blockName + "'");
+    fail(where, "unknown block '" + blockName + "'" +
+                    didYouMean(blockName, keysOf(blocks)));
   const json &block = *it->second;
   std::string bp = "/blocks/" + blockName;
   int64_t repeat = call.contains("repeat")
@@ -1010,15 +1139,30 @@ void ModelReader::expandBlock(const json &call, const std::string &pointer,
 }
 
 void ModelReader::readLoss() {
-  std::string name = requireString(root, "", "loss");
   // The loss may name any value; ops inside blocks are reachable by their
   // flattened name (e.g. "h.11.out").
+  std::vector<std::string> names, scalars;
+  for (const Value &v : graph.values) {
+    names.push_back(v.name);
+    if (v.kind == ValueKind::Op && v.type.shape.empty() &&
+        isFloatDType(v.type.dtype))
+      scalars.push_back(v.name);
+  }
+  if (!root.contains("loss"))
+    fail("/loss", "missing field 'loss': the name of the float scalar "
+                  "(shape []) an op computes, which the training step "
+                  "minimizes" +
+                      (scalars.empty()
+                           ? std::string(" (no op computes one yet: end with a "
+                                         "reduction of all axes)")
+                           : ", e.g. \"loss\": \"" + scalars.back() + "\""));
+  std::string name = requireString(root, "", "loss");
   int id = -1;
   for (size_t i = 0; i < graph.values.size(); ++i)
     if (graph.values[i].name == name)
       id = static_cast<int>(i);
   if (id < 0)
-    fail("/loss", "'" + name + "' is not defined");
+    fail("/loss", "'" + name + "' is not defined" + didYouMean(name, names));
   const Value &v = graph.values[id];
   if (!v.type.shape.empty() || !isFloatDType(v.type.dtype))
     fail("/loss", "'" + name + "' is " + v.type.str() +
@@ -1056,8 +1200,9 @@ void ModelReader::readOptimizer() {
                            {"eps", num("eps", 1e-8)},
                            {"weight_decay", num("weight_decay", 0.01)}};
   } else {
-    fail("/optimizer/kind", "unknown optimizer '" + kind +
-                                "' (expected sgd or adamw)");
+    fail("/optimizer/kind", "unknown optimizer '" + kind + "'" +
+                                didYouMean(kind, {"sgd", "adamw"}) +
+                                " (expected sgd or adamw)");
   }
   if (graph.optimizer["lr"].get<double>() < 0)
     fail("/optimizer/lr", "the learning rate must not be negative");

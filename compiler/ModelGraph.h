@@ -24,11 +24,20 @@ namespace remat::model {
 /// The model-format version this reader understands.
 constexpr int kModelFormatVersion = 1;
 
-/// A user-facing error in a model file. The message starts with the place:
-/// `FILE: /blocks/attn/ops/3 'qk': 'k' is not defined`.
+/// A user-facing error in a model file. The message starts with the place,
+/// line:column and JSON pointer:
+/// `FILE:12:5: /blocks/attn/ops/3 'qk': 'k' is not defined`.
 class ModelError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
+};
+
+/// A command-line option the model cannot honour (an unknown --preset, a
+/// --set of an undeclared config variable): a usage error, which the CLI
+/// exits 2 on, where other model errors exit 1.
+class OptionError : public ModelError {
+public:
+  using ModelError::ModelError;
 };
 
 /// Element types of the format ("f32", "f16", "bf16", "i32", "i64").
@@ -58,6 +67,9 @@ struct Value {
   ValueType type;
   nlohmann::json init;   ///< params: the initializer object
   nlohmann::json data;   ///< inputs: the synthetic-data object
+  /// Inputs and params: the JSON pointer of the declaration (a block's
+  /// params: /blocks/NAME/params/K, the same in every repetition).
+  std::string pointer;
 };
 
 /// One op of the flattened model. Attribute values are normalized: every
@@ -66,6 +78,8 @@ struct Op {
   std::string name;      ///< unique, e.g. "h.3.attn"
   std::string kind;      ///< op name from docs/ops.md, e.g. "dropout"
   std::string pointer;   ///< JSON pointer of its definition, e.g. /ops/4
+  /// Line and column of the definition in the model file (0: unknown).
+  size_t line = 0, column = 0;
   std::vector<int> operands; ///< value ids
   int result = -1;           ///< value id
   /// The repetition of an outermost block call the op belongs to, "CALL.N"
@@ -91,6 +105,9 @@ struct ModelGraph {
   nlohmann::json optimizer; ///< normalized: kind plus every hyperparameter
   int64_t batch = 0;            ///< the `batch` config variable, if any
   int64_t tokensPerSample = 1;  ///< `seq` for sequence models, else 1
+  /// Located messages about a model that is valid but probably not what its
+  /// author meant (a parameter no op reads), for the CLI to print.
+  std::vector<std::string> warnings;
 
   int findValue(const std::string &name) const;
 };

@@ -122,7 +122,7 @@ def cli_errors(remat, work):
         ([remat, "compile", bad], 1, "/ops/0 'y': 'x' is not defined"),
         ([remat, "compile", model("gpt2.json"), "--emit=nope"], 2,
          "unknown --emit stage 'nope'"),
-        ([remat, "compile", model("gpt2.json"), "--set", "n_layr=2"], 1,
+        ([remat, "compile", model("gpt2.json"), "--set", "n_layr=2"], 2,
          "unknown config variable 'n_layr'"),
         ([remat, "compile", model("gpt2.json"), "--budget", "lots"], 2,
          "is not a byte size"),

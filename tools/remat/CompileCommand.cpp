@@ -3,9 +3,10 @@
 // compile: reads a model (a file or `-` for stdin), applies --preset/--set,
 // runs the pipeline up to --emit's stage and writes it to -o (default
 // stdout). train: compiles to a plan file and runs it (`remat run`'s
-// options pass through). Errors go to stderr as one located message with
-// exit code 1; usage errors exit 2. Outputs are written through
-// runtime/OutputFile.h, so a failure never leaves a partial file behind.
+// options pass through, checked with train's own before any work). Errors
+// go to stderr as one located message with exit code 1; usage errors exit 2
+// (tools/remat/Usage.h). Outputs are written through runtime/OutputFile.h,
+// so a failure never leaves a partial file behind.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,8 @@
 #include "compiler/Driver.h"
 #include "compiler/ModelGraph.h"
 #include "runtime/OutputFile.h"
+#include "passes/planner/Solvers.h"
+#include "tools/remat/Usage.h"
 #ifdef REMAT_HAVE_RUN
 #include "tools/remat/RunCommand.h"
 #endif
@@ -83,7 +86,9 @@ static const char *kTrainHelp =
     "  --report FILE\n"
     "run options (passed to remat run; see remat run --help): --steps N,\n"
     "  --seed S, --weights W, --save OUT, --log LOG, --data NAME=FILE,\n"
-    "  --dump-grads G, --backend NAME\n";
+    "  --dump-grads G, --backend NAME, --check-bounds\n"
+    "\n"
+    "Every option is checked before the compile starts.\n";
 
 namespace {
 struct Options {
@@ -103,9 +108,27 @@ struct Options {
 };
 
 int usageError(const char *command, const std::string &message) {
-  std::cerr << "remat " << command << ": " << message << "\n(see remat "
-            << command << " --help)\n";
-  return 2;
+  return tools::usageError(std::cerr, command, message);
+}
+
+/// The flags of `remat compile` (train: its own, then `remat run`'s).
+std::vector<std::string> flagNames(bool train) {
+  std::vector<std::string> names = {
+      "--report",     "--budget",     "--workspace-reserve",
+      "--solver",     "--time-limit", "--progress",
+      "--no-reorder", "--reorder",    "--device-profile",
+      "--preset",     "--set",        "--help"};
+  if (!train) {
+    names.insert(names.begin(), {"--emit", "-o"});
+    return names;
+  }
+  names.insert(names.begin(), "--plan");
+#ifdef REMAT_HAVE_RUN
+  for (const std::string &flag : runFlagNames())
+    if (flag != "--help")
+      names.push_back(flag);
+#endif
+  return names;
 }
 
 /// Parses the shared options; returns -1 to go on, else an exit code.
@@ -160,13 +183,19 @@ int parse(const char *command, int argc, char **argv, Options &options,
                             "--set expects NAME=VALUE, got '" + value + "'");
         options.modelOptions.overrides.emplace_back(value.substr(0, eq),
                                                     value.substr(eq + 1));
-      } else if (train && arg.size() > 2 && arg.rfind("--", 0) == 0) {
+#ifdef REMAT_HAVE_RUN
+      } else if (std::optional<bool> takesValue =
+                     train ? runFlagTakesValue(arg.substr(0, arg.find('=')))
+                           : std::nullopt) {
         options.passThrough.push_back(arg);
-        if (arg.find('=') == std::string::npos && i + 1 < argc &&
-            argv[i + 1][0] != '-')
+        if (*takesValue && arg.find('=') == std::string::npos) {
+          if (i + 1 >= argc)
+            return usageError(command, arg + " needs a value");
           options.passThrough.push_back(argv[++i]);
+        }
+#endif
       } else if (arg.size() > 1 && arg[0] == '-') {
-        return usageError(command, "unknown option '" + arg + "'");
+        return usageError(command, unknownOption(arg, flagNames(train)));
       } else if (options.model.empty()) {
         options.model = arg;
       } else {
@@ -180,6 +209,30 @@ int parse(const char *command, int argc, char **argv, Options &options,
   }
   if (options.model.empty())
     return usageError(command, "no model given");
+  planner::SolverKind solverKind;
+  if (!planner::parseSolverKind(options.solver, solverKind)) {
+    return usageError(command,
+                      "--solver: " +
+                          unknownName("solver", options.solver, solverNames()));
+  }
+#ifdef REMAT_HAVE_RUN
+  if (train) {
+    // The options `remat run` gets, checked now rather than after the
+    // compile; the plan's path is not known yet.
+    std::vector<std::string> args = {"run", "PLAN"};
+    args.insert(args.end(), options.passThrough.begin(),
+                options.passThrough.end());
+    std::vector<char *> argvRun;
+    for (std::string &a : args)
+      argvRun.push_back(a.data());
+    RunOptions checked;
+    std::ostringstream ignored;
+    if (int code = parseRunOptions(int(argvRun.size()), argvRun.data(), checked,
+                                   ignored, std::cerr, command);
+        code >= 0)
+      return code;
+  }
+#endif
   if (options.workspaceReserve && !options.budget)
     return usageError(command, "--workspace-reserve needs --budget");
   if (options.workspaceReserve && *options.workspaceReserve >= *options.budget)
@@ -190,6 +243,9 @@ int parse(const char *command, int argc, char **argv, Options &options,
                                    " for the arena");
   return -1;
 }
+
+/// Reads and flattens the model; prints its warnings to stderr.
+model::ModelGraph loadModelFile(const Options &options);
 
 std::string readModel(const std::string &path) {
   std::stringstream buffer;
@@ -205,6 +261,15 @@ std::string readModel(const std::string &path) {
     buffer << in.rdbuf();
   }
   return buffer.str();
+}
+
+model::ModelGraph loadModelFile(const Options &options) {
+  std::string source = options.model == "-" ? "<stdin>" : options.model;
+  model::ModelGraph graph =
+      model::loadModel(readModel(options.model), source, options.modelOptions);
+  for (const std::string &warning : graph.warnings)
+    std::cerr << "warning: " << warning << "\n";
+  return graph;
 }
 
 void printSummary(const nlohmann::json &report) {
@@ -252,9 +317,7 @@ compiler::CompileOptions toCompileOptions(const Options &options) {
 nlohmann::json compileToPlanFile(const Options &options,
                                  const std::string &path,
                                  const std::string &copyPath = "") {
-  std::string source = options.model == "-" ? "<stdin>" : options.model;
-  model::ModelGraph graph =
-      model::loadModel(readModel(options.model), source, options.modelOptions);
+  model::ModelGraph graph = loadModelFile(options);
   compiler::CompileOptions compileOptions = toCompileOptions(options);
   nlohmann::json report;
   runtime::Plan plan = compiler::compilePlan(graph, compileOptions, report);
@@ -284,15 +347,22 @@ bool takeValue(int argc, char **argv, int &i, const std::string &flag,
   return false;
 }
 
+std::vector<std::string> solverNames() {
+  std::vector<std::string> names;
+  for (int k = int(planner::SolverKind::Auto);
+       k <= int(planner::SolverKind::SqrtN); ++k)
+    names.push_back(planner::solverKindName(planner::SolverKind(k)));
+  return names;
+}
+
 int compileMain(int argc, char **argv) {
   Options options;
   if (int code = parse("compile", argc, argv, options, false); code >= 0)
     return code;
   std::optional<compiler::Stage> stage = compiler::parseStage(options.emit);
   if (!stage)
-    return usageError("compile", "unknown --emit stage '" + options.emit +
-                                     "' (available: " +
-                                     compiler::stageNames() + ")");
+    return usageError("compile", unknownName("--emit stage", options.emit,
+                                             compiler::stageNames()));
   if (!options.report.empty() && *stage != compiler::Stage::Plan)
     return usageError("compile", "--report needs --emit=plan");
   if (options.budget && *stage < compiler::Stage::Planned)
@@ -304,9 +374,7 @@ int compileMain(int argc, char **argv) {
       printSummary(report);
       return 0;
     }
-    std::string source = options.model == "-" ? "<stdin>" : options.model;
-    model::ModelGraph graph = model::loadModel(readModel(options.model),
-                                               source, options.modelOptions);
+    model::ModelGraph graph = loadModelFile(options);
     if (*stage == compiler::Stage::Flat) {
       runtime::writeOutputFile(options.output, model::toJson(graph).dump(1) + "\n");
       return 0;
@@ -320,6 +388,8 @@ int compileMain(int argc, char **argv) {
     os << "\n";
     os.flush();
     runtime::writeOutputFile(options.output, printed);
+  } catch (const model::OptionError &e) {
+    return usageError("compile", e.what());
   } catch (const model::ModelError &e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
@@ -361,6 +431,8 @@ int trainMain(int argc, char **argv) {
     for (std::string &a : args)
       argvRun.push_back(a.data());
     code = runMain(static_cast<int>(argvRun.size()), argvRun.data());
+  } catch (const model::OptionError &e) {
+    code = usageError("train", e.what());
   } catch (const model::ModelError &e) {
     std::cerr << "error: " << e.what() << "\n";
     code = 1;

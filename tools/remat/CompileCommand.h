@@ -3,6 +3,7 @@
 #define REMAT_TOOLS_COMPILECOMMAND_H
 
 #include <string>
+#include <vector>
 
 namespace remat::tools {
 
@@ -11,6 +12,8 @@ namespace remat::tools {
 /// flag. Throws std::invalid_argument when the value is missing.
 bool takeValue(int argc, char **argv, int &i, const std::string &flag,
                std::string &value);
+/// The names --solver takes, from the planner's SolverKind (auto first).
+std::vector<std::string> solverNames();
 /// `remat compile MODEL [options]`; argv[0] is "compile".
 int compileMain(int argc, char **argv);
 /// `remat train MODEL --steps N [options]`; argv[0] is "train".

@@ -9,6 +9,7 @@
 
 #include "runtime/Loader.h"
 #include "runtime/OutputFile.h"
+#include "tools/remat/Usage.h"
 
 #include <cstdio>
 #include <fstream>
@@ -66,9 +67,10 @@ int explainMain(int argc, char **argv, std::ostream &out, std::ostream &err) {
     } else if (arg.rfind("--json=", 0) == 0) {
       jsonPath = arg.substr(7);
     } else if (arg.size() > 1 && arg[0] == '-') {
-      err << "remat explain: unknown option '" << arg << "'\n\n"
+      err << "remat explain: " << unknownOption(arg, {"-o", "--json", "--help"})
+          << "\n\n"
           << explainUsage();
-      return 2;
+      return kExitUsage;
     } else if (planPath.empty()) {
       planPath = arg;
     } else {

@@ -22,6 +22,7 @@
 #include "passes/planner/CheckmateGraph.h"
 #include "passes/planner/Reorder.h"
 #include "runtime/OutputFile.h"
+#include "tools/remat/Usage.h"
 
 #include <chrono>
 #include <cmath>
@@ -90,9 +91,14 @@ struct PlanOptions {
 };
 
 int usage(const std::string &message) {
-  std::cerr << "remat plan: " << message << "\n(see remat plan --help)\n";
-  return 2;
+  return usageError(std::cerr, "plan", message);
 }
+
+const std::vector<std::string> kPlanFlags = {
+    "--budget", "--sweep",       "--points",   "--max-batch",
+    "--graph",  "--budget-frac", "--reorder",  "--no-reorder",
+    "--solver", "--time-limit",  "--progress", "--device-profile",
+    "--preset", "--set",         "--json",     "--help"};
 
 std::string readText(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -111,10 +117,22 @@ struct Session {
   int64_t alignment = 64;
 };
 
-Session openSession(const PlanOptions &options,
-                    const model::ModelOptions &modelOptions) {
+/// The model as `modelOptions` configure it; its warnings go to stderr
+/// when `warn` (once per command, not once per --max-batch trial).
+model::ModelGraph loadModelFile(const PlanOptions &options,
+                                const model::ModelOptions &modelOptions,
+                                bool warn) {
   model::ModelGraph graph =
       model::loadModel(readText(options.model), options.model, modelOptions);
+  if (warn)
+    for (const std::string &warning : graph.warnings)
+      std::cerr << "warning: " << warning << "\n";
+  return graph;
+}
+
+Session openSession(const PlanOptions &options,
+                    const model::ModelOptions &modelOptions, bool warn = true) {
+  model::ModelGraph graph = loadModelFile(options, modelOptions, warn);
   mlir::MLIRContext context;
   compiler::CompileOptions compileOptions;
   compileOptions.deviceProfile = options.deviceProfile;
@@ -263,7 +281,7 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
   auto fits = [&](int64_t batch, bool quick) {
     model::ModelOptions m = options.modelOptions;
     m.overrides.push_back({"batch", std::to_string(batch)});
-    Session s = openSession(options, m);
+    Session s = openSession(options, m, /*warn=*/false);
     bool ok = s.storeAllArena <= *options.budget;
     if (!ok && quick)
       ok = fitsWithFastSolvers(s.problem, s.step, *options.budget, solve,
@@ -298,8 +316,8 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
     return low;
   };
   {
-    model::ModelGraph g = model::loadModel(readText(options.model),
-                                           options.model, options.modelOptions);
+    model::ModelGraph g =
+        loadModelFile(options, options.modelOptions, /*warn=*/true);
     if (!g.config.count("batch"))
       throw model::ModelError(options.model +
                               ": --max-batch needs a config variable 'batch'");
@@ -445,13 +463,27 @@ int planMain(int argc, char **argv) {
         options.budgetFraction = v;
       else if (takeValue(argc, argv, i, "--graph", v))
         options.graph = v;
-      else if (takeValue(argc, argv, i, "--points", v))
-        options.points = std::stoi(v);
-      else if (takeValue(argc, argv, i, "--solver", v))
+      else if (takeValue(argc, argv, i, "--points", v)) {
+        size_t used = 0;
+        try {
+          options.points = std::stoi(v, &used);
+        } catch (const std::exception &) {
+          used = 0;
+        }
+        if (used == 0 || used != v.size() || options.points < 1)
+          return usage("--points '" + v + "' is not a positive integer");
+      } else if (takeValue(argc, argv, i, "--solver", v))
         options.solver = v;
-      else if (takeValue(argc, argv, i, "--time-limit", v))
-        options.timeLimit = std::stod(v);
-      else if (takeValue(argc, argv, i, "--json", v))
+      else if (takeValue(argc, argv, i, "--time-limit", v)) {
+        size_t used = 0;
+        try {
+          options.timeLimit = std::stod(v, &used);
+        } catch (const std::exception &) {
+          used = 0;
+        }
+        if (used == 0 || used != v.size() || !(options.timeLimit >= 0))
+          return usage("--time-limit '" + v + "' is not a number of seconds");
+      } else if (takeValue(argc, argv, i, "--json", v))
         options.jsonPath = v;
       else if (takeValue(argc, argv, i, "--device-profile", v))
         options.deviceProfile = compiler::parseDeviceProfile(v);
@@ -464,7 +496,7 @@ int planMain(int argc, char **argv) {
         options.modelOptions.overrides.emplace_back(v.substr(0, eq),
                                                     v.substr(eq + 1));
       } else if (arg.size() > 1 && arg[0] == '-')
-        return usage("unknown option '" + arg + "'");
+        return usage(unknownOption(arg, kPlanFlags));
       else if (options.model.empty())
         options.model = arg;
       else
@@ -474,8 +506,10 @@ int planMain(int argc, char **argv) {
     return usage(e.what());
   }
   planner::SolverKind kind;
-  if (!planner::parseSolverKind(options.solver, kind))
-    return usage("unknown solver '" + options.solver + "'");
+  if (!planner::parseSolverKind(options.solver, kind)) {
+    return usage("--solver: " +
+                 unknownName("solver", options.solver, solverNames()));
+  }
   try {
     if (!options.graph.empty()) {
       if (!options.model.empty())
@@ -493,6 +527,8 @@ int planMain(int argc, char **argv) {
     if (options.maxBatch)
       return planMaxBatch(options, kind);
     return planOne(options, kind);
+  } catch (const model::OptionError &e) {
+    return usage(e.what());
   } catch (const model::ModelError &e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

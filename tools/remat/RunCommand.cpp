@@ -11,9 +11,11 @@
 #include "runtime/Npy.h"
 #include "runtime/OutputFile.h"
 #include "runtime/Safetensors.h"
+#include "tools/remat/Usage.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -196,13 +198,55 @@ int runMain(int argc, char **argv) {
   return runMain(argc, argv, std::cout, std::cerr);
 }
 
-int runMain(int argc, char **argv, std::ostream &out, std::ostream &err) {
-  RunOptions opt;
-  opt.out = &out;
-  opt.err = &err;
+namespace {
+/// Every flag of `remat run`, and whether it takes a value.
+struct RunFlag {
+  const char *name;
+  bool takesValue;
+};
+const RunFlag kRunFlags[] = {{"--steps", true},         {"--seed", true},
+                             {"--weights", true},       {"--save", true},
+                             {"--log", true},           {"--data", true},
+                             {"--dump-grads", true},    {"--backend", true},
+                             {"--check-bounds", false}, {"--help", false}};
+
+std::vector<std::string> splitNames(const std::string &list) {
+  std::vector<std::string> names;
+  size_t begin = 0;
+  while (begin <= list.size()) {
+    size_t comma = list.find(',', begin);
+    std::string name = list.substr(
+        begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    while (!name.empty() && name.front() == ' ')
+      name.erase(0, 1);
+    if (!name.empty())
+      names.push_back(name);
+    if (comma == std::string::npos)
+      break;
+    begin = comma + 1;
+  }
+  return names;
+}
+} // namespace
+
+std::vector<std::string> runFlagNames() {
+  std::vector<std::string> names;
+  for (const RunFlag &flag : kRunFlags)
+    names.push_back(flag.name);
+  return names;
+}
+
+std::optional<bool> runFlagTakesValue(const std::string &flag) {
+  for (const RunFlag &f : kRunFlags)
+    if (flag == f.name)
+      return f.takesValue;
+  return std::nullopt;
+}
+
+int parseRunOptions(int argc, char **argv, RunOptions &opt, std::ostream &out,
+                    std::ostream &err, const std::string &command) {
   auto usageError = [&](const std::string &msg) {
-    err << "remat run: " << msg << "\n(see remat run --help)\n";
-    return 2;
+    return tools::usageError(err, command, msg);
   };
   auto parseInt = [](const std::string &text, int64_t &value) {
     try {
@@ -235,15 +279,13 @@ int runMain(int argc, char **argv, std::ostream &out, std::ostream &err) {
     };
     if (arg == "--help" || arg == "-h") {
       out << runUsage();
-      return 0;
+      return tools::kExitSuccess;
     }
     if (arg == "--check-bounds") {
       opt.checkBounds = true;
       continue;
     }
-    if (arg == "--steps" || arg == "--seed" || arg == "--weights" ||
-        arg == "--save" || arg == "--log" || arg == "--data" ||
-        arg == "--dump-grads" || arg == "--backend") {
+    if (runFlagTakesValue(arg).value_or(false)) {
       if (!next())
         return usageError(arg + " needs a value");
       if (arg == "--steps") {
@@ -265,6 +307,10 @@ int runMain(int argc, char **argv, std::ostream &out, std::ostream &err) {
       } else if (arg == "--dump-grads") {
         opt.dumpGradsPath = value;
       } else if (arg == "--backend") {
+        std::vector<std::string> backends = splitNames(availableBackends());
+        if (std::find(backends.begin(), backends.end(), value) ==
+            backends.end())
+          return usageError(tools::unknownName("backend", value, backends));
         opt.backend = value;
       } else {
         auto eq = value.find('=');
@@ -275,7 +321,7 @@ int runMain(int argc, char **argv, std::ostream &out, std::ostream &err) {
       continue;
     }
     if (arg.rfind("-", 0) == 0 && arg.size() > 1)
-      return usageError("unknown option '" + arg + "'");
+      return usageError(tools::unknownOption(argv[i], runFlagNames()));
     if (!opt.planPath.empty())
       return usageError("more than one plan file ('" + opt.planPath +
                         "' and '" + arg + "')");
@@ -283,6 +329,15 @@ int runMain(int argc, char **argv, std::ostream &out, std::ostream &err) {
   }
   if (opt.planPath.empty())
     return usageError("missing the plan file");
+  return -1;
+}
+
+int runMain(int argc, char **argv, std::ostream &out, std::ostream &err) {
+  RunOptions opt;
+  opt.out = &out;
+  opt.err = &err;
+  if (int code = parseRunOptions(argc, argv, opt, out, err, "run"); code >= 0)
+    return code;
   return runCommand(opt);
 }
 

@@ -49,6 +49,19 @@ int runMain(int argc, char **argv);
 /// Same, printing to the given streams (tests).
 int runMain(int argc, char **argv, std::ostream &out, std::ostream &err);
 
+/// Parses `argv[1..argc)` into `opt` (its planPath included), naming
+/// `command` in usage errors ("run"; "train" for the options it passes on).
+/// Returns -1 to go on, 0 after printing --help to `out`, 2 after printing a
+/// usage error to `err`.
+int parseRunOptions(int argc, char **argv, RunOptions &opt, std::ostream &out,
+                    std::ostream &err, const std::string &command);
+
+/// Every flag `remat run` takes ("--steps", ...), for `remat train`, which
+/// passes them on, and for suggestions.
+std::vector<std::string> runFlagNames();
+/// Whether a flag of runFlagNames() takes a value; nullopt for other words.
+std::optional<bool> runFlagTakesValue(const std::string &flag);
+
 /// The usage text printed by --help.
 std::string runUsage();
 

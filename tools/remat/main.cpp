@@ -1,15 +1,26 @@
 //===- main.cpp - The remat driver ----------------------------------------===//
 //
 // Dispatches `remat COMMAND ...` to the command's own parser. Each command
-// prints its own --help.
+// prints its own --help. Exit codes: tools/remat/Usage.h.
 //
 //===----------------------------------------------------------------------===//
 
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
+
+// The CMake project version and the git commit at configure time
+// (tools/remat/CMakeLists.txt).
+#ifndef REMAT_VERSION
+#define REMAT_VERSION "unknown"
+#endif
+#ifndef REMAT_GIT_COMMIT
+#define REMAT_GIT_COMMIT ""
+#endif
 
 #include "tools/remat/ExplainCommand.h"
+#include "tools/remat/Usage.h"
 #ifdef REMAT_HAVE_COMPILER
 #include "tools/remat/CompileCommand.h"
 #endif
@@ -34,8 +45,18 @@ static const char *kUsage =
 #endif
     "  explain PLAN    list saved and recomputed tensors; -o SVG memory timeline\n"
     "  help            this text\n"
+    "  version         the version (also --version)\n"
+    "\n"
+    "exit codes: 0 success, 1 bad input (a model or plan file error, an\n"
+    "infeasible budget), 2 bad usage (an unknown flag, a bad flag value)\n"
     "\n"
     "docs: docs/cli.md, docs/model-format.md, docs/plan-format.md\n";
+
+static std::string versionText() {
+  std::string commit = REMAT_GIT_COMMIT;
+  return std::string("remat ") + REMAT_VERSION +
+         (commit.empty() ? "" : " (git " + commit + ")") + "\n";
+}
 
 int main(int argc, char **argv) {
   if (argc < 2) {
@@ -45,6 +66,10 @@ int main(int argc, char **argv) {
   std::string command = argv[1];
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (command == "version" || command == "--version") {
+    std::fputs(versionText().c_str(), stdout);
     return 0;
   }
 #ifdef REMAT_HAVE_COMPILER
@@ -61,7 +86,18 @@ int main(int argc, char **argv) {
 #endif
   if (command == "explain")
     return remat::tools::explainMain(argc - 1, argv + 1);
-  std::fprintf(stderr, "remat: unknown command '%s'\n\n%s", command.c_str(),
-               kUsage);
-  return 2;
+  std::vector<std::string> commands = {"explain", "help", "version"};
+#ifdef REMAT_HAVE_COMPILER
+  commands.insert(commands.end(), {"compile", "train", "plan"});
+#endif
+#ifdef REMAT_HAVE_RUN
+  commands.push_back("run");
+#endif
+  std::string message =
+      command.rfind("-", 0) == 0
+          ? remat::tools::unknownOption(command, {"--help", "--version"})
+          : "unknown command '" + command + "'" +
+                remat::didYouMean(command, commands);
+  std::fprintf(stderr, "remat: %s\n\n%s", message.c_str(), kUsage);
+  return remat::tools::kExitUsage;
 }

@@ -477,8 +477,9 @@ TEST_CASE("remat run parses its flags", "[runtime]") {
   // x = 0 and target = x @ w_teacher = 0, so the loss is |b|^2 averaged.
   CHECK_THAT(out.str(), Catch::StartsWith("step 1 | loss "));
   CHECK_THAT(err.str(), Catch::Contains("seed 3"));
-  CHECK(run({"run", plan, "--backend", "tpu"}) == 1);
-  CHECK_THAT(err.str(), Catch::Contains("unknown backend 'tpu' (available: "));
+  CHECK(run({"run", plan, "--backend", "tpu"}) == 2);
+  CHECK_THAT(err.str(), Catch::Contains("unknown backend 'tpu'; did you mean "
+                                        "'cpu'? (available: "));
 }
 
 TEST_CASE("the plan's parameter gradients match finite differences of its "

@@ -33,9 +33,8 @@ capture writes into DIR (which must be empty or not exist):
   models/NAME/CONFIG/budgets.json   the three budgets and the minimum
   models/NAME/CONFIG/sweep.json     `remat plan MODEL ARGS --sweep --json F`
   graphs/GRAPH/frac-F.json     `remat plan --graph FILE --budget-frac F --json`
-      for every graph in --graphs (default ../shared/benchmarks/
-      checkmate-graphs next to the repository; skipped with a note when
-      absent) at F = 0.9, 0.7, 0.5 and min. An infeasible budget exits 1 and
+      for every graph in --graphs (default models/checkmate-graphs;
+      skipped with a note when absent) at F = 0.9, 0.7, 0.5 and min. An infeasible budget exits 1 and
       still writes its JSON (status, error); the exit code is compared too.
   manifest.json   every command run (argv, exit code, seconds), the items
       (file, command, exit code), the binaries and the capture's duration.
@@ -76,8 +75,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_MODELS = os.path.join(ROOT, "models")
-DEFAULT_GRAPHS = os.path.join(os.path.dirname(ROOT), "shared", "benchmarks",
-                              "checkmate-graphs")
+DEFAULT_GRAPHS = os.path.join(ROOT, "models", "checkmate-graphs")
 FRACTIONS = ["0.9", "0.7", "0.5", "min"]
 STEPS = 5
 

@@ -34,8 +34,7 @@ const char *usage =
     "solve s, proven gap, peak/budget). Memory is counted as in Checkmate.\n"
     "\n"
     "  --graphs DIR      default: $REMAT_CHECKMATE_GRAPHS, else\n"
-    "                    ../shared/benchmarks/checkmate-graphs next to the\n"
-    "                    source root\n"
+    "                    models/checkmate-graphs of the source tree\n"
     "  --fractions LIST  fractions of the store-all peak, or 'min' (the lower\n"
     "                    bound on any peak); default 0.9,0.8,0.7,0.6,0.5,min\n"
     "  --solvers LIST    auto,exact,dp,heuristic,store-all,per-block,sqrt\n"
@@ -76,8 +75,7 @@ int main(int argc, char **argv) {
   if (const char *env = std::getenv("REMAT_CHECKMATE_GRAPHS"))
     graphsDir = env;
   else
-    graphsDir = std::string(REMAT_SOURCE_DIR) +
-                "/../shared/benchmarks/checkmate-graphs";
+    graphsDir = std::string(REMAT_SOURCE_DIR) + "/models/checkmate-graphs";
   std::vector<std::string> fractions =
       split("0.9,0.8,0.7,0.6,0.5,min");
   std::vector<std::string> solverNames =

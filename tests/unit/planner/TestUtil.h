@@ -97,7 +97,7 @@ inline std::string checkmateGraphsDir() {
   if (const char *env = std::getenv("REMAT_CHECKMATE_GRAPHS"))
     dir = env;
   else
-    dir = std::string(REMAT_SOURCE_DIR) + "/../shared/benchmarks/checkmate-graphs";
+    dir = std::string(REMAT_SOURCE_DIR) + "/models/checkmate-graphs";
   std::string probe = dir + "/vgg16_bs256_224x224_train.json";
   if (FILE *file = std::fopen(probe.c_str(), "r")) {
     std::fclose(file);

@@ -165,9 +165,17 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
   }
   step.profile = profile;
   auto func = module.lookupSymbol<mlir::func::FuncOp>("train_step");
-  if (!func)
+  if (!func) {
+    bool laidOut = false;
+    for (mlir::Operation &op : module.getBody()->getOperations())
+      laidOut |= op.getName().getStringRef() == "plan.arena";
+    if (laidOut)
+      fail(nullptr, "no func.func @train_step: the module is already laid out "
+                    "as a plan.arena (-remat-assign-buffers ran); run this "
+                    "pass before -remat-assign-buffers");
     fail(nullptr, "no func.func @train_step (run -remat-autodiff "
                   "-remat-optimizer first)");
+  }
   mlir::Operation *moduleOp = module.getOperation();
   if (auto a = moduleOp->getAttrOfType<mlir::StringAttr>("graph.model"))
     step.model = a.str();

@@ -50,7 +50,17 @@ static const char *kUsage =
     "exit codes: 0 success, 1 bad input (a model or plan file error, an\n"
     "infeasible budget), 2 bad usage (an unknown flag, a bad flag value)\n"
     "\n"
-    "docs: docs/cli.md, docs/model-format.md, docs/plan-format.md\n";
+    "docs (in the source tree):\n"
+    "  docs/cli.md          every command and flag, exit codes, output files\n"
+    "  docs/model-format.md the model JSON format and its errors\n"
+    "  docs/ops.md          the ops and their semantics\n"
+    "  docs/plan-format.md  the plan file the runtime executes\n"
+    "  docs/planner.md      how budgets are planned: solvers, costs\n"
+    "  docs/explain.md      reading `remat explain` and its timeline\n"
+    "  docs/cuda.md         the CUDA backend and its CPU emulator\n"
+    "  docs/benchmarks.md   measured memory and speed\n"
+    "  docs/planner-bench-checkmate.md  the planner on the Checkmate graphs\n"
+    "  docs/adding-an-op.md the path for a new op\n";
 
 static std::string versionText() {
   std::string commit = REMAT_GIT_COMMIT;

@@ -5,6 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -151,9 +154,16 @@ bool parseCheckmateGraph(const std::string &text, CheckmateGraph &graph,
 
 bool readCheckmateGraph(const std::string &path, CheckmateGraph &graph,
                         std::string &error) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    error = path + ": is a directory, not a graph file (--graph takes one "
+                   "networkx node-link JSON file, e.g. "
+                   "models/checkmate-graphs/vgg16_bs256_224x224_train.json)";
+    return false;
+  }
   std::ifstream file(path);
   if (!file) {
-    error = path + ": cannot open";
+    error = path + ": cannot open the graph file: " + std::strerror(errno);
     return false;
   }
   std::stringstream buffer;

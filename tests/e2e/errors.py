@@ -255,12 +255,22 @@ def version(remat, work):
     expect([remat, "--verison"], 2, "did you mean '--version'?")
 
 
+def graph_file(remat, work):
+    missing = os.path.join(work, "missing.json")
+    expect([remat, "plan", "--graph", missing, "--budget-frac", "0.9"], 1,
+           f"remat plan: error: {missing}: cannot open the graph file: "
+           "No such file or directory")
+    expect([remat, "plan", "--graph", work, "--budget-frac", "0.9"], 1,
+           f"{work}: is a directory, not a graph file (--graph takes one "
+           "networkx node-link JSON file")
+
+
 CHECKS = {"undefined-name": undefined_name, "number-overflow": number_overflow,
           "unknown-op": unknown_op, "matmul-shapes": matmul_shapes,
           "broadcast-param": broadcast_param, "missing-loss": missing_loss,
           "unused-param": unused_param, "train-flags": train_flags,
           "plan-as-model": plan_as_model, "exit-codes": exit_codes,
-          "version": version}
+          "version": version, "graph-file": graph_file}
 
 
 def main():

@@ -384,7 +384,7 @@ int planGraph(const PlanOptions &options, planner::SolverKind kind) {
   planner::CheckmateGraph graph;
   std::string error;
   if (!planner::readCheckmateGraph(options.graph, graph, error))
-    throw model::ModelError(error);
+    throw std::runtime_error(error);
   planner::Problem &problem = graph.problem;
   int64_t storeAll = planner::storeAllPeak(problem);
   int64_t lower = planner::computeLowerBound(problem).bytes;

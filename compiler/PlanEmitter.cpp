@@ -74,20 +74,18 @@ runtime::DataSpec dataSpec(const json &data,
     spec.vocab = data.value("vocab", int64_t(2));
     spec.a = data.value("a", int64_t(5));
     spec.c = data.value("c", int64_t(3));
-  } else if (kind == "labels_of") {
-    spec.kind = runtime::DataSpec::Kind::LabelsOf;
+  } else if (kind == "labels_of" || kind == "teacher") {
     auto it = indexOf.find(data.value("of", std::string()));
     if (it == indexOf.end())
-      throw std::runtime_error("labels_of names an unknown input");
+      throw std::runtime_error(kind + " names an unknown input");
     spec.of = it->second;
-    spec.shift = data.value("shift", int64_t(1));
-  } else if (kind == "teacher") {
-    spec.kind = runtime::DataSpec::Kind::Teacher;
-    auto it = indexOf.find(data.value("of", std::string()));
-    if (it == indexOf.end())
-      throw std::runtime_error("teacher names an unknown input");
-    spec.of = it->second;
-    spec.classes = data.value("classes", int64_t(0));
+    if (kind == "labels_of") {
+      spec.kind = runtime::DataSpec::Kind::LabelsOf;
+      spec.shift = data.value("shift", int64_t(1));
+    } else {
+      spec.kind = runtime::DataSpec::Kind::Teacher;
+      spec.classes = data.value("classes", int64_t(0));
+    }
   }
   return spec;
 }

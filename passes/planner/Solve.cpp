@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <sstream>
 
 namespace remat {
@@ -117,9 +119,9 @@ SolveResult finish(const Problem &problem, int64_t budget,
   return result;
 }
 
-SolveResult solveOne(const Problem &problem, int64_t budget, SolverKind kind,
-                     const SolveOptions &options, const EventList &warm,
-                     Clock::time_point start) {
+SolveResult solveOneQuietly(const Problem &problem, int64_t budget,
+                            SolverKind kind, const SolveOptions &options,
+                            const EventList &warm, Clock::time_point start) {
   const char *name = solverKindName(kind);
   switch (kind) {
   case SolverKind::StoreAll:
@@ -149,6 +151,38 @@ SolveResult solveOne(const Problem &problem, int64_t budget, SolverKind kind,
     break;
   }
   return SolveResult();
+}
+
+/// One progress line for a solver's result: name, outcome, time.
+void printProgress(const SolveOptions &options, const SolveResult &result,
+                   double seconds) {
+  if (!options.progress)
+    return;
+  const SolveStats &stats = result.stats;
+  std::ostringstream os;
+  os << "[planner] " << options.progressLabel << stats.solverName << ": "
+     << stats.status;
+  if (result.ok || stats.peakBytes > 0)
+    os << ", peak " << stats.peakBytes << " bytes";
+  if (result.ok) {
+    os << ", overhead " << stats.overhead * 100 << "%";
+    if (!std::isnan(stats.provenGap))
+      os << ", proven gap " << stats.provenGap * 100 << "%";
+  } else if (!result.error.empty() && stats.peakBytes == 0) {
+    os << " (" << result.error << ")";
+  }
+  os << ", " << seconds << " s\n";
+  std::fputs(os.str().c_str(), stderr);
+}
+
+SolveResult solveOne(const Problem &problem, int64_t budget, SolverKind kind,
+                     const SolveOptions &options, const EventList &warm,
+                     Clock::time_point start) {
+  auto solverStart = Clock::now();
+  SolveResult result =
+      solveOneQuietly(problem, budget, kind, options, warm, start);
+  printProgress(options, result, secondsSince(solverStart));
+  return result;
 }
 
 bool better(const SolveResult &candidate, const SolveResult &best) {
@@ -182,6 +216,7 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
     result.error = os.str();
     result.stats.status = "infeasible";
     result.stats.baseCost = problem.totalCost();
+    printProgress(options, result, secondsSince(start));
     return result;
   }
   if (kind == SolverKind::Exact) {
@@ -236,12 +271,12 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
       dpOptions.timeLimitSeconds = std::min(2.0, options.timeLimitSeconds / 4);
     consider(solveOne(problem, budgetBytes, SolverKind::ChainDp, dpOptions,
                       EventList(), start));
-    // The MILP needs a second or more from about 50 nodes on (FCN8's 73
-    // nodes: 0.6 s for the root LP alone); below 40 nodes a fraction of a
-    // second usually proves optimality, so it runs on what is left.
+    // The MILP runs on what is left: up to exactMaxNodes nodes its root
+    // LP takes well under a second (FCN8's 73 nodes: about 0.5 s), and its
+    // bound alone is worth having; CBC proves small graphs (VGG16) optimal
+    // in a fraction of a second.
     double left = options.timeLimitSeconds - secondsSince(start);
-    bool exactFits = left >= 1.0 || (problem.size() <= 40 && left >= 0.1);
-    if (problem.size() <= options.exactMaxNodes && exactFits) {
+    if (problem.size() <= options.exactMaxNodes && left >= 0.05) {
       SolveOptions exactOptions = options;
       exactOptions.timeLimitSeconds = left;
       SolveResult exact =
@@ -265,6 +300,7 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
     result.stats.status = provenInfeasible ? "infeasible" : "failed";
     result.stats.baseCost = problem.totalCost();
     result.stats.solveSeconds = secondsSince(start);
+    printProgress(options, result, result.stats.solveSeconds);
     return result;
   }
   best.stats.solverName = "auto(" + best.stats.solverName + ")";
@@ -281,6 +317,7 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
     other.minimumBytes = bound.bytes;
   }
   best.runnersUp = std::move(runnersUp);
+  printProgress(options, best, best.stats.solveSeconds);
   return best;
 }
 
@@ -299,9 +336,14 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
     normalized.normalize();
     orders = candidateOrders(normalized);
   }
-  // The given order gets half the time (the MILP runs there); the others
-  // share the rest.
-  double share = options.timeLimitSeconds / (orders.empty() ? 1 : 2);
+  // The given order gets half the time, or under auto three quarters when
+  // the MILP runs there only (41 to exactMaxNodes nodes: the other orders
+  // run the fast solvers); the others share the rest.
+  bool exactInGivenOnly = kind == SolverKind::Auto && problem.size() > 40 &&
+                          problem.size() <= options.exactMaxNodes;
+  double share = orders.empty()       ? options.timeLimitSeconds
+                 : exactInGivenOnly ? options.timeLimitSeconds * 0.75
+                                    : options.timeLimitSeconds / 2;
   inner.timeLimitSeconds = share;
   SolveResult given = solveInOrder(problem, budgetBytes, kind, inner);
   int64_t minimum = given.minimumBytes;
@@ -353,7 +395,7 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
     // takes a fraction of a second (and can prove a budget infeasible).
     if (kind == SolverKind::Auto && problem.size() > 40)
       other.exactMaxNodes = -1;
-    other.progress = false;
+    other.progressLabel = options.progressLabel + order.name + " order: ";
     SolveResult candidate = solveInOrder(permuteProblem(problem, order.order),
                                          budgetBytes, kind, other);
     minimum = std::min(minimum, candidate.minimumBytes);

@@ -92,9 +92,11 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
     buildTrainStepPipeline(pm);
   if (stage >= Stage::Scheduled)
     pm.addPass(createSchedulePass());
-  if (stage >= Stage::Planned && options.budgetBytes) {
+  if (stage >= Stage::Planned) {
     RematerializePassOptions remat;
-    remat.budgetBytes = arenaBudget(options);
+    remat.budgetBytes = options.budgetBytes.value_or(0);
+    remat.workspaceReserve =
+        options.budgetBytes ? options.workspaceReserveBytes : 0;
     remat.solver = options.solver;
     remat.timeLimit = options.timeLimitSeconds;
     remat.alignment = options.alignment;
@@ -105,11 +107,6 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
   DiagnosticText diagnostics(context);
   if (mlir::failed(pm.run(*module))) {
     std::string messages = diagnostics.text();
-    if (options.budgetBytes && options.workspaceReserveBytes > 0)
-      messages += " (the arena's budget: " +
-                  std::to_string(*options.budgetBytes) + " bytes minus " +
-                  std::to_string(options.workspaceReserveBytes) +
-                  " bytes of workspace reserve)";
     throw std::runtime_error(messages.empty() ? "pass pipeline failed"
                                               : messages);
   }

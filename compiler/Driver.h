@@ -31,7 +31,8 @@ const std::vector<std::string> &stageNames();
 
 struct CompileOptions {
   int64_t alignment = 64;
-  /// Without a budget the step runs store-all (the memory-aware order).
+  /// Without a budget nothing is recomputed, in the op order of least
+  /// memory the planner finds (leastMemoryWithoutRecompute).
   std::optional<int64_t> budgetBytes;
   /// Bytes of the budget kept for the backend's workspace (cuBLAS workspace,
   /// kernel scratch: docs/cuda.md): the arena is planned under budgetBytes

@@ -113,7 +113,8 @@ def RematerializePass : Pass<"remat-rematerialize", "::mlir::ModuleOp"> {
   let description = [{
     Expects the output of `-remat-schedule`. Plans which forward values to
     keep and which to recompute so that the step's arena fits
-    `budget-bytes` at the least added modeled cost (passes/planner), then
+    `budget-bytes` at the least added modeled cost (passes/planner); without
+    a budget, the order of least memory that recomputes nothing. It then
     rewrites `@train_step` in the planned order: recomputations are clones
     of forward ops tagged `remat.recompute`, each op reads the latest copy
     of its operands, and each in-place update runs after every other reader
@@ -127,7 +128,12 @@ def RematerializePass : Pass<"remat-rematerialize", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"budgetBytes", "budget-bytes", "int64_t", /*default=*/"0",
-           "Memory budget in bytes (arena of the whole step)">,
+           "Memory budget in bytes (arena of the whole step); 0: none, "
+           "the least memory without recomputation">,
+    Option<"workspaceReserve", "workspace-reserve", "int64_t",
+           /*default=*/"0",
+           "Bytes of the budget kept for the backend's workspace: the arena "
+           "is planned under budget-bytes minus this">,
     Option<"solver", "solver", "std::string", /*default=*/"\"auto\"",
            "auto, exact, dp, heuristic, store-all, per-block or sqrt">,
     Option<"timeLimit", "time-limit", "double", /*default=*/"1.0",

@@ -7,7 +7,9 @@
 //      cost: the modeled seconds), arguments as persistent bytes, forward
 //      ops recomputable, the loss and the updates required outputs;
 //   2. solve it under the budget with the chosen solver (every schedule
-//      goes through the planner's checker);
+//      goes through the planner's checker); without a budget (0), or when
+//      it fits, take the least-memory order that recomputes nothing
+//      (leastMemoryWithoutRecompute);
 //   3. replay the schedule's compute events on the plain step
 //      (memory::applyComputeOrder: recomputations become copies, in-place
 //      updates move after the last reader of their parameter), then compute
@@ -26,6 +28,7 @@
 #include "passes/Passes.h"
 #include "passes/Rematerialize.h"
 #include "passes/TrainStep.h"
+#include "passes/planner/Reorder.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -34,6 +37,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -120,9 +124,79 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
   return problem;
 }
 
+namespace {
+
+/// 400000 -> "400000 bytes" (scripts read the figures back).
+std::string bytesText(int64_t bytes) {
+  return std::to_string(bytes) + " bytes";
+}
+
+/// Why a solve found nothing within `target`, without the solver's own
+/// wording of the target as "the budget".
+std::string describeFailure(const planner::Problem &problem,
+                            const planner::SolveResult &solved,
+                            int64_t target) {
+  if (solved.minimumBytes > target) {
+    std::string text =
+        "below the planner's lower bound on any schedule's peak, " +
+        bytesText(solved.minimumBytes);
+    planner::LowerBound bound = planner::computeLowerBound(problem);
+    if (bound.bytes == solved.minimumBytes)
+      text += " (" + bound.describe(problem) + ")";
+    return text;
+  }
+  if (solved.stats.peakBytes > target)
+    return solved.stats.solverName + "'s schedule peaks at " +
+           bytesText(solved.stats.peakBytes) +
+           " in the planner's count, over that target";
+  return solved.error;
+}
+
+} // namespace
+
+Attempt leastMemoryWithoutRecompute(const planner::Problem &problem,
+                                    const TrainStep &step, bool reorder,
+                                    int64_t alignment) {
+  std::vector<planner::NodeOrder> orders(1);
+  orders[0].name = "given";
+  orders[0].order.resize(step.graph.ops.size());
+  std::iota(orders[0].order.begin(), orders[0].order.end(), 0);
+  if (reorder)
+    for (planner::NodeOrder &order : planner::candidateOrders(problem))
+      orders.push_back(std::move(order));
+  Attempt best;
+  for (size_t i = 0; i < orders.size(); ++i) {
+    memory::RecomputedStep applied =
+        memory::applyComputeOrder(step.graph, orders[i].order);
+    memory::Liveness live = memory::computeLiveness(applied.graph, alignment);
+    int64_t arena =
+        memory::assignOffsets(applied.graph, live, alignment).arenaBytes;
+    if (best.ok && arena >= best.arenaBytes)
+      continue;
+    best.ok = true;
+    best.applied = std::move(applied);
+    best.arenaBytes = arena;
+    best.result.stats.order = orders[i].name;
+    best.result.stats.nodeOrder = i == 0 ? std::vector<int>() : orders[i].order;
+  }
+  planner::SolveStats &stats = best.result.stats;
+  best.result.ok = true;
+  stats.solverName = "store-all";
+  stats.status = "optimal";
+  stats.provenGap = 0;
+  stats.cost = stats.baseCost = problem.totalCost();
+  best.result.minimumBytes = planner::computeLowerBound(problem).bytes;
+  return best;
+}
+
 Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
                     int64_t budget, planner::SolverKind kind,
                     const planner::SolveOptions &options, int64_t alignment) {
+  // Nothing needs recomputing: the least memory without recomputation.
+  Attempt least =
+      leastMemoryWithoutRecompute(problem, step, options.reorder, alignment);
+  if (least.arenaBytes <= budget)
+    return least;
   Attempt a;
   // The planner counts every result as a new buffer; the real layout lets
   // elementwise results reuse dying operands. Start the planner's target
@@ -131,21 +205,6 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
   memory::Liveness storeAll = memory::computeLiveness(step.graph, alignment);
   int64_t storeAllArena =
       memory::assignOffsets(step.graph, storeAll, alignment).arenaBytes;
-  std::vector<int> identity(step.graph.ops.size());
-  for (size_t k = 0; k < identity.size(); ++k)
-    identity[k] = static_cast<int>(k);
-  if (storeAllArena <= budget) {
-    // Nothing needs recomputing.
-    a.ok = true;
-    a.applied = memory::applyComputeOrder(step.graph, identity);
-    a.arenaBytes = storeAllArena;
-    a.result.ok = true;
-    a.result.stats.solverName = "store-all";
-    a.result.stats.status = "optimal";
-    a.result.stats.provenGap = 0;
-    a.result.minimumBytes = planner::computeLowerBound(problem).bytes;
-    return a;
-  }
   // Targets from optimistic to cautious. The solvers are heuristics whose
   // success is not monotone in the target, so besides the budget itself
   // the planner tries a fixed grid between the lower bound and the
@@ -161,6 +220,11 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
     if (g <= budget + slack)
       targets.insert(g);
   }
+  int64_t firstTarget = *targets.begin();
+  // What went wrong at the first target, and the least arena of a schedule
+  // that fit a target but not the budget after layout: the error's facts.
+  std::string firstFailure, closestSolver;
+  int64_t closestArena = -1, closestTarget = 0;
   // Only the first target gets the full time limit of the exact solver.
   planner::SolveOptions later = options;
   later.timeLimitSeconds = std::min(options.timeLimitSeconds, 1.0);
@@ -183,6 +247,8 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
       // Proven: no schedule within this target in the planner's model, so
       // none within any lower one either.
       bool proven = solved.stats.status == "infeasible";
+      if (target == firstTarget)
+        firstFailure = describeFailure(problem, solved, target);
       a.error = solved.error;
       a.result = std::move(solved);
       if (proven)
@@ -199,6 +265,7 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
         candidates.front().stats.cost >= bestFit->result.stats.cost)
       break;
     int64_t cheapestArena = -1; // the layout of this target's best schedule
+    std::string cheapestSolver;
     for (size_t c = 0; c < candidates.size(); ++c) {
       planner::SolveResult &candidate = candidates[c];
       if (bestFit && candidate.stats.cost >= bestFit->result.stats.cost)
@@ -219,8 +286,10 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
       a.arenaBytes =
           memory::assignOffsets(a.applied.graph, live, alignment).arenaBytes;
       a.result = std::move(candidate);
-      if (c == 0)
+      if (c == 0) {
         cheapestArena = a.arenaBytes;
+        cheapestSolver = a.result.stats.solverName;
+      }
       if (a.arenaBytes <= budget) {
         a.ok = true;
         if (c == 0)
@@ -230,10 +299,12 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
         break;
       }
     }
-    if (!bestFit)
-      a.error = "the schedules found fit the planner's count but their "
-                "arena needs " + std::to_string(a.arenaBytes) +
-                " bytes after layout";
+    if (!bestFit && cheapestArena >= 0 &&
+        (closestArena < 0 || cheapestArena < closestArena)) {
+      closestArena = cheapestArena;
+      closestSolver = cheapestSolver;
+      closestTarget = target;
+    }
     // The best schedule's layout overflowed by some bytes: try the target
     // lower by exactly that next (usually it fits, and costs less than the
     // grid's next point, which may be far lower). A few times at most.
@@ -245,7 +316,28 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
       }
     }
   }
-  return bestFit ? std::move(*bestFit) : a;
+  if (bestFit)
+    return std::move(*bestFit);
+  // Why nothing fits, in the figures of the budget: the planner's targets
+  // are derived from it, so each one quoted says how.
+  auto targetText = [&](int64_t target) {
+    std::string text = bytesText(target);
+    if (target == budget + slack && slack > 0)
+      text += " (the arena's budget plus " + bytesText(slack) +
+              " that buffer reuse saves at store-all, which the planner's "
+              "count of one buffer per result does not see)";
+    else if (target < budget)
+      text += " (a planner target below the arena's budget)";
+    return text;
+  };
+  if (closestArena >= 0)
+    a.error = "the closest schedule, " + closestSolver + "'s at planner " +
+              "target " + targetText(closestTarget) + ", needs an arena of " +
+              bytesText(closestArena) + " after buffer layout";
+  else if (!firstFailure.empty())
+    a.error = "at the planner's largest target for this budget, " +
+              targetText(firstTarget) + ": " + firstFailure;
+  return a;
 }
 
 /// The fallbacks tried when the requested solver's schedule does not fit.
@@ -290,9 +382,9 @@ int64_t minimumFeasibleBudget(const planner::Problem &problem,
   auto meets = [&](int64_t budget) {
     return fitsWithFastSolvers(problem, step, budget, probe, alignment);
   };
-  memory::Liveness live = memory::computeLiveness(step.graph, alignment);
   int64_t high =
-      memory::assignOffsets(step.graph, live, alignment).arenaBytes;
+      leastMemoryWithoutRecompute(problem, step, options.reorder, alignment)
+          .arenaBytes;
   int64_t low = lowerBound - 1; // no schedule can use less
   while (high - low > std::max<int64_t>(high / 200, 64)) {
     int64_t mid = low + (high - low) / 2;
@@ -309,8 +401,9 @@ struct RematerializePass
 
   void runOnOperation() override {
     mlir::ModuleOp module = getOperation();
-    if (budgetBytes <= 0) {
-      module.emitError("-remat-rematerialize needs budget-bytes > 0");
+    if (budgetBytes < 0) {
+      module.emitError("-remat-rematerialize needs budget-bytes >= 0 (0: no "
+                       "budget, the least memory without recomputation)");
       return signalPassFailure();
     }
     planner::SolverKind kind;
@@ -320,6 +413,15 @@ struct RematerializePass
                        "per-block, sqrt)");
       return signalPassFailure();
     }
+    if (workspaceReserve < 0 ||
+        (workspaceReserve > 0 && workspaceReserve >= budgetBytes)) {
+      module.emitError() << "the workspace reserve of "
+                         << bytesText(workspaceReserve)
+                         << " leaves nothing of the budget of "
+                         << bytesText(budgetBytes) << " for the arena";
+      return signalPassFailure();
+    }
+    int64_t arenaBudget = budgetBytes - workspaceReserve;
     std::optional<TrainStep> extracted = extractTrainStepOrEmit(module);
     if (!extracted)
       return signalPassFailure();
@@ -332,25 +434,40 @@ struct RematerializePass
     options.progress = progress;
     options.reorder = reorder;
 
-    // 1-3. Solve, replay, check the real arena.
-    Attempt attempt = attemptWithFallbacks(problem, step, budgetBytes, kind,
-                                           options, alignment);
+    // 1-3. Solve, replay, check the real arena (without a budget: the
+    // least memory without recomputation).
+    Attempt attempt =
+        budgetBytes == 0
+            ? leastMemoryWithoutRecompute(problem, step, reorder, alignment)
+            : attemptWithFallbacks(problem, step, arenaBudget, kind, options,
+                                   alignment);
     if (!attempt.ok) {
       planner::SolveOptions quiet = options;
       quiet.progress = false;
       // The search plans the step a dozen times or more (20 s for a
       // 48-layer GPT-2): say so before the error comes.
-      llvm::errs() << "remat: no schedule fits " << budgetBytes
-                   << " bytes; searching the minimum feasible budget...\n";
+      llvm::errs() << "remat: no schedule fits " << bytesText(budgetBytes)
+                   << "; searching the minimum feasible budget...\n";
       int64_t feasible = minimumFeasibleBudget(
           problem, step, attempt.result.minimumBytes, quiet, alignment);
       auto diag = module.emitError();
-      diag << "no schedule fits the budget of "
-           << static_cast<int64_t>(budgetBytes) << " bytes";
-      if (feasible > 0)
-        diag << "; minimum feasible budget: " << feasible
-             << " bytes (the smallest this solver meets after buffer "
-                "layout, to within 0.5%)";
+      diag << "no schedule fits the budget of " << bytesText(budgetBytes);
+      if (workspaceReserve > 0)
+        diag << " (an arena of " << bytesText(arenaBudget)
+             << " after the workspace reserve of "
+             << bytesText(workspaceReserve) << ")";
+      if (feasible > 0) {
+        diag << "; minimum feasible budget: "
+             << bytesText(feasible + workspaceReserve) << " (";
+        if (workspaceReserve > 0)
+          diag << "an arena of " << bytesText(feasible) << " plus the "
+               << "reserve; ";
+        diag << (kind == planner::SolverKind::Auto
+                     ? "the smallest"
+                     : "with solver auto, not " + solver + ": the smallest")
+             << " that the heuristic or per-block schedule meets after "
+                "buffer layout, to within 0.5%)";
+      }
       diag << "; " << attempt.error;
       return signalPassFailure();
     }

@@ -19,13 +19,7 @@ namespace remat {
 planner::Problem buildPlannerProblem(const TrainStep &step, int64_t alignment,
                                      bool shareLossGradient = true);
 
-/// One planning attempt under `budget`: solve at planner targets from the
-/// budget plus the reuse slack down a fixed grid to the lower bound; at each
-/// target replay the best schedule and then (auto) the runners-up on the
-/// plain step (memory::applyComputeOrder) and lay out the arena, keeping the
-/// first that fits; when only a runner-up fits, lower targets are tried
-/// until one's cheapest schedule fits or is no cheaper than the best fit.
-/// The cheapest fitting schedule wins.
+/// A plan of the step: its schedule replayed on the step, and the arena.
 struct Attempt {
   bool ok = false;
   std::string error;
@@ -33,6 +27,26 @@ struct Attempt {
   memory::RecomputedStep applied;
   int64_t arenaBytes = 0;
 };
+
+/// The plan that recomputes nothing in the least arena found: the step's
+/// own order and, with `reorder`, each candidate order of
+/// planner/Reorder.h, every op computed once, replayed on the step
+/// (memory::applyComputeOrder) and laid out; the smallest arena wins
+/// (ties: the step's order, then the candidate orders in turn). The least
+/// over these orders, not over all orders (that search is NP-hard).
+/// O(orders x layout).
+Attempt leastMemoryWithoutRecompute(const planner::Problem &problem,
+                                    const TrainStep &step, bool reorder,
+                                    int64_t alignment);
+
+/// One planning attempt under `budget`: when the least-memory plan without
+/// recomputation fits, that plan; else solve at planner targets from the
+/// budget plus the reuse slack down a fixed grid to the lower bound; at each
+/// target replay the best schedule and then (auto) the runners-up on the
+/// plain step (memory::applyComputeOrder) and lay out the arena, keeping the
+/// first that fits; when only a runner-up fits, lower targets are tried
+/// until one's cheapest schedule fits or is no cheaper than the best fit.
+/// The cheapest fitting schedule wins.
 Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
                     int64_t budget, planner::SolverKind kind,
                     const planner::SolveOptions &options, int64_t alignment);
@@ -56,7 +70,8 @@ bool fitsWithFastSolvers(const planner::Problem &problem,
 /// The smallest budget, to within 0.5%, that the heuristic or per-block
 /// schedule meets after layout (`auto` falls back to both, so it meets it
 /// too): a bisection between `lowerBound` (no
-/// schedule can use less) and the store-all arena, which always fits.
+/// schedule can use less) and the arena of leastMemoryWithoutRecompute,
+/// which always fits.
 int64_t minimumFeasibleBudget(const planner::Problem &problem,
                               const TrainStep &step, int64_t lowerBound,
                               const planner::SolveOptions &options,

@@ -427,20 +427,36 @@ SolverOutput solveExact(const Problem &problem, int64_t budgetBytes,
   // CBC's clock starts here: give it what is left.
   double left = options.timeLimitSeconds -
                 std::chrono::duration<double>(Clock::now() - start).count();
-  model.setMaximumSeconds(std::max(0.5, left));
+  model.setMaximumSeconds(std::max(0.1, left));
   if (auto *clp = dynamic_cast<OsiClpSolverInterface *>(model.solver()))
-    clp->getModelPtr()->setMaximumSeconds(std::max(0.5, left));
+    clp->getModelPtr()->setMaximumSeconds(std::max(0.1, left));
   model.branchAndBound();
 
   // CBC reports +-1e50 (or worse) when the root LP did not finish.
   double bound = model.getBestPossibleObjValue();
   out.bestBound = std::fabs(bound) < 1e40 ? bound : NAN;
   const double *best = model.bestSolution();
+  // CBC calls the model infeasible when its root solve stops at the time
+  // limit too: only a search that ended before the limit proves it, and
+  // never against a warm start that fits.
+  bool infeasible =
+      model.isProvenInfeasible() && bestWarm.events.empty() &&
+      !model.isSecondsLimitReached() &&
+      std::chrono::duration<double>(Clock::now() - start).count() <
+          options.timeLimitSeconds;
+  if (!best && !infeasible && !bestWarm.events.empty()) {
+    // The search found nothing better than the warm start, which CBC may
+    // not have taken: that is the incumbent.
+    out.schedule = bestWarm;
+    out.found = true;
+    out.status = "time-limit";
+    out.bestBound = lpBound;
+    return out;
+  }
   if (!best) {
-    out.status = model.isProvenInfeasible() ? "infeasible" : "time-limit";
-    out.message = model.isProvenInfeasible()
-                      ? "the MILP is infeasible at this budget"
-                      : "no MILP solution within the time limit";
+    out.status = infeasible ? "infeasible" : "time-limit";
+    out.message = infeasible ? "the MILP is infeasible at this budget"
+                             : "no MILP solution within the time limit";
     return out;
   }
   std::vector<std::vector<char>> r(n, std::vector<char>(n, 0));

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <sstream>
 
 namespace remat {
@@ -117,9 +119,9 @@ SolveResult finish(const Problem &problem, int64_t budget,
   return result;
 }
 
-SolveResult solveOne(const Problem &problem, int64_t budget, SolverKind kind,
-                     const SolveOptions &options, const EventList &warm,
-                     Clock::time_point start) {
+SolveResult solveOneQuietly(const Problem &problem, int64_t budget,
+                            SolverKind kind, const SolveOptions &options,
+                            const EventList &warm, Clock::time_point start) {
   const char *name = solverKindName(kind);
   switch (kind) {
   case SolverKind::StoreAll:
@@ -149,6 +151,38 @@ SolveResult solveOne(const Problem &problem, int64_t budget, SolverKind kind,
     break;
   }
   return SolveResult();
+}
+
+/// One progress line for a solver's result: name, outcome, time.
+void printProgress(const SolveOptions &options, const SolveResult &result,
+                   double seconds) {
+  if (!options.progress)
+    return;
+  const SolveStats &stats = result.stats;
+  std::ostringstream os;
+  os << "[planner] " << options.progressLabel << stats.solverName << ": "
+     << stats.status;
+  if (result.ok || stats.peakBytes > 0)
+    os << ", peak " << stats.peakBytes << " bytes";
+  if (result.ok) {
+    os << ", overhead " << stats.overhead * 100 << "%";
+    if (!std::isnan(stats.provenGap))
+      os << ", proven gap " << stats.provenGap * 100 << "%";
+  } else if (!result.error.empty() && stats.peakBytes == 0) {
+    os << " (" << result.error << ")";
+  }
+  os << ", " << seconds << " s\n";
+  std::fputs(os.str().c_str(), stderr);
+}
+
+SolveResult solveOne(const Problem &problem, int64_t budget, SolverKind kind,
+                     const SolveOptions &options, const EventList &warm,
+                     Clock::time_point start) {
+  auto solverStart = Clock::now();
+  SolveResult result =
+      solveOneQuietly(problem, budget, kind, options, warm, start);
+  printProgress(options, result, secondsSince(solverStart));
+  return result;
 }
 
 bool better(const SolveResult &candidate, const SolveResult &best) {
@@ -182,6 +216,7 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
     result.error = os.str();
     result.stats.status = "infeasible";
     result.stats.baseCost = problem.totalCost();
+    printProgress(options, result, secondsSince(start));
     return result;
   }
   if (kind == SolverKind::Exact) {
@@ -228,36 +263,64 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
       consider(solveOne(problem, budgetBytes, baseline, options, EventList(),
                         start));
     // The DP's memory bisection: where the MILP will run (small graphs)
-    // the time is there anyway, so it gets its full share; on larger graphs
-    // a short leash (at least one run) keeps auto fast, at some cost at
-    // tight budgets.
+    // the time is there anyway, so it gets its usual share; on larger
+    // graphs a short leash (at least one run) keeps auto fast, at some cost
+    // at tight budgets.
+    bool exactRuns = problem.size() <= options.exactMaxNodes;
     SolveOptions dpOptions = options;
-    if (problem.size() > options.exactMaxNodes)
+    if (!exactRuns)
       dpOptions.timeLimitSeconds = std::min(2.0, options.timeLimitSeconds / 4);
-    consider(solveOne(problem, budgetBytes, SolverKind::ChainDp, dpOptions,
-                      EventList(), start));
-    // The MILP needs a second or more from about 50 nodes on (FCN8's 73
-    // nodes: 0.6 s for the root LP alone); below 40 nodes a fraction of a
-    // second usually proves optimality, so it runs on what is left.
-    double left = options.timeLimitSeconds - secondsSince(start);
-    bool exactFits = left >= 1.0 || (problem.size() <= 40 && left >= 0.1);
-    if (problem.size() <= options.exactMaxNodes && exactFits) {
+    auto runDp = [&] {
+      consider(solveOne(problem, budgetBytes, SolverKind::ChainDp, dpOptions,
+                        EventList(), start));
+    };
+    // The MILP runs on the time it is given: up to exactMaxNodes nodes its
+    // root LP takes well under a second (FCN8's 73 nodes: about 0.5 s), and
+    // its bound alone proves a gap; CBC proves small graphs (VGG16) optimal
+    // in a fraction of a second.
+    double exactBound = std::numeric_limits<double>::quiet_NaN();
+    auto runExact = [&](double seconds) {
+      if (seconds < 0.05)
+        return;
       SolveOptions exactOptions = options;
-      exactOptions.timeLimitSeconds = left;
+      exactOptions.timeLimitSeconds = seconds;
       SolveResult exact =
           solveOne(problem, budgetBytes, SolverKind::Exact, exactOptions,
                    best.ok ? best.schedule : EventList(), start);
       provenInfeasible = exact.stats.status == "infeasible";
-      double exactBound = exact.stats.bestBound;
+      exactBound = exact.stats.bestBound;
       consider(std::move(exact));
-      if (best.ok && exactBound == exactBound && best.stats.cost > 0 &&
-          best.stats.provenGap != 0.0) {
-        double lower = std::max(exactBound, best.stats.baseCost);
-        best.stats.provenGap =
-            std::max(0.0, (best.stats.cost - lower) / best.stats.cost);
-        best.stats.bestBound = exactBound;
-      }
+    };
+    // Below kDpBeforeExactSeconds the DP's first runs (0.2-0.5 s here) and
+    // the MILP's root LP do not both fit: the MILP goes first, keeping the
+    // DP's share (min(5 s, limit/4)) for the DP after it. From there on the
+    // DP goes first and warm-starts the MILP (which then proves SegNet at
+    // 0.8 and 0.7 optimal within 20 s).
+    constexpr double kDpBeforeExactSeconds = 5.0;
+    if (exactRuns && options.timeLimitSeconds < kDpBeforeExactSeconds) {
+      runExact(options.timeLimitSeconds - secondsSince(start) -
+               std::min(5.0, options.timeLimitSeconds / 4));
+      runDp();
+    } else {
+      runDp();
+      if (exactRuns)
+        runExact(options.timeLimitSeconds - secondsSince(start));
     }
+    // The MILP's bound holds for every schedule in this order: the best,
+    // whichever solver found it, and the runners-up (which solve() may
+    // pick across orders).
+    auto applyBound = [&](SolveResult &r) {
+      if (r.ok && exactBound == exactBound && r.stats.cost > 0 &&
+          r.stats.provenGap != 0.0) {
+        double lower = std::max(exactBound, r.stats.baseCost);
+        r.stats.provenGap =
+            std::max(0.0, (r.stats.cost - lower) / r.stats.cost);
+        r.stats.bestBound = exactBound;
+      }
+    };
+    applyBound(best);
+    for (SolveResult &other : runnersUp)
+      applyBound(other);
   }
   if (!best.ok) {
     result.error = "no solver found a schedule within the budget: " + errors;
@@ -265,6 +328,7 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
     result.stats.status = provenInfeasible ? "infeasible" : "failed";
     result.stats.baseCost = problem.totalCost();
     result.stats.solveSeconds = secondsSince(start);
+    printProgress(options, result, result.stats.solveSeconds);
     return result;
   }
   best.stats.solverName = "auto(" + best.stats.solverName + ")";
@@ -278,9 +342,12 @@ SolveResult solveInOrder(const Problem &input, int64_t budgetBytes,
                    });
   for (SolveResult &other : runnersUp) {
     other.stats.solverName = "auto(" + other.stats.solverName + ")";
+    if (other.stats.provenGap <= kOptimalGap)
+      other.stats.status = "optimal";
     other.minimumBytes = bound.bytes;
   }
   best.runnersUp = std::move(runnersUp);
+  printProgress(options, best, best.stats.solveSeconds);
   return best;
 }
 
@@ -299,9 +366,14 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
     normalized.normalize();
     orders = candidateOrders(normalized);
   }
-  // The given order gets half the time (the MILP runs there); the others
-  // share the rest.
-  double share = options.timeLimitSeconds / (orders.empty() ? 1 : 2);
+  // The given order gets half the time, or under auto three quarters when
+  // the MILP runs there only (41 to exactMaxNodes nodes: the other orders
+  // run the fast solvers); the others share the rest.
+  bool exactInGivenOnly = kind == SolverKind::Auto && problem.size() > 40 &&
+                          problem.size() <= options.exactMaxNodes;
+  double share = orders.empty()       ? options.timeLimitSeconds
+                 : exactInGivenOnly ? options.timeLimitSeconds * 0.75
+                                    : options.timeLimitSeconds / 2;
   inner.timeLimitSeconds = share;
   SolveResult given = solveInOrder(problem, budgetBytes, kind, inner);
   int64_t minimum = given.minimumBytes;
@@ -353,7 +425,7 @@ SolveResult solve(const Problem &problem, int64_t budgetBytes, SolverKind kind,
     // takes a fraction of a second (and can prove a budget infeasible).
     if (kind == SolverKind::Auto && problem.size() > 40)
       other.exactMaxNodes = -1;
-    other.progress = false;
+    other.progressLabel = options.progressLabel + order.name + " order: ";
     SolveResult candidate = solveInOrder(permuteProblem(problem, order.order),
                                          budgetBytes, kind, other);
     minimum = std::min(minimum, candidate.minimumBytes);

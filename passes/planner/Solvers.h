@@ -45,8 +45,12 @@ struct SolveOptions {
   /// Wall-clock limit for the exact MILP (and for auto overall).
   double timeLimitSeconds = 60.0;
   CountingMode mode = CountingMode::Event;
-  /// Progress lines on stderr (MILP incumbent / bound / gap, once a second).
+  /// Progress lines on stderr: one per solver run (name, status, peak,
+  /// overhead, proven gap, seconds), and the MILP's incumbent / bound / gap
+  /// once a second.
   bool progress = false;
+  /// Prefix of those lines after "[planner] " (the order being solved).
+  std::string progressLabel;
   /// Let CBC print its own log.
   bool verbose = false;
   /// Auto runs the exact MILP only up to this many nodes.

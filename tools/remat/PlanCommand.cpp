@@ -1,6 +1,6 @@
 //===- PlanCommand.cpp - `remat plan`: budgets, sweeps, max batch ---------===//
 //
-//   remat plan MODEL --budget B          one plan's report (JSON keys of
+//   remat plan MODEL [--budget B]        one plan's report (JSON keys of
 //                                        docs/cli.md) without writing it
 //   remat plan MODEL --sweep [--points N]
 //                                        the Pareto table budget -> overhead
@@ -36,13 +36,20 @@ using nlohmann::json;
 namespace remat::tools {
 
 static const char *kPlanHelp =
-    "usage: remat plan MODEL [--budget B | --sweep | --max-batch --budget B]\n"
+    "usage: remat plan MODEL [--budget B [--workspace-reserve R] | --sweep |\n"
+    "                         --max-batch --budget B]\n"
     "       remat plan --graph FILE.json --budget-frac F\n"
     "\n"
     "Plans rematerialization without writing a plan file.\n"
     "\n"
     "  --budget B         plan under B bytes (1.5GiB, 800MB, 123456) and\n"
-    "                     print the report as JSON\n"
+    "                     print the report as JSON (the report of\n"
+    "                     `remat compile --report`); without it, the report\n"
+    "                     of the plan without a budget: nothing recomputed,\n"
+    "                     the least memory the planner finds\n"
+    "  --workspace-reserve R\n"
+    "                     with --budget: keep R bytes of the budget for the\n"
+    "                     backend's workspace, as remat compile does\n"
     "  --sweep            Pareto table: budget -> recompute overhead, from\n"
     "                     the minimum feasible budget to store-all; the knee\n"
     "                     (the best trade-off) is marked\n"
@@ -76,6 +83,7 @@ struct PlanOptions {
   std::string model;
   std::string graph;
   std::optional<int64_t> budget;
+  std::optional<int64_t> workspaceReserve; ///< --workspace-reserve
   std::string budgetFraction;
   bool sweep = false;
   bool maxBatch = false;
@@ -340,41 +348,22 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
   return 0;
 }
 
-int planOne(const PlanOptions &options, planner::SolverKind kind) {
-  Session s = openSession(options, options.modelOptions);
-  auto start = std::chrono::steady_clock::now();
-  Attempt a = attemptWithFallbacks(s.problem, s.step, *options.budget, kind,
-                                   solveOptions(options), s.alignment);
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
-  if (!a.ok) {
-    std::cerr << "remat plan: no schedule fits " << *options.budget
-              << " bytes; searching the minimum feasible budget...\n";
-    int64_t minimum = minimumFeasibleBudget(
-        s.problem, s.step, a.result.minimumBytes, solveOptions(options),
-        s.alignment);
-    std::cerr << "remat plan: error: no schedule fits the budget of "
-              << *options.budget << " bytes; minimum feasible budget: "
-              << minimum << " bytes; " << a.error << "\n";
-    return 1;
-  }
-  memory::Liveness live = memory::computeLiveness(a.applied.graph, s.alignment);
-  memory::ArenaLayout layout =
-      memory::assignOffsets(a.applied.graph, live, s.alignment);
-  TrainStep applied = s.step;
-  applied.graph = a.applied.graph;
-  std::vector<OpInfo> ops;
-  for (int k : a.applied.origin)
-    ops.push_back(s.step.ops[k]);
-  applied.ops = ops;
-  json report = compiler::memoryReport(applied, live, layout, *options.budget,
-                                       recomputeOverhead(s, a),
-                                       a.result.stats.solverName, seconds);
-  double gap = a.result.stats.provenGap;
-  report["optimality_gap"] = std::isnan(gap) ? json(nullptr) : json(gap);
-  report["min_feasible_bytes"] = a.result.minimumBytes;
-  report["order"] = a.result.stats.order;
+/// The report of the plan `remat compile` would emit for the same options
+/// (compiler::compilePlan builds both).
+int planOne(const PlanOptions &options) {
+  model::ModelGraph graph = model::loadModel(readText(options.model),
+                                             options.model,
+                                             options.modelOptions);
+  compiler::CompileOptions compile;
+  compile.budgetBytes = options.budget;
+  compile.workspaceReserveBytes = options.workspaceReserve.value_or(0);
+  compile.solver = options.solver;
+  compile.timeLimitSeconds = solveOptions(options).timeLimitSeconds;
+  compile.progress = options.progress;
+  compile.reorder = options.reorder.value_or(true);
+  compile.deviceProfile = options.deviceProfile;
+  json report;
+  compiler::compilePlan(graph, compile, report);
   std::cout << report.dump(2) << "\n";
   writeJson(options, report);
   return 0;
@@ -459,6 +448,10 @@ int planMain(int argc, char **argv) {
         options.budget = compiler::parseByteSize(v);
         if (!options.budget || *options.budget <= 0)
           return usage("--budget '" + v + "' is not a byte size");
+      } else if (takeValue(argc, argv, i, "--workspace-reserve", v)) {
+        options.workspaceReserve = compiler::parseByteSize(v);
+        if (!options.workspaceReserve)
+          return usage("--workspace-reserve '" + v + "' is not a byte size");
       } else if (takeValue(argc, argv, i, "--budget-frac", v))
         options.budgetFraction = v;
       else if (takeValue(argc, argv, i, "--graph", v))
@@ -520,13 +513,23 @@ int planMain(int argc, char **argv) {
     }
     if (options.model.empty())
       return usage("no model given");
+    if (options.workspaceReserve && !options.budget)
+      return usage("--workspace-reserve needs --budget");
+    if (options.workspaceReserve && (options.sweep || options.maxBatch))
+      return usage("--workspace-reserve goes with a single --budget only");
+    if (options.workspaceReserve && *options.workspaceReserve >= *options.budget)
+      return usage("--workspace-reserve " +
+                   std::to_string(*options.workspaceReserve) +
+                   " leaves nothing of --budget " +
+                   std::to_string(*options.budget) + " for the arena");
     if (options.sweep)
       return planSweep(options, kind);
-    if (!options.budget)
-      return usage("give --budget B, --sweep, or --max-batch --budget B");
-    if (options.maxBatch)
+    if (options.maxBatch) {
+      if (!options.budget)
+        return usage("--max-batch needs --budget B");
       return planMaxBatch(options, kind);
-    return planOne(options, kind);
+    }
+    return planOne(options);
   } catch (const model::OptionError &e) {
     return usage(e.what());
   } catch (const model::ModelError &e) {

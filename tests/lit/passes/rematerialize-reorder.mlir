@@ -2,6 +2,8 @@
 // RUN: remat-opt %s -remat-autodiff -remat-optimizer -remat-rematerialize=budget-bytes=42000 -remat-test-print-memory | FileCheck %s --check-prefix=MOVED
 // RUN: remat-opt %s -remat-autodiff -remat-optimizer -remat-rematerialize=budget-bytes=42000 | FileCheck %s --check-prefix=IR
 // RUN: remat-opt %s -remat-autodiff -remat-optimizer "-remat-rematerialize=budget-bytes=42000 reorder=false" | FileCheck %s --check-prefix=FIXED
+// RUN: remat-opt %s -remat-autodiff -remat-optimizer -remat-rematerialize -remat-test-print-memory | FileCheck %s --check-prefix=LEAST
+// RUN: remat-opt %s -remat-autodiff -remat-optimizer -remat-rematerialize | FileCheck %s --check-prefix=LEAST-IR
 
 // The planner moves ops, not only recomputes them. The step is given in
 // autodiff's order (no -remat-schedule): the 64x64 tanh of xb (16384 bytes)
@@ -26,6 +28,12 @@
 // IR: %[[E:.*]] = graph.tanh %arg1 : tensor<64x64xf32>
 // IR-NEXT: graph.reduce_sum %[[E]]
 // IR-NOT: remat.recompute
+//
+// Without a budget: nothing recomputed, in the order of least memory, the
+// same subtree-first order (38976 against the given order's 47232).
+// LEAST: memory: peak 38976 at op 1, arena 39040
+// LEAST-IR: remat.plan = {budget_bytes = 0 : i64{{.*}}order = "subtree-first", recompute_overhead = 0.000000e+00{{.*}}solver = "store-all"
+// LEAST-IR-NOT: remat.recompute
 //
 // Keeping the order, the same budget costs recomputation.
 // FIXED: remat.plan = {{.*}}order = "given"

@@ -8,8 +8,9 @@ Fenced blocks are read by their language:
               (`set -euo pipefail`), so a variable set on one line is seen
               on the next and any failing command fails the block.
   ```console  lines starting with `$ ` are commands; the lines after one,
-              up to the next `$ `, are its output (stdout then stderr), which
-              must match: a line `...` stands for any number of lines, and
+              up to the next `$ `, are its output, which
+              must match as a terminal shows them (stderr interleaved): a
+              line `...` (indented or not) stands for any number of lines, and
               times (`3.1 ms`, `20645 tokens/s`, `samples/s`) match any time.
 
 Other blocks (text, json, mlir, no language) are not commands. An HTML
@@ -84,7 +85,7 @@ def matches(expected, actual):
             return memo[(i, j)]
         if i == len(expected):
             result = j == len(actual)
-        elif expected[i] == "...":
+        elif expected[i].strip() == "...":
             result = any(go(i + 1, k) for k in range(j, len(actual) + 1))
         else:
             result = j < len(actual) and expected[i] == actual[j] and \
@@ -112,10 +113,13 @@ def scratch(args):
     return work, env
 
 
-def run(script, work, env):
+def run(script, work, env, merged=False):
+    """Runs a script; `merged`: stderr goes where stdout goes, interleaved
+    as a terminal shows them (the result's stdout holds both)."""
     return subprocess.run(["bash", "-c", "set -euo pipefail\n" + script],
-                          cwd=work, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT)
+                          cwd=work, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT if merged
+                          else subprocess.PIPE, text=True, timeout=TIMEOUT)
 
 
 def main():
@@ -164,12 +168,12 @@ def main():
                 while expected and not expected[-1].strip():
                     expected.pop()
                 commands += 1
-                r = run(command, work, env)
-                actual = (r.stdout + r.stderr).rstrip("\n").split("\n") \
-                    if (r.stdout + r.stderr).strip() else []
+                r = run(command, work, env, merged=True)
+                actual = r.stdout.rstrip("\n").split("\n") \
+                    if r.stdout.strip() else []
                 if r.returncode != 0:
                     failures.append(f"{where}: `{command}` exited "
-                                    f"{r.returncode}:\n{r.stderr[-3000:]}")
+                                    f"{r.returncode}:\n{r.stdout[-3000:]}")
                 elif expected and not matches(expected, actual):
                     failures.append(
                         f"{where}: `{command}` printed other than the doc "

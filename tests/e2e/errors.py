@@ -235,7 +235,7 @@ def exit_codes(remat, work):
         expect(argv, 2, text)
     bad_input = [
         ([remat, "compile", os.path.join(work, "missing.json")], "cannot open"),
-        ([remat, "plan", model, "--budget", "1KB"], "minimum feasible budget"),
+        ([remat, "plan", model, "--budget", "100"], "minimum feasible budget"),
         ([remat, "explain", model], "remat explain: error:"),
     ]
     for argv, text in bad_input:

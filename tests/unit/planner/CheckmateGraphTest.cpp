@@ -71,7 +71,8 @@ TEST_CASE("Checkmate reader rejects malformed graphs with clear messages",
   CheckmateGraph graph;
   std::string error;
   CHECK_FALSE(readCheckmateGraph("/nonexistent/graph.json", graph, error));
-  CHECK(error == "/nonexistent/graph.json: cannot open");
+  CHECK(error == "/nonexistent/graph.json: cannot open the graph file: No "
+                 "such file or directory");
 }
 
 TEST_CASE("every solver's schedule on the Checkmate graphs passes the checker",

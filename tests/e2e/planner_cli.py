@@ -69,7 +69,8 @@ def default_least_memory(remat, work):
     cases = [("gpt2.json", ["--preset", "tiny", "--set", "vocab=1024"], True),
              ("gpt2.json", ["--preset", "tiny"], False),
              ("seed_mlp.json", ["--preset", "tiny"], False),
-             ("mlp_deep.json", ["--preset", "tiny"], False)]
+             ("mlp_deep.json", ["--preset", "tiny"], False),
+             ("classifier.json", [], False)]
     for name, config, moved in cases:
         args = [model(name)] + config
         tag = name + " " + " ".join(config)

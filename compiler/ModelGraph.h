@@ -118,8 +118,8 @@ struct ModelGraph {
 struct TrainingOptions {
   /// --input-shape NAME=D0,D1,...: the shape of an input with dynamic dims.
   std::map<std::string, std::vector<int64_t>> inputShapes;
-  /// --loss: "cross_entropy" or "mse"; empty: cross_entropy, or mse when
-  /// the output's last dim is 1.
+  /// --loss: the loss op on the first output (docs/onnx.md); empty: the
+  /// importer's default for the output's shape.
   std::string loss;
   std::string optimizer = "sgd"; ///< --optimizer: sgd or adamw
   std::optional<double> lr;      ///< --lr; default: sgd 0.01, adamw 1e-3

@@ -1086,9 +1086,14 @@ void OnnxReader::addLoss() {
          "' is a scalar; remat adds the loss itself (export the model's "
          "output before the loss)");
 
+  const std::vector<std::string> losses = {"cross_entropy", "mse"};
   std::string loss = options.training.loss;
   if (loss.empty())
     loss = outType.shape.back() == 1 ? "mse" : "cross_entropy";
+  if (std::find(losses.begin(), losses.end(), loss) == losses.end())
+    throw OptionError("--loss: unknown loss '" + loss + "'" +
+                      didYouMean(loss, losses) +
+                      " (available: cross_entropy, mse)");
   std::vector<int64_t> rows(outType.shape.begin(), outType.shape.end() - 1);
   const char *labelsName = "labels";
   if (names.count(labelsName))

@@ -132,7 +132,7 @@ def errors(remat, work):
            "no output")
 
     expect(run(remat, "compile", good, "--loss", "hinge"), 2,
-           "unknown loss 'hinge'")
+           "unknown loss 'hinge'", "available: cross_entropy, mse")
     expect(run(remat, "train", good, "--optimizer", "adam"), 2,
            "did you mean 'adamw'")
     expect(run(remat, "compile", good, "--set", "batch=2"), 2,

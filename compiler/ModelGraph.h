@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -112,10 +113,28 @@ struct ModelGraph {
   int findValue(const std::string &name) const;
 };
 
+/// How the training step of an imported model (ONNX, docs/onnx.md) is
+/// built: a JSON model names its loss and optimizer in the file.
+struct TrainingOptions {
+  /// --input-shape NAME=D0,D1,...: the shape of an input with dynamic dims.
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// --loss: the loss op on the first output (docs/onnx.md); empty: the
+  /// importer's default for the output's shape.
+  std::string loss;
+  std::string optimizer = "sgd"; ///< --optimizer: sgd or adamw
+  std::optional<double> lr;      ///< --lr; default: sgd 0.01, adamw 1e-3
+
+  bool any() const {
+    return !inputShapes.empty() || !loss.empty() || optimizer != "sgd" ||
+           lr.has_value();
+  }
+};
+
 /// How a caller wants the model configured.
 struct ModelOptions {
   std::string preset;                          ///< empty: none
   std::vector<std::pair<std::string, std::string>> overrides; ///< --set k=v
+  TrainingOptions training; ///< imported models only
 };
 
 /// Reads, validates and flattens a model. `sourceName` prefixes messages.

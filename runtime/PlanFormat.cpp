@@ -277,7 +277,7 @@ Plan parsePlan(const json &v, const std::string &source) {
   r.rejectUnknownKeys(v, "",
                       {"format", "version", "model", "seed", "alignment",
                        "arena_bytes", "buffers", "steps", "loss",
-                       "tokens_per_sample", "batch", "report"});
+                       "tokens_per_sample", "batch", "weights", "report"});
   Plan plan;
   plan.model = r.str(r.field(v, "", "model"), "/model");
   if (const json *f = r.optionalField(v, "seed"))
@@ -297,6 +297,13 @@ Plan parsePlan(const json &v, const std::string &source) {
   if (const json *f = r.optionalField(v, "tokens_per_sample"))
     plan.tokensPerSample = r.int64(*f, "/tokens_per_sample");
   plan.batch = r.int64(r.field(v, "", "batch"), "/batch");
+  if (const json *f = r.optionalField(v, "weights")) {
+    plan.weights = r.str(*f, "/weights");
+    if (plan.weights.empty() || plan.weights.front() == '/' ||
+        plan.weights.find("..") != std::string::npos)
+      r.fail("/weights", "expected a file name relative to the plan's "
+                         "directory, got '" + plan.weights + "'");
+  }
   if (const json *f = r.optionalField(v, "report")) {
     r.expectObject(*f, "/report");
     plan.report = *f;
@@ -339,6 +346,17 @@ Plan readPlanFile(const std::string &path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return parsePlanText(buffer.str(), path);
+}
+
+std::string planWeightsPath(const std::string &planPath,
+                            const std::string &weights) {
+  if (weights.empty() || weights.front() == '/' ||
+      weights.find("..") != std::string::npos)
+    throw PlanError(planPath + ": /weights: expected a file name relative to "
+                               "the plan's directory, got '" + weights + "'");
+  size_t slash = planPath.rfind('/');
+  return slash == std::string::npos ? weights
+                                    : planPath.substr(0, slash + 1) + weights;
 }
 
 json serializePlan(const Plan &plan) {
@@ -413,6 +431,8 @@ json serializePlan(const Plan &plan) {
   out["loss"] = plan.loss;
   out["tokens_per_sample"] = plan.tokensPerSample;
   out["batch"] = plan.batch;
+  if (!plan.weights.empty())
+    out["weights"] = plan.weights;
   out["report"] = plan.report.is_null() ? json::object() : plan.report;
   return out;
 }

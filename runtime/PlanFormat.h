@@ -99,6 +99,10 @@ struct Plan {
   int64_t loss = -1;           ///< index of the scalar f32 loss buffer
   int64_t tokensPerSample = 1; ///< 1 for non-sequence models
   int64_t batch = 1;
+  /// A safetensors file holding every param's initial value (a model
+  /// imported with its weights, docs/onnx.md), relative to the plan file's
+  /// directory; empty: params start from their `init`.
+  std::string weights;
   nlohmann::json report = nlohmann::json::object(); ///< free-form
 };
 
@@ -131,6 +135,11 @@ nlohmann::json parseJsonDepthLimited(const std::string &text,
 }
 /// Reads a file and parses it; `source` in messages is the path.
 Plan readPlanFile(const std::string &path);
+
+/// The path of a plan's `weights` file: relative to the plan file's
+/// directory. Throws PlanError when `weights` is not a plain relative path.
+std::string planWeightsPath(const std::string &planPath,
+                            const std::string &weights);
 
 /// The inverse of parsePlan: fields in a fixed order, so the same Plan always
 /// serializes to the same bytes.

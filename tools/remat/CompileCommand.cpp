@@ -13,7 +13,9 @@
 #include "tools/remat/CompileCommand.h"
 
 #include "compiler/Driver.h"
+#include "compiler/ModelFile.h"
 #include "compiler/ModelGraph.h"
+#include "runtime/Safetensors.h"
 #include "runtime/OutputFile.h"
 #include "passes/planner/Solvers.h"
 #include "tools/remat/Usage.h"
@@ -24,6 +26,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -33,11 +36,24 @@
 
 namespace remat::tools {
 
-static const char *kCompileHelp =
+const char *const kTrainingFlagsHelp =
+    "  --input-shape NAME=D0,D1,...\n"
+    "                     ONNX: the shape of input NAME where the model\n"
+    "                     leaves dims dynamic (repeatable)\n"
+    "  --loss NAME        ONNX: the loss on the first output (docs/onnx.md;\n"
+    "                     the default depends on the output's last dim)\n"
+    "  --optimizer NAME   ONNX: sgd (default) or adamw\n"
+    "  --lr X             ONNX: learning rate (default: sgd 0.01, adamw\n"
+    "                     0.001)\n";
+
+static const std::string kCompileHelp = std::string(
     "usage: remat compile MODEL [options]\n"
     "\n"
-    "Reads MODEL (a JSON model file, or - for stdin; docs/model-format.md),\n"
-    "builds its training step and prints the requested stage.\n"
+    "Reads MODEL (a JSON model file, or - for stdin; docs/model-format.md;\n"
+    "or an ONNX file, MODEL.onnx: docs/onnx.md), builds its training step\n"
+    "and prints the requested stage. With --emit=plan an ONNX model's\n"
+    "weights go next to the plan (P.plan -> P.weights.safetensors), which\n"
+    "names them.\n"
     "\n"
     "options:\n"
     "  --emit=STAGE       flat       the flattened model as JSON\n"
@@ -69,10 +85,11 @@ static const char *kCompileHelp =
     "                     cpu (default), h200, h200-tf32, or a JSON file\n"
     "                     (docs/planner.md); plans for a GPU should use it\n"
     "  --preset NAME      apply a named preset of the model's config\n"
-    "  --set NAME=VALUE   override a config variable (repeatable)\n"
+    "  --set NAME=VALUE   override a config variable (repeatable)\n") +
+    kTrainingFlagsHelp +
     "  -h, --help         this text\n";
 
-static const char *kTrainHelp =
+static const std::string kTrainHelp = std::string(
     "usage: remat train MODEL --steps N [options]\n"
     "\n"
     "Compiles MODEL to a plan and runs N training steps on it: the same as\n"
@@ -82,13 +99,16 @@ static const char *kTrainHelp =
     "  --workspace-reserve BYTES,\n"
     "  --solver NAME, --time-limit S, --progress, --no-reorder,\n"
     "  --device-profile NAME|FILE,\n"
-    "  --plan FILE (keep the plan there; default: a temporary file),\n"
-    "  --report FILE\n"
+    "  --plan FILE (keep the plan there, and an ONNX model's weights next\n"
+    "  to it; default: a temporary file), --report FILE,\n"
+    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X\n"
+    "  (ONNX models; see remat compile --help)\n"
     "run options (passed to remat run; see remat run --help): --steps N,\n"
     "  --seed S, --weights W, --save OUT, --log LOG, --data NAME=FILE,\n"
     "  --dump-grads G, --backend NAME, --check-bounds\n"
     "\n"
-    "Every option is checked before the compile starts.\n";
+    "Every option is checked before the compile starts. An ONNX model\n"
+    "trains from its exported weights.\n");
 
 namespace {
 struct Options {
@@ -118,6 +138,8 @@ std::vector<std::string> flagNames(bool train) {
       "--solver",     "--time-limit", "--progress",
       "--no-reorder", "--reorder",    "--device-profile",
       "--preset",     "--set",        "--help"};
+  for (const std::string &flag : trainingFlagNames())
+    names.push_back(flag);
   if (!train) {
     names.insert(names.begin(), {"--emit", "-o"});
     return names;
@@ -141,7 +163,8 @@ int parse(const char *command, int argc, char **argv, Options &options,
         std::cout << (train ? kTrainHelp : kCompileHelp);
         return 0;
       }
-      if (!train && takeValue(argc, argv, i, "--emit", value)) {
+      if (takeTrainingFlag(argc, argv, i, options.modelOptions.training)) {
+      } else if (!train && takeValue(argc, argv, i, "--emit", value)) {
         options.emit = value;
       } else if (takeValue(argc, argv, i, train ? "--plan" : "-o", value)) {
         options.output = value;
@@ -244,32 +267,13 @@ int parse(const char *command, int argc, char **argv, Options &options,
   return -1;
 }
 
-/// Reads and flattens the model; prints its warnings to stderr.
-model::ModelGraph loadModelFile(const Options &options);
-
-std::string readModel(const std::string &path) {
-  std::stringstream buffer;
-  if (path == "-") {
-    buffer << std::cin.rdbuf();
-  } else {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-      throw model::ModelError("'" + path + "' is a directory, not a model file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-      throw model::ModelError("cannot open '" + path + "'");
-    buffer << in.rdbuf();
-  }
-  return buffer.str();
-}
-
-model::ModelGraph loadModelFile(const Options &options) {
-  std::string source = options.model == "-" ? "<stdin>" : options.model;
-  model::ModelGraph graph =
-      model::loadModel(readModel(options.model), source, options.modelOptions);
-  for (const std::string &warning : graph.warnings)
+/// Reads the model (JSON or ONNX); prints its warnings to stderr.
+model::ModelFile loadModelFile(const Options &options) {
+  model::ModelFile file =
+      model::readModelFile(options.model, options.modelOptions);
+  for (const std::string &warning : file.graph.warnings)
     std::cerr << "warning: " << warning << "\n";
-  return graph;
+  return file;
 }
 
 void printSummary(const nlohmann::json &report) {
@@ -317,14 +321,27 @@ compiler::CompileOptions toCompileOptions(const Options &options) {
 nlohmann::json compileToPlanFile(const Options &options,
                                  const std::string &path,
                                  const std::string &copyPath = "") {
-  model::ModelGraph graph = loadModelFile(options);
+  model::ModelFile model = loadModelFile(options);
   compiler::CompileOptions compileOptions = toCompileOptions(options);
   nlohmann::json report;
-  runtime::Plan plan = compiler::compilePlan(graph, compileOptions, report);
-  std::string text = runtime::serializePlanText(plan);
-  runtime::writeOutputFile(path, text);
-  if (!copyPath.empty())
-    runtime::writeOutputFile(copyPath, text);
+  runtime::Plan plan =
+      compiler::compilePlan(model.graph, compileOptions, report);
+  // A model with weights (ONNX) writes them next to each plan file, which
+  // names them (docs/plan-format.md, "weights").
+  for (const std::string &planPath : {path, copyPath}) {
+    if (planPath.empty())
+      continue;
+    if (!model.weights.empty()) {
+      if (planPath == "-")
+        throw std::invalid_argument(
+            "the plan of a model with weights (ONNX) needs -o FILE: its "
+            "weights are written next to the plan");
+      std::string weightsPath = model::weightsPathForPlan(planPath);
+      runtime::writeSafetensors(weightsPath, model.weights);
+      plan.weights = std::filesystem::path(weightsPath).filename().string();
+    }
+    runtime::writeOutputFile(planPath, runtime::serializePlanText(plan));
+  }
   if (!options.report.empty())
     runtime::writeOutputFile(options.report, report.dump(2) + "\n");
   return report;
@@ -342,6 +359,73 @@ bool takeValue(int argc, char **argv, int &i, const std::string &flag,
   }
   if (arg.rfind(flag + "=", 0) == 0) {
     value = arg.substr(flag.size() + 1);
+    return true;
+  }
+  return false;
+}
+
+const std::vector<std::string> &trainingFlagNames() {
+  static const std::vector<std::string> names = {"--input-shape", "--loss",
+                                                 "--optimizer", "--lr"};
+  return names;
+}
+
+bool takeTrainingFlag(int argc, char **argv, int &i,
+                      model::TrainingOptions &options) {
+  std::string value;
+  if (takeValue(argc, argv, i, "--input-shape", value)) {
+    auto eq = value.find('=');
+    std::vector<int64_t> dims;
+    bool ok = eq != std::string::npos && eq > 0 && eq + 1 < value.size();
+    for (size_t begin = eq + 1; ok && begin <= value.size();) {
+      size_t comma = value.find(',', begin);
+      std::string dim = value.substr(begin, comma == std::string::npos
+                                                ? std::string::npos
+                                                : comma - begin);
+      size_t used = 0;
+      long long d = 0;
+      try {
+        d = std::stoll(dim, &used);
+      } catch (const std::exception &) {
+        used = 0;
+      }
+      ok = used > 0 && used == dim.size() && d > 0;
+      dims.push_back(d);
+      if (comma == std::string::npos)
+        break;
+      begin = comma + 1;
+    }
+    if (!ok)
+      throw std::invalid_argument(
+          "--input-shape needs NAME=D0,D1,... with positive dims, got '" +
+          value + "'");
+    options.inputShapes[value.substr(0, eq)] = dims;
+    return true;
+  }
+  if (takeValue(argc, argv, i, "--loss", value)) {
+    // The importer checks the name (model::OptionError, a usage error).
+    options.loss = value;
+    return true;
+  }
+  if (takeValue(argc, argv, i, "--optimizer", value)) {
+    if (value != "sgd" && value != "adamw")
+      throw std::invalid_argument(
+          "--optimizer: " + unknownName("optimizer", value, {"sgd", "adamw"}));
+    options.optimizer = value;
+    return true;
+  }
+  if (takeValue(argc, argv, i, "--lr", value)) {
+    size_t used = 0;
+    double lr = -1;
+    try {
+      lr = std::stod(value, &used);
+    } catch (const std::exception &) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || !(lr >= 0) || !std::isfinite(lr))
+      throw std::invalid_argument("--lr '" + value +
+                                  "' is not a non-negative number");
+    options.lr = lr;
     return true;
   }
   return false;
@@ -374,7 +458,7 @@ int compileMain(int argc, char **argv) {
       printSummary(report);
       return 0;
     }
-    model::ModelGraph graph = loadModelFile(options);
+    model::ModelGraph graph = loadModelFile(options).graph;
     if (*stage == compiler::Stage::Flat) {
       runtime::writeOutputFile(options.output, model::toJson(graph).dump(1) + "\n");
       return 0;
@@ -441,6 +525,7 @@ int trainMain(int argc, char **argv) {
     code = 1;
   }
   std::remove(planPath.c_str());
+  std::remove(model::weightsPathForPlan(planPath).c_str());
   return code;
 #endif
 }

@@ -2,6 +2,8 @@
 #ifndef REMAT_TOOLS_COMPILECOMMAND_H
 #define REMAT_TOOLS_COMPILECOMMAND_H
 
+#include "compiler/ModelGraph.h"
+
 #include <string>
 #include <vector>
 
@@ -12,6 +14,15 @@ namespace remat::tools {
 /// flag. Throws std::invalid_argument when the value is missing.
 bool takeValue(int argc, char **argv, int &i, const std::string &flag,
                std::string &value);
+/// Takes one of the flags that build an imported model's training step
+/// (--input-shape NAME=D0,D1,..., --loss, --optimizer, --lr; docs/onnx.md)
+/// at argv[i]; false when argv[i] is another flag. Throws
+/// std::invalid_argument with a usage message on a bad value.
+bool takeTrainingFlag(int argc, char **argv, int &i,
+                      model::TrainingOptions &options);
+/// Those flags' names, and their lines of --help.
+const std::vector<std::string> &trainingFlagNames();
+extern const char *const kTrainingFlagsHelp;
 /// The names --solver takes, from the planner's SolverKind (auto first).
 std::vector<std::string> solverNames();
 /// `remat compile MODEL [options]`; argv[0] is "compile".

@@ -18,6 +18,7 @@
 #include "tools/remat/CompileCommand.h"
 
 #include "compiler/Driver.h"
+#include "compiler/ModelFile.h"
 #include "passes/Rematerialize.h"
 #include "passes/planner/CheckmateGraph.h"
 #include "passes/planner/Reorder.h"
@@ -75,6 +76,9 @@ static const char *kPlanHelp =
     "                     cpu (default), h200, h200-tf32, or a JSON file\n"
     "                     (docs/planner.md)\n"
     "  --preset NAME, --set NAME=VALUE   model configuration\n"
+    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X\n"
+    "                     the training step of an ONNX model (docs/onnx.md;\n"
+    "                     see remat compile --help)\n"
     "  --json FILE        also write the results as JSON\n";
 
 namespace {
@@ -108,13 +112,11 @@ const std::vector<std::string> kPlanFlags = {
     "--solver", "--time-limit",  "--progress", "--device-profile",
     "--preset", "--set",         "--json",     "--help"};
 
-std::string readText(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw model::ModelError("cannot open '" + path + "'");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+std::vector<std::string> planFlagNames() {
+  std::vector<std::string> names = kPlanFlags;
+  for (const std::string &flag : trainingFlagNames())
+    names.push_back(flag);
+  return names;
 }
 
 /// The scheduled step of a model configuration and its planner problem.
@@ -131,7 +133,7 @@ model::ModelGraph loadModelFile(const PlanOptions &options,
                                 const model::ModelOptions &modelOptions,
                                 bool warn) {
   model::ModelGraph graph =
-      model::loadModel(readText(options.model), options.model, modelOptions);
+      model::readModelFile(options.model, modelOptions).graph;
   if (warn)
     for (const std::string &warning : graph.warnings)
       std::cerr << "warning: " << warning << "\n";
@@ -436,6 +438,8 @@ int planMain(int argc, char **argv) {
         std::cout << kPlanHelp;
         return 0;
       }
+      if (takeTrainingFlag(argc, argv, i, options.modelOptions.training))
+        continue;
       if (arg == "--sweep")
         options.sweep = true;
       else if (arg == "--max-batch")
@@ -489,7 +493,7 @@ int planMain(int argc, char **argv) {
         options.modelOptions.overrides.emplace_back(v.substr(0, eq),
                                                     v.substr(eq + 1));
       } else if (arg.size() > 1 && arg[0] == '-')
-        return usage(unknownOption(arg, kPlanFlags));
+        return usage(unknownOption(arg, planFlagNames()));
       else if (options.model.empty())
         options.model = arg;
       else

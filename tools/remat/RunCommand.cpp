@@ -52,6 +52,8 @@ std::string runUsage() {
          "                            (default: the plan's \"seed\")\n"
          "  --weights W.safetensors   load every param (and optimizer state\n"
          "                            present in the file) before step 1\n"
+         "                            (default: the plan's \"weights\" file,\n"
+         "                            if it names one)\n"
          "  --save OUT.safetensors    save params and optimizer state after\n"
          "                            the last step\n"
          "  --log LOG.jsonl           one JSON object per step: step, loss,\n"
@@ -88,8 +90,13 @@ int runCommand(const RunOptions &opt) {
     ExecutorOptions execOptions;
     execOptions.seed = opt.seed;
     Executor exec(plan, *backend, execOptions);
+    // --weights replaces the weights file a plan names (an imported
+    // model's initial values, docs/plan-format.md).
     if (!opt.weightsPath.empty())
       exec.loadWeights(SafetensorsFile::read(opt.weightsPath));
+    else if (!plan.plan.weights.empty())
+      exec.loadWeights(SafetensorsFile::read(
+          planWeightsPath(opt.planPath, plan.plan.weights)));
     for (const auto &[name, path] : opt.data)
       exec.setInputData(name, readNpy(path));
 

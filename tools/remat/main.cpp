@@ -53,6 +53,7 @@ static const char *kUsage =
     "docs (in the source tree):\n"
     "  docs/cli.md          every command and flag, exit codes, output files\n"
     "  docs/model-format.md the model JSON format and its errors\n"
+    "  docs/onnx.md         ONNX models exported from PyTorch\n"
     "  docs/ops.md          the ops and their semantics\n"
     "  docs/plan-format.md  the plan file the runtime executes\n"
     "  docs/planner.md      how budgets are planned: solvers, costs\n"

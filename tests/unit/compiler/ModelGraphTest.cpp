@@ -190,10 +190,10 @@ TEST_CASE("malformed models each give one located message", "[compiler]") {
        "variable 'widht'"},
       {"unknown preset", kBase,
        "m.json: /presets: unknown preset 'huge' (available: wide)",
-       ModelOptions{"huge", {}}},
+       ModelOptions{"huge", {}, {}}},
       {"unknown --set variable", kBase,
        "--set depth=3: unknown config variable 'depth' (known: batch, width)",
-       ModelOptions{"", {{"depth", "3"}}}},
+       ModelOptions{"", {{"depth", "3"}}, {}}},
       {"unsupported version", edit("\"version\": 1", "\"version\": 2"),
        "m.json: /version: unsupported model format version 2; this remat "
        "reads version 1"},
@@ -321,19 +321,19 @@ TEST_CASE("model errors give line and column and suggest close names",
   CHECK_THAT(errorOf(edit("[\"width\", \"width\"]", "[\"widht\", \"width\"]")),
              Catch::EndsWith("unknown config variable 'widht'; did you mean "
                              "'width'?"));
-  CHECK(errorOf(kBase, ModelOptions{"wdie", {}}) ==
+  CHECK(errorOf(kBase, ModelOptions{"wdie", {}, {}}) ==
         "m.json:4:14: /presets: unknown preset 'wdie'; did you mean 'wide'? "
         "(available: wide)");
-  CHECK(errorOf(kBase, ModelOptions{"", {{"widht", "3"}}}) ==
+  CHECK(errorOf(kBase, ModelOptions{"", {{"widht", "3"}}, {}}) ==
         "m.json: --set widht=3: unknown config variable 'widht'; did you "
         "mean 'width'? (known: batch, width)");
 }
 
 TEST_CASE("a preset or --set the model lacks is an option error",
           "[compiler]") {
-  CHECK_THROWS_AS(loadModel(kBase, "m.json", ModelOptions{"huge", {}}),
+  CHECK_THROWS_AS(loadModel(kBase, "m.json", ModelOptions{"huge", {}, {}}),
                   remat::model::OptionError);
-  CHECK_THROWS_AS(loadModel(kBase, "m.json", ModelOptions{"", {{"d", "1"}}}),
+  CHECK_THROWS_AS(loadModel(kBase, "m.json", ModelOptions{"", {{"d", "1"}}, {}}),
                   remat::model::OptionError);
 }
 

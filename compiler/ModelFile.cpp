@@ -1,0 +1,74 @@
+//===- ModelFile.cpp - Read a model file of any supported format ----------===//
+#include "compiler/ModelFile.h"
+
+#ifdef REMAT_HAVE_ONNX
+#include "compiler/OnnxImporter.h"
+#endif
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace remat::model {
+
+bool isOnnxPath(const std::string &path) {
+  return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+}
+
+bool haveOnnxSupport() {
+#ifdef REMAT_HAVE_ONNX
+  return true;
+#else
+  return false;
+#endif
+}
+
+static std::string readText(const std::string &path) {
+  std::stringstream buffer;
+  if (path == "-") {
+    buffer << std::cin.rdbuf();
+  } else {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      throw ModelError("'" + path + "' is a directory, not a model file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      throw ModelError("cannot open '" + path + "'");
+    buffer << in.rdbuf();
+  }
+  return buffer.str();
+}
+
+ModelFile readModelFile(const std::string &path, const ModelOptions &options) {
+  if (isOnnxPath(path)) {
+#ifdef REMAT_HAVE_ONNX
+    OnnxModel onnx = importOnnxFile(path, options);
+    return ModelFile{std::move(onnx.graph), std::move(onnx.weights)};
+#else
+    throw ModelError(path + ": this build of remat has no ONNX support "
+                            "(build it where the ONNX library is installed: "
+                            "tools/setup.sh installs libonnx-dev; "
+                            "docs/onnx.md)");
+#endif
+  }
+  if (options.training.any())
+    throw OptionError(
+        (path == "-" ? std::string("<stdin>") : path) +
+        ": --input-shape, --loss, --optimizer and --lr are for ONNX models; "
+        "a JSON model declares its input shapes, loss and optimizer in the "
+        "file (docs/model-format.md)");
+  std::string source = path == "-" ? "<stdin>" : path;
+  return ModelFile{loadModel(readText(path), source, options), {}};
+}
+
+std::string weightsPathForPlan(const std::string &planPath) {
+  const std::string suffix = ".plan";
+  std::string stem = planPath;
+  if (stem.size() > suffix.size() &&
+      stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0)
+    stem.resize(stem.size() - suffix.size());
+  return stem + ".weights.safetensors";
+}
+
+} // namespace remat::model

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""`remat` on ONNX files: error messages and training (docs/onnx.md).
+
+  onnx_cli.py REMAT errors       truncated file, unsupported op, unsupported
+                                 opset, dynamic dim without --input-shape,
+                                 graph without an output, bad flags: each
+                                 one message, the right exit code, no crash
+  onnx_cli.py REMAT train-falls  remat train on the exported classifier MLP
+                                 for 200 steps: the loss falls below half
+                                 its start
+Exit 0 on success, 1 with a message on failure, 77 (skipped) without
+PyTorch or without ONNX support in this remat.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+SKIP = 77
+
+
+def run(remat, *args):
+    r = subprocess.run([remat, *args], capture_output=True, text=True)
+    if r.returncode < 0 or "terminate called" in r.stderr:
+        raise SystemExit(f"FAIL: remat {' '.join(args)} crashed:\n{r.stderr}")
+    return r
+
+
+def expect(r, code, *needles):
+    """Checks the exit code and that stderr holds every needle."""
+    for needle in needles:
+        if needle not in r.stderr:
+            raise SystemExit(f"FAIL: expected {needle!r} in stderr "
+                             f"(exit {r.returncode}):\n{r.stderr}")
+    if r.returncode != code:
+        raise SystemExit(f"FAIL: exit {r.returncode}, expected {code}:\n"
+                         f"{r.stderr}")
+    first = (r.stderr.strip().splitlines() or ["(no message)"])[0]
+    print(f"ok (exit {code}): {first}")
+
+
+# A minimal protobuf writer, enough for ModelProto (no onnx Python module).
+def varint(n):
+    out = b""
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out += bytes([byte | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def field(number, value):
+    if isinstance(value, int):
+        return varint(number << 3) + varint(value)
+    data = value.encode() if isinstance(value, str) else value
+    return varint(number << 3 | 2) + varint(len(data)) + data
+
+
+def tensor_value_info(name, dims):
+    shape = b"".join(field(1, field(1, d)) for d in dims)
+    tensor_type = field(1, 1) + field(2, shape)      # elem_type FLOAT, shape
+    return field(1, name) + field(2, field(1, tensor_type))
+
+
+def model_without_output():
+    """x -> Relu -> y, but the graph lists no output."""
+    node = field(1, "x") + field(2, "y") + field(3, "relu") + field(4, "Relu")
+    graph = field(1, node) + field(2, "g") + field(11, tensor_value_info(
+        "x", [2, 3]))
+    opset = field(1, "") + field(2, 17)
+    return field(1, 8) + field(8, opset) + field(7, graph)
+
+
+def errors(remat, work):
+    import export_onnx
+    import torch
+
+    good = os.path.join(work, "classifier.onnx")
+    export_onnx.export("classifier", good, batch=4)
+
+    with open(good, "rb") as f:
+        data = f.read()
+    truncated = os.path.join(work, "truncated.onnx")
+    with open(truncated, "wb") as f:
+        f.write(data[:len(data) // 2])
+    expect(run(remat, "compile", truncated), 1, "truncated.onnx",
+           "not a valid ONNX model")
+
+    class LeakyModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 3)
+
+        def forward(self, x):
+            return torch.nn.functional.leaky_relu(self.fc(x))
+
+    bad_op = os.path.join(work, "leaky.onnx")
+    torch.onnx.export(LeakyModel(), torch.randn(2, 4), bad_op,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=13)
+    expect(run(remat, "compile", bad_op), 1, "node '/LeakyRelu'",
+           "(LeakyRelu, opset 13)", "unsupported op 'LeakyRelu'",
+           "supported: Add,")
+
+    old = os.path.join(work, "opset12.onnx")
+    export_onnx.export("classifier", old, batch=4, opset=12)
+    expect(run(remat, "compile", old), 1, "opset 12 is not supported",
+           "13 to 17")
+
+    dynamic = os.path.join(work, "dynamic.onnx")
+    export_onnx.export("classifier", dynamic, batch=4, dynamic_batch=True)
+    expect(run(remat, "compile", dynamic), 1, "input 'x'",
+           "dynamic dimension 0 ('batch')", "--input-shape x=N,4")
+    expect(run(remat, "compile", dynamic, "--input-shape", "x=4,4",
+               "--emit=graph", "-o", os.devnull), 0)
+    expect(run(remat, "compile", dynamic, "--input-shape", "x=4,5"), 2,
+           "dimension 1 of input 'x' is fixed at 4")
+    expect(run(remat, "compile", dynamic, "--input-shape", "z=4,4"), 2,
+           "the model has no input 'z'")
+    expect(run(remat, "compile", dynamic, "--input-shape", "x=4,-1"), 2,
+           "--input-shape needs NAME=D0,D1,...")
+
+    no_output = os.path.join(work, "no_output.onnx")
+    with open(no_output, "wb") as f:
+        f.write(model_without_output())
+    expect(run(remat, "compile", no_output), 1, "no_output.onnx",
+           "no output")
+
+    expect(run(remat, "compile", good, "--loss", "hinge"), 2,
+           "unknown loss 'hinge'", "available: cross_entropy, mse")
+    expect(run(remat, "train", good, "--optimizer", "adam"), 2,
+           "did you mean 'adamw'")
+    expect(run(remat, "compile", good, "--set", "batch=2"), 2,
+           "--preset and --set configure JSON models")
+    expect(run(remat, "compile", os.path.join(ROOT, "models", "seed_mlp.json"),
+               "--loss", "mse"), 2, "are for ONNX models")
+    expect(run(remat, "compile", good, "--emit=plan"), 1, "needs -o FILE")
+    missing = os.path.join(work, "missing.onnx")
+    expect(run(remat, "compile", missing), 1, "missing.onnx",
+           "cannot open")
+    return 0
+
+
+def train_falls(remat, work):
+    import export_onnx
+    model = os.path.join(work, "classifier.onnx")
+    export_onnx.export("classifier", model, batch=64, width=32, classes=4,
+                       side=16)
+    log = os.path.join(work, "log.jsonl")
+    r = run(remat, "train", model, "--steps", "200", "--optimizer", "adamw",
+            "--lr", "0.01", "--log", log)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: remat train exit {r.returncode}:\n{r.stderr}")
+    with open(log) as f:
+        losses = [json.loads(line)["loss"] for line in f]
+    first, last = losses[0], sum(losses[-10:]) / 10
+    print(f"loss {first:.4f} at step 1, {last:.4f} averaged over steps "
+          f"191-200")
+    if len(losses) != 200 or not last < first / 2:
+        raise SystemExit("FAIL: the loss did not fall below half its start")
+    return 0
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[2] not in ("errors", "train-falls"):
+        raise SystemExit(__doc__)
+    remat, check = sys.argv[1], sys.argv[2]
+    try:
+        import torch  # noqa: F401
+        import export_onnx  # noqa: F401
+    except ImportError as e:
+        print(f"SKIP: {e}")
+        return SKIP
+    r = run(remat, "compile", "missing.onnx")
+    if "no ONNX support" in r.stderr:
+        print("SKIP: " + r.stderr.strip())
+        return SKIP
+    with tempfile.TemporaryDirectory(prefix="remat-onnx-cli-") as work:
+        return errors(remat, work) if check == "errors" else \
+            train_falls(remat, work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

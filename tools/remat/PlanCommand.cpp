@@ -353,9 +353,8 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
 /// The report of the plan `remat compile` would emit for the same options
 /// (compiler::compilePlan builds both).
 int planOne(const PlanOptions &options) {
-  model::ModelGraph graph = model::loadModel(readText(options.model),
-                                             options.model,
-                                             options.modelOptions);
+  model::ModelGraph graph =
+      loadModelFile(options, options.modelOptions, /*warn=*/true);
   compiler::CompileOptions compile;
   compile.budgetBytes = options.budget;
   compile.workspaceReserveBytes = options.workspaceReserve.value_or(0);

@@ -1041,25 +1041,20 @@ void OnnxReader::importNode() {
     bool transB = intAttribute("transB", 0) != 0;
     int a = valueInput(0), b = valueInput(1);
     bool bias = hasInput(2) && beta != 0;
-    // alpha·A·B + beta·C as beta·((alpha/beta)·A·B + C): every scaling reads
-    // an activation. (A forward op that reads only a parameter and a
-    // constant, such as beta·C, is misplaced by the memory-aware order of
-    // passes/memory; docs/onnx.md, "Known issues".)
-    double scale = bias ? alpha / beta : alpha;
-    bool last = !bias && scale == 1.0;
+    // alpha·(A·B) + beta·C, each scaling only where it is not 1.
+    bool last = !bias && alpha == 1.0;
     int y = emit(uniqueName(last ? nodeName : nodeName + "/matmul"), "matmul",
                  {a, b},
                  json{{"transpose_a", transA}, {"transpose_b", transB}});
-    if (scale != 1.0)
-      y = emit(uniqueName(bias ? nodeName + "/scale" : nodeName), "mul",
-               {y, scalarConstant(scale, nodeName + "/alpha")});
+    if (alpha != 1.0)
+      y = emit(uniqueName(bias ? nodeName + "/alpha" : nodeName), "mul",
+               {y, scalarConstant(alpha, nodeName + "/alpha")});
     if (bias) {
       int c = valueInput(2);
-      y = emit(uniqueName(beta != 1.0 ? nodeName + "/bias" : nodeName), "add",
-               {y, c});
       if (beta != 1.0)
-        y = emit(uniqueName(nodeName), "mul",
-                 {y, scalarConstant(beta, nodeName + "/beta")});
+        c = emit(uniqueName(nodeName + "/beta"), "mul",
+                 {c, scalarConstant(beta, nodeName + "/beta")});
+      y = emit(uniqueName(nodeName), "add", {y, c});
     }
     define(0, y);
     return;

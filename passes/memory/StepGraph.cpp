@@ -156,12 +156,15 @@ std::vector<int> memoryAwareOrder(const StepGraph &graph) {
       if (--pending[s] == 0)
         ready.push_back(s);
   };
-  for (size_t k = 0; k < numOps; ++k)
-    if (deferred[k])
-      release(static_cast<int>(k));
+  // Ops ready from the start first: releasing the deferred ops then adds
+  // exactly the ops whose last predecessor they were (an op read by a
+  // constant and ready by it must not be listed twice).
   for (size_t k = 0; k < numOps; ++k)
     if (!deferred[k] && pending[k] == 0)
       ready.push_back(static_cast<int>(k));
+  for (size_t k = 0; k < numOps; ++k)
+    if (deferred[k])
+      release(static_cast<int>(k));
   while (!ready.empty()) {
     size_t best = 0;
     int64_t bestScore = score(ready[0]);

@@ -31,3 +31,27 @@ module attributes {graph.optimizer = {kind = "sgd", lr = 1.0e-2 : f64, momentum 
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A constant read by a forward op and by the backward: it is placed once,
+// right before its first reader, and every op runs once, after its
+// operands (the update after the gradient it reads).
+// CHECK-LABEL: memory: peak
+// CHECK: op 0 forward constant
+// CHECK-NEXT: op 1 forward mul
+// CHECK-NEXT: op 2 forward mul
+// CHECK-NEXT: op 3 forward reduce_sum
+// CHECK: op 8 backward mul
+// CHECK-NEXT: op 9 optimizer sgd_update
+// CHECK-NOT: op 10
+module attributes {graph.optimizer = {kind = "sgd", lr = 1.0e-2 : f64, momentum = 9.0e-01 : f64}} {
+  func.func @forward(%x: tensor<4xf32> {graph.name = "x", graph.role = "input"},
+                     %b: tensor<4xf32> {graph.name = "b", graph.role = "param"}) -> tensor<f32> {
+    %c = graph.constant 2.000000e+00 : tensor<4xf32>
+    %y = graph.mul %b, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    %z = graph.mul %y, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    %l = graph.reduce_sum %z {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

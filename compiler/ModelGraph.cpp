@@ -446,14 +446,8 @@ ModelGraph ModelReader::read(const std::string &text) {
 void ModelReader::checkOpsReachLoss() {
   // The training step computes the loss and its gradients, nothing else:
   // an op whose result never reaches the loss would run for nothing (and
-  // its parameters would get no gradient), so it is a model error. Ops are
-  // in topological order: one backward sweep marks what the loss needs.
-  std::vector<char> needed(graph.values.size(), 0);
-  needed[size_t(graph.loss)] = 1;
-  for (auto it = graph.ops.rbegin(); it != graph.ops.rend(); ++it)
-    if (needed[size_t(it->result)])
-      for (int v : it->operands)
-        needed[size_t(v)] = 1;
+  // its parameters would get no gradient), so it is a model error.
+  std::vector<char> needed = valuesReachingLoss(graph);
   for (const Op &op : graph.ops)
     if (!needed[size_t(op.result)])
       fail(op.where(), "its result does not reach the loss '" +
@@ -1256,6 +1250,16 @@ const std::vector<std::string> &modelOpNames() {
     return n;
   }();
   return names;
+}
+
+std::vector<char> valuesReachingLoss(const ModelGraph &graph) {
+  std::vector<char> needed(graph.values.size(), 0);
+  needed[size_t(graph.loss)] = 1;
+  for (auto it = graph.ops.rbegin(); it != graph.ops.rend(); ++it)
+    if (needed[size_t(it->result)])
+      for (int v : it->operands)
+        needed[size_t(v)] = 1;
+  return needed;
 }
 
 ModelGraph loadModel(const std::string &text, const std::string &sourceName,

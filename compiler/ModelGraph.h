@@ -137,6 +137,10 @@ struct ModelOptions {
   TrainingOptions training; ///< imported models only
 };
 
+/// For each value of `graph` (by index), whether the loss needs it: one
+/// backward sweep over the ops, which are in topological order.
+std::vector<char> valuesReachingLoss(const ModelGraph &graph);
+
 /// Reads, validates and flattens a model. `sourceName` prefixes messages.
 /// Throws ModelError with a located message on any problem.
 ModelGraph loadModel(const std::string &text, const std::string &sourceName,

@@ -1139,12 +1139,7 @@ void OnnxReader::addLoss() {
 void OnnxReader::pruneToLoss() {
   // Only the loss of the first output is trained: ops that do not reach it
   // (other outputs) would be computed for nothing, so they are left out.
-  std::vector<char> needed(graph.values.size(), 0);
-  needed[size_t(graph.loss)] = 1;
-  for (auto it = graph.ops.rbegin(); it != graph.ops.rend(); ++it)
-    if (needed[size_t(it->result)])
-      for (int v : it->operands)
-        needed[size_t(v)] = 1;
+  std::vector<char> needed = valuesReachingLoss(graph);
   std::vector<int> newId(graph.values.size(), -1);
   std::vector<Value> values;
   for (size_t i = 0; i < graph.values.size(); ++i) {

@@ -97,6 +97,17 @@ int ModelGraph::findValue(const std::string &name) const {
   return -1;
 }
 
+int ModelGraph::appendOp(Op op, const ValueType &type) {
+  Value v;
+  v.name = op.name;
+  v.kind = ValueKind::Op;
+  v.type = type;
+  values.push_back(std::move(v));
+  op.result = static_cast<int>(values.size()) - 1;
+  ops.push_back(std::move(op));
+  return ops.back().result;
+}
+
 //===----------------------------------------------------------------------===//
 // Ops: names, attributes and type rules come from the op table
 //===----------------------------------------------------------------------===//
@@ -969,10 +980,8 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
     else if (*opKind == ops::OpKind::Dropout && std::string(a.name) == "seed")
       attrs["seed"] = static_cast<int64_t>(
           fnv1a(opName, fnv1a(std::to_string(graph.seed))) >> 1);
-    else if (a.type == ops::AttrType::Bool)
-      attrs[a.name] = std::string(a.defaultText) == "true";
     else
-      attrs[a.name] = std::strtod(a.defaultText, nullptr);
+      setDefinedDefault(attrs, a);
   }
 
   // The result type, by the op's type rule.
@@ -982,24 +991,12 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
     json typed = attrs;
     typed.erase("shape");
     ops::OpAttrs parsed = ops::parseAttrs(*opKind, typed);
-    ops::LabeledTypes inputs;
-    for (size_t i = 0; i < operands.size(); ++i) {
-      inputs.types.push_back(toOpsType(types[i]));
-      inputs.labels.push_back(std::string("operand ") +
-                              info.operandNames[i] + " '" +
-                              graph.values[operands[i]].name + "'");
-    }
-    std::vector<ops::TensorType> givenTypes;
-    if (info.resultTypeGiven) {
-      ValueType r{info.numInputs ? types[0].dtype : "f32",
-                   attrs["shape"].get<std::vector<int64_t>>()};
-      r.numElements();
-      givenTypes.push_back(toOpsType(r));
-    }
+    std::vector<int64_t> given;
+    if (info.resultTypeGiven)
+      given = attrs["shape"].get<std::vector<int64_t>>();
     typing = true;
-    result = fromOpsType(
-        ops::inferResultTypes(*opKind, parsed, inputs, givenTypes).at(0));
-    result.bytes();
+    result = inferResultType(graph, *opKind, parsed, operands,
+                             info.resultTypeGiven ? &given : nullptr);
   } catch (const ops::TypeRuleError &e) {
     fail(where, kind + ": " + e.what() +
                     (typing ? declarationNotes(operands) : std::string()));
@@ -1007,11 +1004,6 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
     fail(where, kind + ": " + e.what());
   }
 
-  Value v;
-  v.name = opName;
-  v.kind = ValueKind::Op;
-  v.type = result;
-  graph.values.push_back(v);
   Op flat;
   flat.name = opName;
   flat.kind = kind;
@@ -1020,11 +1012,9 @@ int ModelReader::emitOp(const json &op, const std::string &pointer,
   flat.line = at.line;
   flat.column = at.column;
   flat.operands = operands;
-  flat.result = static_cast<int>(graph.values.size()) - 1;
   flat.attrs = std::move(attrs);
   flat.block = blockInstance;
-  graph.ops.push_back(std::move(flat));
-  return graph.ops.back().result;
+  return graph.appendOp(std::move(flat), result);
 }
 
 std::string ModelReader::declarationNotes(const std::vector<int> &operands) {
@@ -1250,6 +1240,39 @@ const std::vector<std::string> &modelOpNames() {
     return n;
   }();
   return names;
+}
+
+void setDefinedDefault(json &attrs, const ops::AttrInfo &attr) {
+  if (attr.type == ops::AttrType::Bool)
+    attrs[attr.name] = std::string(attr.defaultText) == "true";
+  else
+    attrs[attr.name] = std::strtod(attr.defaultText, nullptr);
+}
+
+ValueType inferResultType(const ModelGraph &graph, ops::OpKind kind,
+                          const ops::OpAttrs &attrs,
+                          const std::vector<int> &operands,
+                          const std::vector<int64_t> *given) {
+  const ops::OpInfo &info = ops::opInfo(kind);
+  ops::LabeledTypes inputs;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Value &v = graph.values[size_t(operands[i])];
+    inputs.types.push_back(toOpsType(v.type));
+    inputs.labels.push_back(std::string("operand ") + info.operandNames[i] +
+                            " '" + v.name + "'");
+  }
+  std::vector<ops::TensorType> givenTypes;
+  if (given) {
+    ValueType r{operands.empty() ? "f32"
+                                 : graph.values[size_t(operands[0])].type.dtype,
+                *given};
+    r.numElements();
+    givenTypes.push_back(toOpsType(r));
+  }
+  ValueType result =
+      fromOpsType(ops::inferResultTypes(kind, attrs, inputs, givenTypes).at(0));
+  result.bytes();
+  return result;
 }
 
 std::vector<char> valuesReachingLoss(const ModelGraph &graph) {

@@ -10,6 +10,7 @@
 #define REMAT_COMPILER_MODELGRAPH_H
 
 #include "compiler/Expression.h"
+#include "ops/OpTable.h"
 
 #include <nlohmann/json.hpp>
 
@@ -111,7 +112,26 @@ struct ModelGraph {
   std::vector<std::string> warnings;
 
   int findValue(const std::string &name) const;
+  /// Appends `op`'s result value (named as the op, of `type`) and `op`
+  /// with `result` set to it; returns the result's value id.
+  int appendOp(Op op, const ValueType &type);
 };
+
+/// Sets attribute `attr` of `attrs` to its default in the op's definition
+/// (GraphOps.td). Defaults that depend on the operands or the op's name
+/// (attention's scale, dropout's seed) are the model reader's.
+void setDefinedDefault(nlohmann::json &attrs, const ops::AttrInfo &attr);
+
+/// The result type of op `kind` on `operands` (value ids of `graph`) by the
+/// op's type rule (ops/ShapeRules.h), each operand labelled "operand NAME
+/// 'VALUE'" in messages. `given`: the result shape of an op whose result
+/// type is given; its dtype is operand 0's (f32 without operands). Throws
+/// ops::TypeRuleError for operands the rule rejects, and a
+/// std::exception for a result too large.
+ValueType inferResultType(const ModelGraph &graph, ops::OpKind kind,
+                          const ops::OpAttrs &attrs,
+                          const std::vector<int> &operands,
+                          const std::vector<int64_t> *given);
 
 /// How the training step of an imported model (ONNX, docs/onnx.md) is
 /// built: a JSON model names its loss and optimizer in the file.

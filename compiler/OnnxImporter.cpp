@@ -590,55 +590,25 @@ int OnnxReader::emit(const std::string &name, const std::string &kind,
                      const std::vector<int64_t> *given) {
   std::optional<ops::OpKind> opKind = ops::parseOpKind(kind);
   const ops::OpInfo &info = ops::opInfo(*opKind);
-  for (const ops::AttrInfo &a : info.attrs) {
-    if (attrs.contains(a.name))
-      continue;
-    if (a.type == ops::AttrType::Bool)
-      attrs[a.name] = std::string(a.defaultText) == "true";
-    else
-      attrs[a.name] = std::strtod(a.defaultText, nullptr);
-  }
+  for (const ops::AttrInfo &a : info.attrs)
+    if (!attrs.contains(a.name))
+      setDefinedDefault(attrs, a);
   ValueType result;
   try {
-    ops::LabeledTypes inputs;
-    for (size_t i = 0; i < operands.size(); ++i) {
-      const Value &v = graph.values[size_t(operands[i])];
-      inputs.types.push_back({*ops::parseDType(v.type.dtype), v.type.shape});
-      inputs.labels.push_back(std::string("operand ") + info.operandNames[i] +
-                              " '" + v.name + "'");
-    }
-    std::vector<ops::TensorType> givenTypes;
-    if (given) {
-      ValueType r{operands.empty() ? "f32" : typeOf(operands[0]).dtype,
-                  *given};
-      r.numElements();
-      givenTypes.push_back({*ops::parseDType(r.dtype), r.shape});
-    }
-    ops::TensorType t =
-        ops::inferResultTypes(*opKind, ops::parseAttrs(*opKind, attrs), inputs,
-                              givenTypes)
-            .at(0);
-    result = ValueType{ops::dtypeName(t.dtype), t.shape};
-    result.bytes();
+    result = inferResultType(graph, *opKind, ops::parseAttrs(*opKind, attrs),
+                             operands, given);
   } catch (const std::exception &e) {
     failNode(kind + ": " + e.what());
   }
   if (given)
     attrs["shape"] = *given;
-  Value v;
-  v.name = name;
-  v.kind = ValueKind::Op;
-  v.type = result;
-  graph.values.push_back(v);
   Op op;
   op.name = name;
   op.kind = kind;
   op.pointer = node->op_type() + " node";
   op.operands = operands;
-  op.result = int(graph.values.size()) - 1;
   op.attrs = std::move(attrs);
-  graph.ops.push_back(std::move(op));
-  return graph.ops.back().result;
+  return graph.appendOp(std::move(op), result);
 }
 
 int OnnxReader::scalarConstant(double value, const std::string &name) {

@@ -3,6 +3,7 @@
 #include "compiler/Driver.h"
 
 #include "compiler/Importer.h"
+#include "ops/CpuWorkspace.h"
 #include "ops/Suggest.h"
 #include "passes/AssignBuffers.h"
 #include "passes/Passes.h"
@@ -33,9 +34,49 @@ std::optional<Stage> parseStage(const std::string &name) {
   return Stage(it - names.begin());
 }
 
-int64_t arenaBudget(const CompileOptions &options) {
+const std::vector<std::string> &backendNames() {
+  static const std::vector<std::string> names = {"cpu", "cuda"};
+  return names;
+}
+
+std::optional<int64_t> stepWorkspaceBytes(mlir::ModuleOp module,
+                                          const std::string &backend) {
+  if (backend != "cpu")
+    return std::nullopt;
+  uint64_t most = 0;
+  module.walk([&](mlir::Operation *op) {
+    llvm::StringRef name = op->getName().getStringRef();
+    if (!name.consume_front("graph."))
+      return;
+    std::optional<ops::OpKind> kind = ops::parseOpKind(name.str());
+    if (!kind)
+      return;
+    std::vector<ops::Shape> shapes;
+    for (mlir::Value v : op->getOperands()) {
+      auto type = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
+      shapes.push_back(type ? ops::Shape(type.getShape().begin(),
+                                         type.getShape().end())
+                            : ops::Shape());
+    }
+    // The CPU backend computes f32 plans in float (CpuBackend.cpp).
+    most = std::max(most, ops::cpuWorkspaceBytes(
+                              ops::cpuWorkspaceElements(*kind, shapes),
+                              sizeof(float)));
+  });
+  return most > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(most);
+}
+
+int64_t workspaceReserve(const CompileOptions &options,
+                         mlir::ModuleOp module) {
+  if (!options.budgetBytes)
+    return 0;
+  if (options.workspaceReserveBytes)
+    return *options.workspaceReserveBytes;
+  return stepWorkspaceBytes(module, options.backend).value_or(0);
+}
+
+int64_t arenaBudget(const CompileOptions &options, int64_t reserve) {
   int64_t budget = *options.budgetBytes;
-  int64_t reserve = options.workspaceReserveBytes;
   if (reserve < 0 || reserve >= budget)
     throw std::runtime_error(
         "the workspace reserve of " + std::to_string(reserve) +
@@ -92,23 +133,28 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
     buildTrainStepPipeline(pm);
   if (stage >= Stage::Scheduled)
     pm.addPass(createSchedulePass());
+  DiagnosticText diagnostics(context);
+  auto run = [&](mlir::PassManager &passes) {
+    if (mlir::failed(passes.run(*module))) {
+      std::string messages = diagnostics.text();
+      throw std::runtime_error(messages.empty() ? "pass pipeline failed"
+                                                : messages);
+    }
+  };
+  run(pm);
   if (stage >= Stage::Planned) {
+    // The workspace reserve needs the whole step's ops (gradients too).
     RematerializePassOptions remat;
     remat.budgetBytes = options.budgetBytes.value_or(0);
-    remat.workspaceReserve =
-        options.budgetBytes ? options.workspaceReserveBytes : 0;
+    remat.workspaceReserve = workspaceReserve(options, *module);
     remat.solver = options.solver;
     remat.timeLimit = options.timeLimitSeconds;
     remat.alignment = options.alignment;
     remat.progress = options.progress;
     remat.reorder = options.reorder;
-    pm.addPass(createRematerializePass(remat));
-  }
-  DiagnosticText diagnostics(context);
-  if (mlir::failed(pm.run(*module))) {
-    std::string messages = diagnostics.text();
-    throw std::runtime_error(messages.empty() ? "pass pipeline failed"
-                                              : messages);
+    mlir::PassManager planned(&context);
+    planned.addPass(createRematerializePass(remat));
+    run(planned);
   }
   return module;
 }
@@ -131,8 +177,21 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
                         "store-all", seconds);
   report["optimality_gap"] = 0.0;
   report["min_feasible_bytes"] = nullptr;
-  report["workspace_reserve_bytes"] =
-      options.budgetBytes ? options.workspaceReserveBytes : 0;
+  int64_t reserve = workspaceReserve(options, *module);
+  report["workspace_reserve_bytes"] = reserve;
+  // The whole step on its backend: the arena plus the workspace beside it
+  // (the breakdown's workspace, so that the breakdown adds up to the
+  // planned peak), and the runtime's own memory, stated beside the budget.
+  std::optional<int64_t> workspace =
+      stepWorkspaceBytes(*module, options.backend);
+  report["backend"] = options.backend;
+  report["workspace_bytes"] = workspace ? nlohmann::json(*workspace)
+                                        : nlohmann::json(nullptr);
+  int64_t counted = workspace.value_or(reserve);
+  report["breakdown"]["workspace"] = counted;
+  report["planned_peak_bytes"] = liveness.peakBytes + counted;
+  report["step_bytes"] = layout.arenaBytes + counted;
+
   report["device_profile"] = {
       {"name", step.profile.name},
       {"flops_per_second", step.profile.flopsPerSecond},
@@ -154,11 +213,12 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
       report["order"] = order.str();
   }
   // The contract: never an arena over the budget.
-  if (options.budgetBytes && layout.arenaBytes > arenaBudget(options))
+  if (options.budgetBytes &&
+      layout.arenaBytes > arenaBudget(options, reserve))
     throw std::runtime_error("internal error: arena of " +
                              std::to_string(layout.arenaBytes) +
                              " bytes exceeds the arena's budget of " +
-                             std::to_string(arenaBudget(options)));
+                             std::to_string(arenaBudget(options, reserve)));
   // The plan dialect on the way to the file: the arena laid out with the
   // liveness and layout of the report, verified before it is written.
   context.getOrLoadDialect<plan::PlanDialect>();
@@ -168,7 +228,15 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   if (!arena || mlir::failed(mlir::verify(*module)))
     throw std::runtime_error("internal error: the plan failed to verify: " +
                              diagnostics.text());
-  return emitPlan(arena, step, report);
+  runtime::Plan plan = emitPlan(arena, step, report);
+  // The CPU runtime's own memory, stated beside the budget (the CUDA
+  // backend reports its device overhead when it runs: docs/cuda.md).
+  nlohmann::json allowance = nullptr;
+  if (options.backend == "cpu")
+    allowance = runtime::cpuRuntimeAllowanceBytes(plan);
+  report["runtime_allowance_bytes"] = allowance;
+  plan.report["runtime_allowance_bytes"] = allowance;
+  return plan;
 }
 
 std::optional<int64_t> parseByteSize(const std::string &text) {

@@ -34,10 +34,15 @@ struct CompileOptions {
   /// Without a budget nothing is recomputed, in the op order of least
   /// memory the planner finds (leastMemoryWithoutRecompute).
   std::optional<int64_t> budgetBytes;
-  /// Bytes of the budget kept for the backend's workspace (cuBLAS workspace,
-  /// kernel scratch: docs/cuda.md): the arena is planned under budgetBytes
-  /// minus this. Needs budgetBytes.
-  int64_t workspaceReserveBytes = 0;
+  /// The backend the plan is for (--backend): `cpu` or `cuda`. Its
+  /// workspace is kept out of the budget by default.
+  std::string backend = "cpu";
+  /// Bytes of the budget kept for the backend's workspace (kernel scratch;
+  /// on CUDA also the cuBLAS workspace: docs/cuda.md): the arena is planned
+  /// under budgetBytes minus this. Needs budgetBytes. Without it: the cpu
+  /// backend's workspace for the step (stepWorkspaceBytes), 0 for cuda
+  /// (whose workspace shrinks to what the budget leaves; docs/cuda.md).
+  std::optional<int64_t> workspaceReserveBytes;
   std::string solver = "auto";
   double timeLimitSeconds = 1; ///< of the exact MILP
   bool progress = false;
@@ -51,6 +56,22 @@ struct CompileOptions {
 /// file {"name", "flops_per_second", "bytes_per_second", "launch_seconds"}
 /// (positive numbers; name optional). Throws std::invalid_argument.
 DeviceProfile parseDeviceProfile(const std::string &spec);
+
+/// The names --backend accepts: "cpu, cuda".
+const std::vector<std::string> &backendNames();
+
+/// The workspace `backend` allocates beside the arena for the training step
+/// in `module` (@train_step, any stage from train on): for cpu the largest
+/// single op's kernel scratch (ops/CpuWorkspace.h), exactly what the
+/// runtime allocates; nullopt for cuda, whose workspace depends on what the
+/// budget leaves (docs/cuda.md).
+std::optional<int64_t> stepWorkspaceBytes(mlir::ModuleOp module,
+                                          const std::string &backend);
+
+/// The reserve the arena's budget leaves for the workspace: the one given,
+/// else the backend's workspace for the step (0 when unknown).
+int64_t workspaceReserve(const CompileOptions &options,
+                         mlir::ModuleOp module);
 
 /// Imports the model and runs the passes up to `stage` (at most Scheduled).
 /// Throws model::ModelError (user errors) or std::runtime_error.

@@ -413,15 +413,14 @@ struct RematerializePass
                        "per-block, sqrt)");
       return signalPassFailure();
     }
-    if (workspaceReserve < 0 ||
-        (workspaceReserve > 0 && workspaceReserve >= budgetBytes)) {
+    if (workspaceReserve < 0) {
       module.emitError() << "the workspace reserve of "
-                         << bytesText(workspaceReserve)
-                         << " leaves nothing of the budget of "
-                         << bytesText(budgetBytes) << " for the arena";
+                         << bytesText(workspaceReserve) << " is negative";
       return signalPassFailure();
     }
-    int64_t arenaBudget = budgetBytes - workspaceReserve;
+    // A reserve that leaves nothing for the arena makes the budget
+    // infeasible: the error below names the minimum (reserve included).
+    int64_t arenaBudget = std::max<int64_t>(budgetBytes - workspaceReserve, 0);
     std::optional<TrainStep> extracted = extractTrainStepOrEmit(module);
     if (!extracted)
       return signalPassFailure();

@@ -1,6 +1,7 @@
 //===- PlanFormat.cpp - Plan file parse and serialize ---------------------===//
 #include "runtime/PlanFormat.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -462,6 +463,14 @@ std::optional<uint64_t> checkedByteSize(const Shape &shape, DType dtype) {
   if (!n || *n > UINT64_MAX / size)
     return std::nullopt;
   return *n * size;
+}
+
+uint64_t cpuRuntimeAllowanceBytes(const Plan &plan) {
+  uint64_t staged = 0;
+  for (const BufferDesc &b : plan.buffers)
+    if (b.init || b.role == BufferRole::Input)
+      staged = std::max(staged, b.bytes);
+  return kCpuRuntimeBaseBytes + staged;
 }
 
 std::string gradBufferName(const std::string &paramName) {

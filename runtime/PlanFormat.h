@@ -170,6 +170,15 @@ std::optional<uint64_t> checkedByteSize(const Shape &shape, DType dtype);
 /// Buffer naming convention shared by the compiler and the runtime:
 /// a parameter's gradient is "grad:<param>", optimizer state is
 /// "<state>:<param>" (e.g. "adam_m:w1", "momentum:w1").
+/// The CPU runtime's own memory beside the arena and the workspace while
+/// the plan runs, stated so that a budget can be checked against measured
+/// memory (report key runtime_allowance_bytes, docs/cli.md "What the budget
+/// covers"): kCpuRuntimeBaseBytes (OpenBLAS's buffers, the allocator's
+/// bookkeeping, measured), plus the host staging of the largest buffer the
+/// runtime writes from the host (initial values, inputs).
+constexpr uint64_t kCpuRuntimeBaseBytes = uint64_t(4) << 20;
+uint64_t cpuRuntimeAllowanceBytes(const Plan &plan);
+
 std::string gradBufferName(const std::string &paramName);
 std::string optimizerStateName(const std::string &state,
                                const std::string &paramName);

@@ -303,9 +303,39 @@ def workspace_reserve(remat, work):
                                 work, "plain")
     if plan is None:
         fail("compile at %d failed: %s" % (budget, report))
-    if report["workspace_reserve_bytes"] != 0:
-        fail("no reserve given but the report says %r"
-             % report["workspace_reserve_bytes"])
+    # Without a reserve the cpu backend's workspace is kept out of the
+    # budget: attention_grad's scratch, 2*S*S floats (S = 16 in tiny).
+    cpu_workspace = 2 * 16 * 16 * 4
+    if report["workspace_reserve_bytes"] != cpu_workspace or \
+            report["workspace_bytes"] != cpu_workspace or \
+            report["backend"] != "cpu":
+        fail("no reserve given: want the cpu workspace %d reserved, the "
+             "report says reserve %r, workspace %r, backend %r"
+             % (cpu_workspace, report["workspace_reserve_bytes"],
+                report["workspace_bytes"], report["backend"]))
+    if report["step_bytes"] != report["arena_bytes"] + cpu_workspace or \
+            report["step_bytes"] > budget:
+        fail("step_bytes %r: want arena %d + workspace %d <= budget %d"
+             % (report["step_bytes"], report["arena_bytes"], cpu_workspace,
+                budget))
+    if sum(report["breakdown"].values()) != report["planned_peak_bytes"] or \
+            report["breakdown"]["workspace"] != cpu_workspace:
+        fail("the breakdown %r does not add up to the planned peak %r"
+             % (report["breakdown"], report["planned_peak_bytes"]))
+    # remat run refuses a plan whose arena and workspace exceed its budget,
+    # before it allocates anything, and says by how much.
+    with open(plan) as f:
+        over = json.load(f)
+    over["report"]["budget_bytes"] = report["arena_bytes"] + cpu_workspace - 1
+    over_path = os.path.join(work, "over.plan")
+    with open(over_path, "w") as f:
+        json.dump(over, f)
+    r = subprocess.run([remat, "run", over_path, "--steps", "1"],
+                       capture_output=True, text=True)
+    if r.returncode != 1 or "1 B over" not in r.stderr or \
+            "--backend cpu" not in r.stderr or "step 1" in r.stdout:
+        fail("remat run did not refuse a plan 1 B over its budget: exit %d, "
+             "%s" % (r.returncode, r.stderr))
     plan, reserved = compile_plan(
         remat, tiny + ["--budget", str(budget), "--workspace-reserve",
                        str(reserve)], work, "reserved")

@@ -26,6 +26,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -65,14 +66,17 @@ static const std::string kCompileHelp = std::string(
     "                     plan       the plan file (docs/plan-format.md)\n"
     "  -o FILE            write to FILE instead of stdout (- is stdout)\n"
     "  --report FILE      with --emit=plan: write the memory report (JSON)\n"
-    "  --budget BYTES     memory budget for the whole step's arena, e.g.\n"
-    "                     1.5GiB, 800MB, 123456; without it nothing is\n"
-    "                     recomputed\n"
+    "  --budget BYTES     memory budget for the whole step: its arena and\n"
+    "                     the backend's workspace, e.g. 1.5GiB, 800MB,\n"
+    "                     123456; without it nothing is recomputed\n"
     "  --workspace-reserve BYTES\n"
     "                     with --budget: keep BYTES of the budget for the\n"
-    "                     backend's workspace (the CUDA backend's cuBLAS\n"
-    "                     workspace and kernel scratch, docs/cuda.md); the\n"
-    "                     arena is planned under budget - BYTES (default 0)\n"
+    "                     backend's workspace (kernel scratch; on CUDA also\n"
+    "                     cuBLAS's, docs/cuda.md); the arena is planned\n"
+    "                     under budget - BYTES. Default: the --backend's\n"
+    "                     workspace for the step (cpu: exact; cuda: 0)\n"
+    "  --backend NAME     the backend the plan is for: cpu (default), cuda;\n"
+    "                     its workspace is kept out of the budget\n"
     "  --solver NAME      auto (default), exact, dp, heuristic, store-all,\n"
     "                     per-block, sqrt\n"
     "  --time-limit S     time limit of the exact MILP (default: 1 s inside\n"
@@ -96,7 +100,7 @@ static const std::string kTrainHelp = std::string(
     "`remat compile MODEL --emit=plan -o P` then `remat run P`.\n"
     "\n"
     "compile options: --preset NAME, --set NAME=VALUE, --budget BYTES,\n"
-    "  --workspace-reserve BYTES,\n"
+    "  --workspace-reserve BYTES, --backend NAME (the plan's and the run's),\n"
     "  --solver NAME, --time-limit S, --progress, --no-reorder,\n"
     "  --device-profile NAME|FILE,\n"
     "  --plan FILE (keep the plan there, and an ONNX model's weights next\n"
@@ -118,6 +122,7 @@ struct Options {
   std::string report;
   std::optional<int64_t> budget;
   std::optional<int64_t> workspaceReserve;
+  std::string backend = "cpu"; ///< the backend the plan is for
   std::string solver = "auto";
   double timeLimit = -1; ///< -1: 1 s for auto, 60 s for exact
   bool progress = false;
@@ -134,7 +139,7 @@ int usageError(const char *command, const std::string &message) {
 /// The flags of `remat compile` (train: its own, then `remat run`'s).
 std::vector<std::string> flagNames(bool train) {
   std::vector<std::string> names = {
-      "--report",     "--budget",     "--workspace-reserve",
+      "--report",     "--budget",     "--workspace-reserve", "--backend",
       "--solver",     "--time-limit", "--progress",
       "--no-reorder", "--reorder",    "--device-profile",
       "--preset",     "--set",        "--help"};
@@ -182,6 +187,18 @@ int parse(const char *command, int argc, char **argv, Options &options,
                                          " '" + value +
                                          "' is not a byte size (e.g. "
                                          "1.5GiB, 800MB, 123456)");
+      } else if (takeValue(argc, argv, i, "--backend", value)) {
+        // The plan's backend; train also runs on it, and remat run's
+        // parser checks it against the backends built.
+        const std::vector<std::string> &known = compiler::backendNames();
+        if (!train &&
+            std::find(known.begin(), known.end(), value) == known.end())
+          return usageError(command, unknownName("backend", value, known));
+        options.backend = value;
+        if (train) {
+          options.passThrough.push_back("--backend");
+          options.passThrough.push_back(value);
+        }
       } else if (takeValue(argc, argv, i, "--solver", value)) {
         options.solver = value;
       } else if (takeValue(argc, argv, i, "--device-profile", value)) {
@@ -299,13 +316,15 @@ void printSummary(const nlohmann::json &report) {
             << ", optimizer " << formatBytes(b["optimizer"].get<int64_t>())
             << ", inputs " << formatBytes(b["inputs"].get<int64_t>())
             << ", activations "
-            << formatBytes(b["activations"].get<int64_t>()) << ")\n";
+            << formatBytes(b["activations"].get<int64_t>()) << ", workspace "
+            << formatBytes(b["workspace"].get<int64_t>()) << ")\n";
 }
 
 compiler::CompileOptions toCompileOptions(const Options &options) {
   compiler::CompileOptions c;
   c.budgetBytes = options.budget;
-  c.workspaceReserveBytes = options.workspaceReserve.value_or(0);
+  c.workspaceReserveBytes = options.workspaceReserve;
+  c.backend = options.backend;
   c.solver = options.solver;
   c.timeLimitSeconds = options.timeLimit >= 0 ? options.timeLimit
                        : options.solver == "exact" ? 60.0

@@ -83,7 +83,7 @@ void computeLiveness(const Plan &plan, PlanExplanation &ex) {
   // Union of byte ranges per step: sort the live buffers by offset and count
   // each byte once, for the first buffer that covers it. A buffer occupies
   // its bytes rounded up to the alignment (offsets are aligned, so the pad
-  // is unusable), which is how the compiler counts planned_peak_bytes.
+  // is unusable), which is how the compiler counts live_lower_bound_bytes.
   for (auto &perRole : ex.liveBytesByRole)
     perRole.assign(numSteps, 0);
   ex.liveBytes.assign(numSteps, 0);

@@ -51,6 +51,8 @@ static const char *kPlanHelp =
     "  --workspace-reserve R\n"
     "                     with --budget: keep R bytes of the budget for the\n"
     "                     backend's workspace, as remat compile does\n"
+    "                     (default: the --backend's workspace for the step)\n"
+    "  --backend NAME     the backend the plan is for: cpu (default), cuda\n"
     "  --sweep            Pareto table: budget -> recompute overhead, from\n"
     "                     the minimum feasible budget to store-all; the knee\n"
     "                     (the best trade-off) is marked\n"
@@ -88,6 +90,7 @@ struct PlanOptions {
   std::string graph;
   std::optional<int64_t> budget;
   std::optional<int64_t> workspaceReserve; ///< --workspace-reserve
+  std::string backend = "cpu";             ///< --backend
   std::string budgetFraction;
   bool sweep = false;
   bool maxBatch = false;
@@ -107,7 +110,8 @@ int usage(const std::string &message) {
 }
 
 const std::vector<std::string> kPlanFlags = {
-    "--budget", "--sweep",       "--points",   "--max-batch",
+    "--budget", "--workspace-reserve", "--backend", "--sweep", "--points",
+    "--max-batch",
     "--graph",  "--budget-frac", "--reorder",  "--no-reorder",
     "--solver", "--time-limit",  "--progress", "--device-profile",
     "--preset", "--set",         "--json",     "--help"};
@@ -125,6 +129,9 @@ struct Session {
   planner::Problem problem;
   int64_t storeAllArena = 0;
   int64_t alignment = 64;
+  /// The backend's workspace, kept out of every budget as compile keeps it
+  /// (compiler::workspaceReserve): budgets here are whole-step budgets.
+  int64_t reserve = 0;
 };
 
 /// The model as `modelOptions` configure it; its warnings go to stderr
@@ -150,6 +157,8 @@ Session openSession(const PlanOptions &options,
                                       compiler::Stage::Scheduled,
                                       compileOptions);
   Session s;
+  s.reserve =
+      compiler::stepWorkspaceBytes(*module, options.backend).value_or(0);
   s.step = extractTrainStep(*module);
   planner::SolverKind kind = planner::SolverKind::Auto;
   planner::parseSolverKind(options.solver, kind);
@@ -195,6 +204,9 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
       s.alignment);
   if (minimum <= 0)
     throw std::runtime_error("no budget below store-all could be planned");
+  // Whole-step budgets: the arena's plus the backend's workspace.
+  minimum += s.reserve;
+  int64_t storeAll = s.storeAllArena + s.reserve;
   struct Row {
     int64_t budget, arena;
     double overhead, seconds;
@@ -208,10 +220,10 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
   Row bestSoFar{0, 0, NAN, 0, "", false};
   for (int i = 0; i < points; ++i) {
     int64_t budget =
-        minimum + (s.storeAllArena - minimum) * i / (points - 1);
+        minimum + (storeAll - minimum) * i / (points - 1);
     auto start = std::chrono::steady_clock::now();
-    Attempt a = attemptWithFallbacks(s.problem, s.step, budget, kind, solve,
-                                     s.alignment);
+    Attempt a = attemptWithFallbacks(s.problem, s.step, budget - s.reserve,
+                                     kind, solve, s.alignment);
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
                          .count();
@@ -248,17 +260,20 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
     }
   }
   std::cout << "model " << s.step.model << ": store-all arena "
-            << s.storeAllArena << " B, minimum feasible budget " << minimum
-            << " B (" << std::fixed << std::setprecision(3)
-            << double(minimum) / double(s.storeAllArena)
-            << " of store-all)\n\n";
+            << s.storeAllArena << " B";
+  if (s.reserve > 0)
+    std::cout << " + " << options.backend << " workspace " << s.reserve
+              << " B";
+  std::cout << ", minimum feasible budget " << minimum << " B ("
+            << std::fixed << std::setprecision(3)
+            << double(minimum) / double(storeAll) << " of store-all)\n\n";
   std::cout << "| budget (B) | of store-all | arena (B) | overhead | solver "
                "| solve s |\n|---:|---:|---:|---:|---|---:|\n";
   json out = json::array();
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row &r = rows[i];
     std::cout << "| " << r.budget << " | " << std::setprecision(3)
-              << double(r.budget) / double(s.storeAllArena) << " | "
+              << double(r.budget) / double(storeAll) << " | "
               << (r.ok ? std::to_string(r.arena) : "-") << " | ";
     if (r.ok)
       std::cout << std::setprecision(2) << r.overhead * 100 << "%";
@@ -276,6 +291,8 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
   }
   writeJson(options, {{"model", s.step.model},
                       {"store_all_arena_bytes", s.storeAllArena},
+                      {"backend", options.backend},
+                      {"workspace_reserve_bytes", s.reserve},
                       {"min_feasible_bytes", minimum},
                       {"sweep", out}});
   return 0;
@@ -292,13 +309,16 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
     model::ModelOptions m = options.modelOptions;
     m.overrides.push_back({"batch", std::to_string(batch)});
     Session s = openSession(options, m, /*warn=*/false);
-    bool ok = s.storeAllArena <= *options.budget;
-    if (!ok && quick)
-      ok = fitsWithFastSolvers(s.problem, s.step, *options.budget, solve,
+    int64_t arenaBudget = *options.budget - s.reserve;
+    bool ok = s.storeAllArena <= arenaBudget;
+    if (!ok && arenaBudget <= 0)
+      ok = false;
+    else if (!ok && quick)
+      ok = fitsWithFastSolvers(s.problem, s.step, arenaBudget, solve,
                                s.alignment);
     else if (!ok)
-      ok = attemptWithFallbacks(s.problem, s.step, *options.budget, kind,
-                                solve, s.alignment)
+      ok = attemptWithFallbacks(s.problem, s.step, arenaBudget, kind, solve,
+                                s.alignment)
                .ok;
     std::cerr << "remat plan: batch " << batch
               << (ok ? " fits" : " does not fit")
@@ -357,7 +377,8 @@ int planOne(const PlanOptions &options) {
       loadModelFile(options, options.modelOptions, /*warn=*/true);
   compiler::CompileOptions compile;
   compile.budgetBytes = options.budget;
-  compile.workspaceReserveBytes = options.workspaceReserve.value_or(0);
+  compile.workspaceReserveBytes = options.workspaceReserve;
+  compile.backend = options.backend;
   compile.solver = options.solver;
   compile.timeLimitSeconds = solveOptions(options).timeLimitSeconds;
   compile.progress = options.progress;
@@ -455,6 +476,11 @@ int planMain(int argc, char **argv) {
         options.workspaceReserve = compiler::parseByteSize(v);
         if (!options.workspaceReserve)
           return usage("--workspace-reserve '" + v + "' is not a byte size");
+      } else if (takeValue(argc, argv, i, "--backend", v)) {
+        const std::vector<std::string> &known = compiler::backendNames();
+        if (std::find(known.begin(), known.end(), v) == known.end())
+          return usage(unknownName("backend", v, known));
+        options.backend = v;
       } else if (takeValue(argc, argv, i, "--budget-frac", v))
         options.budgetFraction = v;
       else if (takeValue(argc, argv, i, "--graph", v))

@@ -76,6 +76,38 @@ std::string runUsage() {
          "  --help                    this text\n";
 }
 
+/// The budget is a contract: the step allocates the arena and the
+/// backend's workspace, never more than the plan's budget. Refuses a plan
+/// that would, before anything is allocated.
+void checkWithinBudget(const LoadedPlan &plan, Backend &backend,
+                       const std::string &backendName) {
+  const Plan &p = plan.plan;
+  auto budget = p.report.find("budget_bytes");
+  if (budget == p.report.end() || !budget->is_number_integer() ||
+      budget->get<int64_t>() <= 0)
+    return;
+  backend.checkSupport(plan);
+  uint64_t limit = budget->get<uint64_t>();
+  uint64_t workspace = backend.workspaceBytes(plan);
+  uint64_t used = p.arenaBytes + workspace;
+  if (used <= limit)
+    return;
+  std::string planned = p.report.value("backend", std::string("cpu"));
+  throw ExecutionError(
+      plan.source + ": the plan's budget is " + std::to_string(limit) +
+      " B, but on the " + backendName + " backend its arena (" +
+      std::to_string(p.arenaBytes) + " B) and workspace (" +
+      std::to_string(workspace) + " B) take " + std::to_string(used) +
+      " B, " + std::to_string(used - limit) +
+      " B over. Recompile it for this backend (remat compile ... --backend " +
+      backendName +
+      ": the compiler keeps the backend's workspace out of the budget" +
+      (planned != backendName ? "; this plan is for " + planned
+                              : std::string()) +
+      "), or with --workspace-reserve " + std::to_string(workspace) +
+      ", or with a budget of at least " + std::to_string(used) + " B");
+}
+
 int runCommand(const RunOptions &opt) {
   std::ostream &out = *opt.out;
   std::ostream &err = *opt.err;
@@ -87,6 +119,7 @@ int runCommand(const RunOptions &opt) {
     Backend *device = backend.get(); // not the bounds check
     if (opt.checkBounds)
       backend = withBoundsCheck(std::move(backend));
+    checkWithinBudget(plan, *backend, device->name());
     ExecutorOptions execOptions;
     execOptions.seed = opt.seed;
     Executor exec(plan, *backend, execOptions);
@@ -139,12 +172,17 @@ int runCommand(const RunOptions &opt) {
         << " B, backend " << backend->name() << ", seed " << exec.seed()
         << "\n";
     if (auto budget = p.report.find("budget_bytes");
-        budget != p.report.end() && budget->is_number_integer()) {
-      uint64_t used = exec.arenaBytes() + exec.workspaceBytes();
+        budget != p.report.end() && budget->is_number_integer() &&
+        budget->get<int64_t>() > 0) {
       err << "remat run: budget " << budget->get<int64_t>()
-          << " B; arena + workspace " << used << " B"
-          << (used <= budget->get<uint64_t>() ? " (within)" : " (OVER)")
-          << "\n";
+          << " B; arena + workspace "
+          << exec.arenaBytes() + exec.workspaceBytes() << " B (within)";
+      if (auto allowance = p.report.find("runtime_allowance_bytes");
+          allowance != p.report.end() && allowance->is_number_integer() &&
+          device->name() == "cpu")
+        err << "; runtime allowance beside it " << allowance->get<int64_t>()
+            << " B";
+      err << "\n";
     }
     // A plan's recomputations were chosen for the device profile its costs
     // were modeled with (remat compile --device-profile): say so when it is

@@ -2,6 +2,7 @@
 #include "runtime/backends/cpu/CpuBackend.h"
 
 #include "runtime/backends/cpu/Kernels.h"
+#include "ops/CpuWorkspace.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -18,10 +19,8 @@ uint64_t stepWorkspaceBytes(const LoadedPlan &plan, size_t i) {
   std::vector<Shape> shapes;
   for (int64_t idx : plan.plan.steps[i].inputs)
     shapes.push_back(plan.plan.buffers[idx].shape);
-  uint64_t elements = cpu::kernelWorkspaceElements(plan.steps[i].op, shapes);
-  if (elements > UINT64_MAX / sizeof(float))
-    return UINT64_MAX;
-  return elements * sizeof(float);
+  return ops::cpuWorkspaceBytes(
+      cpu::kernelWorkspaceElements(plan.steps[i].op, shapes), sizeof(float));
 }
 
 std::string formatBytes(uint64_t bytes) {

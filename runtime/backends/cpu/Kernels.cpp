@@ -2,6 +2,7 @@
 #include "runtime/backends/cpu/Kernels.h"
 
 #include "runtime/backends/cpu/kernels/Kernels.h"
+#include "ops/CpuWorkspace.h"
 
 #include <stdexcept>
 #include <string>
@@ -10,16 +11,7 @@ namespace remat::runtime::cpu {
 
 uint64_t kernelWorkspaceElements(OpKind op,
                                  const std::vector<Shape> &inputShapes) {
-  if (op == OpKind::Attention || op == OpKind::AttentionGrad) {
-    uint64_t s = uint64_t(inputShapes[0][2]);
-    uint64_t factor = op == OpKind::Attention ? 1 : 2;
-    // Saturates instead of wrapping: a wrapped count would let the
-    // backend allocate too little scratch.
-    if (s != 0 && s > UINT64_MAX / s / factor)
-      return UINT64_MAX;
-    return factor * s * s;
-  }
-  return 0;
+  return ops::cpuWorkspaceElements(op, inputShapes);
 }
 
 template <typename T>

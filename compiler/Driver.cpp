@@ -197,6 +197,8 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
       {"flops_per_second", step.profile.flopsPerSecond},
       {"bytes_per_second", step.profile.bytesPerSecond},
       {"launch_seconds", step.profile.launchSeconds}};
+  if (!step.profile.measured.empty())
+    report["device_profile"]["measured_ops"] = step.profile.measured.size();
   if (auto plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("remat.plan")) {
     auto num = [&](const char *key) {
       auto f = plan.getAs<mlir::FloatAttr>(key);
@@ -316,6 +318,23 @@ DeviceProfile parseDeviceProfile(const std::string &spec) {
       profile.name = value.get<std::string>();
       continue;
     }
+    if (key == "source")
+      continue; // remat profile's note of what it timed
+    if (key == "ops") {
+      // remat profile's table: seconds by op call (ops/CostKey.h).
+      if (!value.is_object())
+        throw std::invalid_argument(spec + ": 'ops' must be an object of "
+                                           "op call -> seconds");
+      for (const auto &[call, seconds] : value.items()) {
+        if (!seconds.is_number() || !std::isfinite(seconds.get<double>()) ||
+            seconds.get<double>() < 0)
+          throw std::invalid_argument(spec + ": ops['" + call +
+                                      "'] must be a non-negative number of "
+                                      "seconds");
+        profile.measured[call] = seconds.get<double>();
+      }
+      continue;
+    }
     double *field = key == "flops_per_second"   ? &profile.flopsPerSecond
                     : key == "bytes_per_second" ? &profile.bytesPerSecond
                     : key == "launch_seconds"   ? &profile.launchSeconds
@@ -323,7 +342,7 @@ DeviceProfile parseDeviceProfile(const std::string &spec) {
     if (!field)
       throw std::invalid_argument(spec + ": unknown field '" + key +
                                   "' (expected name, flops_per_second, "
-                                  "bytes_per_second, launch_seconds)");
+                                  "bytes_per_second, launch_seconds, ops, source)");
     bool launch = key == "launch_seconds";
     if (!value.is_number() || !std::isfinite(value.get<double>()) ||
         (launch ? value.get<double>() < 0 : !(value.get<double>() > 0)))

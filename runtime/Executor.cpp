@@ -21,6 +21,9 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
   const Plan &p = loaded.plan;
   backend.checkSupport(loaded);
   workspace = backend.workspaceBytes(loaded);
+  // The peak RSS from here on is the run's: what the process held before
+  // (remat train's compile, freed by now) does not count.
+  resetPeakRss();
   baselineRss = readCurrentRssBytes();
   try {
     arena = backend.allocateArena(p.arenaBytes, p.alignment);
@@ -308,6 +311,14 @@ uint64_t readCurrentRssBytes() {
     if (line.rfind("VmRSS:", 0) == 0)
       return uint64_t(std::stoull(line.substr(6))) * 1024;
   return 0;
+}
+
+bool resetPeakRss() {
+  // Linux >= 4.0: writing 5 to clear_refs resets VmHWM to the current RSS.
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return bool(out);
 }
 
 uint64_t readPeakRssBytes() {

@@ -131,6 +131,10 @@ private:
 uint64_t readPeakRssBytes();
 /// The process's current resident set (VmRSS), 0 where unknown.
 uint64_t readCurrentRssBytes();
+/// Resets the process's peak RSS (VmHWM) to its current RSS, so that a
+/// later readPeakRssBytes measures from now; false where the kernel does
+/// not allow it (the peak then stays the process's).
+bool resetPeakRss();
 
 } // namespace remat::runtime
 

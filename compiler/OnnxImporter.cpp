@@ -1579,8 +1579,7 @@ void OnnxReader::pruneToLoss() {
       teacherSource |= u.kind == ValueKind::Input && u.data.is_object() &&
                        u.data.value("of", "") == v.name;
     if (!needed[i] && !(v.kind == ValueKind::Input && teacherSource)) {
-      if (v.kind == ValueKind::Param)
-        out.weights.erase(v.name);
+      out.weights.erase(v.name); // a parameter's or a fixed input's values
       continue;
     }
     newId[i] = int(values.size());

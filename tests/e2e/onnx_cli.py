@@ -165,6 +165,28 @@ def errors(remat, work):
     expect(run(remat, "compile", lm, "--frozen", ""), 2,
            "--frozen needs NAME[,NAME...]")
 
+    # Dropout in training mode keeps its rate (and trains); at ratio 0 it
+    # is the identity (the parity tests).
+    dropped = os.path.join(work, "lm_dropout.onnx")
+    export_onnx.export("transformer", dropped, batch=2, width=8, classes=10,
+                       side=4, dropout=0.25)
+    graph = os.path.join(work, "lm_dropout.mlir")
+    expect(run(remat, "compile", dropped, "--frozen", "mask", "--emit=graph",
+               "-o", graph), 0)
+    with open(graph) as f:
+        rates = f.read().count("graph.dropout")
+    expect(run(remat, "compile", lm, "--frozen", "mask", "--emit=graph",
+               "-o", graph), 0)
+    with open(graph) as f:
+        without = f.read().count("graph.dropout")
+    # Per block: attention weights, the attention output, the MLP output.
+    if rates != 6 or without != 0:
+        raise SystemExit(f"FAIL: {rates} dropout ops at rate 0.25 (expected "
+                         f"6), {without} at rate 0 (expected 0)")
+    print(f"ok: {rates} dropout ops at rate 0.25, none at rate 0")
+    expect(run(remat, "train", dropped, "--frozen", "mask", "--steps", "2"),
+           0)
+
     class WideNorm(torch.nn.Module):
         def __init__(self):
             super().__init__()

@@ -4,19 +4,21 @@
 //   1. parse the protobuf, check the opset (13-17 of the default domain),
 //      run the ONNX checker; fix dynamic input dims from --input-shape and
 //      run ONNX shape inference (whose shapes cross-check ours, step 3);
-//   2. define the graph's inputs (float, static shapes) as model inputs;
-//      initializers are looked up lazily: a float one read by a compute op
-//      becomes a parameter with its value, any one read by a shape
-//      computation is constant data;
-//   3. walk the nodes in their (topological) order: shape-only nodes whose
-//      inputs are constant (Constant, Shape, Gather, Unsqueeze, Concat,
-//      arithmetic on integers...) are evaluated here; every other node is
-//      mapped onto graph ops (Gemm -> matmul [+ add]), each result type
-//      inferred by the op's type rule (ops/ShapeRules.h), so a type error
-//      names the ONNX node;
+//   2. define the graph's inputs (float or integer, static shapes) as
+//      model inputs; initializers are looked up lazily: a float one is a
+//      parameter with its value unless --frozen names it, frozen and
+//      integer ones are constant data;
+//   3. walk the nodes in their (topological) order: nodes whose inputs are
+//      constant (Constant, Shape, Gather, Unsqueeze, Concat, Slice,
+//      arithmetic...) are evaluated here; every other node is mapped onto
+//      graph ops (Gemm -> matmul [+ add]), each result type inferred by
+//      the op's type rule (ops/ShapeRules.h), so a type error names the
+//      ONNX node. Constant data a graph op reads becomes a `constant` op
+//      (all elements equal) or an input fed from the weights file;
 //   4. add the input `labels` and the loss on the graph's first output,
 //      drop what does not reach it, and set the optimizer;
-//   5. return the graph with every parameter's value.
+//   5. return the graph with the values of every parameter and fixed
+//      input.
 // Ops are named after their ONNX node (`/fc1/Gemm`); a node mapped to
 // several ops names the last one so and its helpers `/fc1/Gemm/matmul`.
 //

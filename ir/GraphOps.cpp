@@ -220,6 +220,10 @@ int64_t AttentionOp::getFlops() {
 }
 
 /// 0: the fill is counted as bytes written.
+/// Copies only.
+int64_t SliceOp::getFlops() { return 0; }
+int64_t ConcatOp::getFlops() { return 0; }
+
 int64_t ConstantOp::getFlops() { return 0; }
 
 //===----------------------------------------------------------------------===//
@@ -233,6 +237,12 @@ int64_t ReluGradOp::getFlops() { return elements(getX()); }
 /// plus the derivative 0.5·(1+t) + 0.5·x·(1-t²)·√(2/π)·(1+3·0.044715·x²) (9)
 /// and the product with dy (1).
 int64_t GeluGradOp::getFlops() { return times(16, elements(getX())); }
+
+/// 4 per element: x², exp(-x²) (counted as one), ·2/√π, ·dy.
+int64_t ErfGradOp::getFlops() { return times(4, elements(getX())); }
+
+/// A fill and a copy only.
+int64_t SliceGradOp::getFlops() { return 0; }
 
 /// 3 per element: y², 1 - y², product with dy.
 int64_t TanhGradOp::getFlops() { return times(3, elements(getY())); }

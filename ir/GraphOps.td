@@ -414,6 +414,77 @@ def Graph_AttentionOp : Graph_ForwardOp<"attention", [OwnFlops]> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Forward ops of transformer models imported from ONNX (erf for exact GELU,
+// pow, slice, concat)
+//===----------------------------------------------------------------------===//
+
+def Graph_ErfOp : Graph_UnaryOp<"erf", "erf(x), the error function",
+    "1 per element (erf counted as one)", [ElementwiseCost]>;
+
+def Graph_PowOp : Graph_ForwardOp<"pow", [ElementwiseCost]> {
+  let kernelFamily = "Unary";
+  let shapeRule = "Elementwise";
+  let inPlace = 1;
+  let summary = "elementwise x^exponent for a constant exponent";
+  let description = [{
+    `y = x^exponent` as `pow` of the C library (a negative `x` with a
+    non-integer exponent gives NaN); `y` has the type of `x`. FLOPs: 1 per
+    element.
+
+    ```mlir
+    %y = graph.pow %x {exponent = 2.000000e+00 : f32}
+        : tensor<2x3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, Graph_F32:$exponent);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_SliceOp : Graph_ForwardOp<"slice", [OwnFlops]> {
+  let kernelFamily = "Slice";
+  let shapeRule = "Slice";
+  let summary = "a strided box of x";
+  let description = [{
+    `starts`, `ends` and `steps` have one entry per dim of `x`:
+    `0 <= start <= end <= dim` and `step >= 1`; dim d of `y` has
+    `ceil((end - start) / step)` elements, element i reading
+    `x[start + i·step]`. FLOPs: 0.
+
+    ```mlir
+    %y = graph.slice %x {starts = array<i64: 0, 4>, ends = array<i64: 2, 8>,
+                         steps = array<i64: 1, 1>}
+        : tensor<2x12xf32> -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_ConcatOp : Graph_ForwardOp<"concat", [OwnFlops]> {
+  let kernelFamily = "Concat";
+  let shapeRule = "Concat";
+  let summary = "joins a and b along one axis";
+  let description = [{
+    `a` and `b` have one dtype and equal dims except `axis` (in
+    `[0, rank)`); `c` has their dims with `a`'s and `b`'s `axis` dims
+    summed, `a` first. FLOPs: 0.
+
+    ```mlir
+    %c = graph.concat %a, %b {axis = 1}
+        : tensor<2x3xf32>, tensor<2x5xf32> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$a, Graph_Tensor:$b, I64Attr:$axis);
+  let results = (outs Graph_Tensor:$c);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($c)
+  }];
+}
+
 def Graph_ConstantOp : Graph_Op<"constant", [OwnFlops]> {
   let kernelFamily = "Constant";
   let shapeRule = "Fill";
@@ -606,6 +677,40 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [OwnFlops]> {
     $q `,` $k `,` $v `,` $dout attr-dict `:` type($q) `,` type($k) `,`
     type($v) `,` type($dout) `->` type($dq) `,` type($dk) `,` type($dv)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops of the transformer ops above
+//===----------------------------------------------------------------------===//
+
+def Graph_ErfGradOp : Graph_UnaryGradOp<"erf_grad", "x",
+    "dy·(2/√π)·exp(-x²)"> {
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$dy);
+  let assemblyFormat = [{
+    $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
+  }];
+}
+
+def Graph_SliceGradOp : Graph_Op<"slice_grad", [OwnFlops]> {
+  let kernelFamily = "Slice";
+  let shapeRule = "SliceGrad";
+  let resultTypeGiven = 1;
+  let summary = "gradient of slice: dy placed in zeros of x's shape";
+  let description = [{
+    `dx` (its type given: `x`'s) is zero except at the elements `slice`
+    read with the same `starts`, `ends` and `steps`, which hold `dy`.
+    FLOPs: 0.
+
+    ```mlir
+    %dx = graph.slice_grad %dy {starts = array<i64: 0, 4>,
+                                ends = array<i64: 2, 8>, steps = array<i64: 1, 1>}
+        : tensor<2x4xf32> -> tensor<2x12xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$dy, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs Graph_Tensor:$dx);
+  let assemblyFormat = "$dy attr-dict `:` type($dy) `->` type($dx)";
 }
 
 //===----------------------------------------------------------------------===//

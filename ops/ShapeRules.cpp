@@ -87,6 +87,9 @@ private:
   std::vector<Expected> pairLoss(bool grad);
   std::vector<Expected> attention();
   std::vector<Expected> fill();
+  Shape sliceShape(const Shape &x) const;
+  std::vector<Expected> slice(bool grad);
+  std::vector<Expected> concat();
 
   OpKind op;
   const OpAttrs &attrs;
@@ -141,6 +144,12 @@ std::vector<Expected> Rule::apply() {
     return attention();
   case ShapeRule::Fill:
     return fill();
+  case ShapeRule::Slice:
+    return slice(false);
+  case ShapeRule::SliceGrad:
+    return slice(true);
+  case ShapeRule::Concat:
+    return concat();
   }
   fail("no type rule");
 }
@@ -377,6 +386,69 @@ std::vector<Expected> Rule::fill() {
     fail(outLabel(0) + " has dtype " + dtypeName(y.dtype) +
          " but expects a float dtype (f32|f16|bf16)");
   return {{y, ""}};
+}
+
+/// The shape `starts`, `ends` and `steps` select from a tensor of shape
+/// `x`: one entry per dim, 0 <= start <= end <= dim, step >= 1; each dim
+/// has ceil((end - start) / step) elements.
+Shape Rule::sliceShape(const Shape &x) const {
+  const std::vector<int64_t> *lists[] = {&attrs.starts, &attrs.ends,
+                                         &attrs.steps};
+  const char *names[] = {"starts", "ends", "steps"};
+  for (int k = 0; k < 3; ++k)
+    if (lists[k]->size() != x.size())
+      fail(std::string("attribute '") + names[k] + "' has " +
+           std::to_string(lists[k]->size()) + " entries but the sliced " +
+           "tensor " + formatShape(x) + " has rank " +
+           std::to_string(x.size()));
+  Shape y;
+  for (size_t d = 0; d < x.size(); ++d) {
+    int64_t start = attrs.starts[d], end = attrs.ends[d], step = attrs.steps[d];
+    if (step < 1)
+      fail("attribute 'steps' has " + std::to_string(step) + " at dim " +
+           std::to_string(d) + " but expects steps >= 1");
+    if (start < 0 || start > end || end > x[d])
+      fail("dim " + std::to_string(d) + " of the sliced tensor " +
+           formatShape(x) + " has start " + std::to_string(start) +
+           " and end " + std::to_string(end) + " but expects 0 <= start <= "
+           "end <= " + std::to_string(x[d]));
+    y.push_back((end - start + step - 1) / step);
+  }
+  return y;
+}
+
+/// slice: x -> the selected box; slice_grad: dy (the box) -> the given
+/// type of x.
+std::vector<Expected> Rule::slice(bool grad) {
+  expectFloat(0);
+  if (!grad)
+    return {{{in(0).dtype, sliceShape(in(0).shape)}, "the sliced box"}};
+  const TensorType &x = givenType(0);
+  expectShape(0, sliceShape(x.shape),
+              "the box starts/ends/steps select from the result shape " +
+                  formatShape(x.shape));
+  return {{{in(0).dtype, x.shape}, ""}};
+}
+
+/// a, b of one dtype and rank, equal dims but `axis` -> the joined tensor.
+std::vector<Expected> Rule::concat() {
+  expectFloat(0);
+  expectDType(1, in(0).dtype);
+  const Shape &a = in(0).shape, &b = in(1).shape;
+  if (attrs.axis >= a.size())
+    fail("attribute 'axis' is " + std::to_string(int64_t(attrs.axis)) +
+         " but " + inLabel(0) + " " + formatShape(a) + " has rank " +
+         std::to_string(a.size()));
+  Shape c = a;
+  c[attrs.axis] = 0;
+  if (b.size() == a.size())
+    c[attrs.axis] = a[attrs.axis] + b[attrs.axis];
+  Shape bExpected = c;
+  bExpected[attrs.axis] = b.size() == a.size() ? b[attrs.axis] : 0;
+  expectShape(1, bExpected,
+              "the dims of " + inLabel(0) + " but axis " +
+                  std::to_string(attrs.axis));
+  return {{{in(0).dtype, c}, ""}};
 }
 
 void checkCount(OpKind op, const LabeledTypes &inputs) {

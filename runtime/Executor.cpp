@@ -93,6 +93,23 @@ void Executor::loadWeights(const SafetensorsFile &file) {
     if (b.role == BufferRole::Param ||
         (b.role == BufferRole::Optimizer && file.contains(b.name)))
       writeBuffer(i, file.getF32(b.name, b.shape).bytes);
+    // An input without a generator that the file holds: the same values
+    // every step (an imported model's constant tensors), unless --data
+    // replaces them.
+    if (b.role == BufferRole::Input && !b.data && file.contains(b.name) &&
+        !userData.count(i)) {
+      const NamedTensor &t = file.tensors().at(b.name);
+      std::string want = b.dtype == DType::F32   ? "F32"
+                         : b.dtype == DType::I64 ? "I64"
+                         : b.dtype == DType::I32 ? "I32"
+                                                 : dtypeName(b.dtype);
+      if (t.dtype != want || t.shape != b.shape)
+        throw PlanError(file.path() + ": tensor '" + b.name + "' is " +
+                        t.dtype + formatShape(t.shape) +
+                        " but input '" + b.name + "' is " + want +
+                        formatShape(b.shape));
+      userData[i] = NpyArray{b.dtype, b.shape, t.bytes};
+    }
   }
   backend.synchronize();
 }

@@ -47,7 +47,9 @@ const char *const kTrainingFlagsHelp =
     "                     the default depends on the output's last dim)\n"
     "  --optimizer NAME   ONNX: sgd (default) or adamw\n"
     "  --lr X             ONNX: learning rate (default: sgd 0.01, adamw\n"
-    "                     0.001)\n";
+    "                     0.001)\n"
+    "  --frozen NAME,...  ONNX: float initializers not to train (torch\n"
+    "                     buffers such as an attention mask; repeatable)\n";
 
 static const std::string kCompileHelp = std::string(
     "usage: remat compile MODEL [options]\n"
@@ -108,8 +110,8 @@ static const std::string kTrainHelp = std::string(
     "  --device-profile NAME|FILE|measure,\n"
     "  --plan FILE (keep the plan there, and an ONNX model's weights next\n"
     "  to it; default: a temporary file), --report FILE,\n"
-    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X\n"
-    "  (ONNX models; see remat compile --help)\n"
+    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X,\n"
+    "  --frozen NAME,... (ONNX models; see remat compile --help)\n"
     "run options (passed to remat run; see remat run --help): --steps N,\n"
     "  --seed S, --weights W, --save OUT, --log LOG, --data NAME=FILE,\n"
     "  --dump-grads G, --backend NAME, --check-bounds\n"
@@ -448,8 +450,8 @@ bool takeValue(int argc, char **argv, int &i, const std::string &flag,
 }
 
 const std::vector<std::string> &trainingFlagNames() {
-  static const std::vector<std::string> names = {"--input-shape", "--loss",
-                                                 "--optimizer", "--lr"};
+  static const std::vector<std::string> names = {
+      "--input-shape", "--loss", "--optimizer", "--lr", "--frozen"};
   return names;
 }
 
@@ -483,6 +485,23 @@ bool takeTrainingFlag(int argc, char **argv, int &i,
           "--input-shape needs NAME=D0,D1,... with positive dims, got '" +
           value + "'");
     options.inputShapes[value.substr(0, eq)] = dims;
+    return true;
+  }
+  if (takeValue(argc, argv, i, "--frozen", value)) {
+    // The importer checks that each name is a float initializer.
+    for (size_t begin = 0; begin <= value.size();) {
+      size_t comma = value.find(',', begin);
+      std::string name = value.substr(
+          begin, comma == std::string::npos ? std::string::npos : comma - begin);
+      if (name.empty())
+        throw std::invalid_argument(
+            "--frozen needs NAME[,NAME...] of initializers, got '" + value +
+            "'");
+      options.frozen.insert(name);
+      if (comma == std::string::npos)
+        break;
+      begin = comma + 1;
+    }
     return true;
   }
   if (takeValue(argc, argv, i, "--loss", value)) {

@@ -79,8 +79,8 @@ static const char *kPlanHelp =
     "                     (docs/planner.md; remat profile writes one), or\n"
     "                     measure: time the model's ops on --backend first\n"
     "  --preset NAME, --set NAME=VALUE   model configuration\n"
-    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X\n"
-    "                     the training step of an ONNX model (docs/onnx.md;\n"
+    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X,\n"
+    "  --frozen NAME,...  the training step of an ONNX model (docs/onnx.md;\n"
     "                     see remat compile --help)\n"
     "  --json FILE        also write the results as JSON\n";
 

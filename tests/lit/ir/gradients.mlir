@@ -234,3 +234,34 @@ func.func @dropout_attention(%x: tensor<4xf32>, %q: tensor<1x2x4x8xf32>, %k: ten
   %1 = graph.attention %q, %k, %v {causal = true, scale = 0.125 : f32} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
   return
 }
+
+// -----
+
+// erf from x; pow's dy·(p·x^(p-1)), x itself for p = 2;
+// slice places dy with slice_grad; concat slices dc into its two parts.
+// CHECK-LABEL: func.func @transformer_ops
+// CHECK-SAME: (%[[X:.*]]: tensor<2x6xf32>, %[[B:.*]]: tensor<2x2xf32>)
+// CHECK: %[[E:.*]] = graph.erf %[[X]]
+// CHECK-NEXT: graph.erf_grad %[[X]], %[[E]]
+// CHECK: %[[P:.*]] = graph.pow %[[X]] {exponent = 3.000000e+00 : f32}
+// CHECK-NEXT: %[[SQ:.*]] = graph.pow %[[X]] {exponent = 2.000000e+00 : f32}
+// CHECK-NEXT: %[[THREE:.*]] = graph.constant 3.000000e+00
+// CHECK-NEXT: %[[D3:.*]] = graph.mul %[[SQ]], %[[THREE]]
+// CHECK-NEXT: graph.mul %[[P]], %[[D3]]
+// CHECK: %[[Q:.*]] = graph.pow %[[X]] {exponent = 2.000000e+00 : f32}
+// CHECK-NEXT: %[[TWO2:.*]] = graph.constant 2.000000e+00
+// CHECK-NEXT: %[[D2:.*]] = graph.mul %[[X]], %[[TWO2]]
+// CHECK-NEXT: graph.mul %[[Q]], %[[D2]]
+// CHECK: %[[L:.*]] = graph.slice %[[X]] {ends = array<i64: 2, 5>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>}
+// CHECK-NEXT: graph.slice_grad %[[L]] {ends = array<i64: 2, 5>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>} : tensor<2x2xf32> -> tensor<2x6xf32>
+// CHECK: %[[C:.*]] = graph.concat %[[X]], %[[B]] {axis = 1 : i64}
+// CHECK-NEXT: graph.slice %[[C]] {ends = array<i64: 2, 6>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x8xf32> -> tensor<2x6xf32>
+// CHECK-NEXT: graph.slice %[[C]] {ends = array<i64: 2, 8>, starts = array<i64: 0, 6>, steps = array<i64: 1, 1>} : tensor<2x8xf32> -> tensor<2x2xf32>
+func.func @transformer_ops(%x: tensor<2x6xf32>, %b: tensor<2x2xf32>) {
+  %0 = graph.erf %x : tensor<2x6xf32> -> tensor<2x6xf32>
+  %2 = graph.pow %x {exponent = 3.0 : f32} : tensor<2x6xf32> -> tensor<2x6xf32>
+  %3 = graph.pow %x {exponent = 2.0 : f32} : tensor<2x6xf32> -> tensor<2x6xf32>
+  %4 = graph.slice %x {starts = array<i64: 0, 1>, ends = array<i64: 2, 5>, steps = array<i64: 1, 2>} : tensor<2x6xf32> -> tensor<2x2xf32>
+  %5 = graph.concat %x, %b {axis = 1} : tensor<2x6xf32>, tensor<2x2xf32> -> tensor<2x8xf32>
+  return
+}

@@ -511,3 +511,30 @@ func.func @case56(%x: tensor<4xf32>) {
   %0 = graph.dropout %x {rate = 0.5 : f32} : tensor<4xf32> -> tensor<4xf32>
   return
 }
+
+// -----
+
+// A slice box must lie inside the sliced tensor.
+func.func @slice_out_of_range(%x: tensor<2x12xf32>) {
+  // expected-error @+1 {{dim 1 of the sliced tensor [2,12] has start 4 and end 13 but expects 0 <= start <= end <= 12}}
+  %0 = graph.slice %x {starts = array<i64: 0, 4>, ends = array<i64: 2, 13>, steps = array<i64: 1, 1>} : tensor<2x12xf32> -> tensor<2x9xf32>
+  return
+}
+
+// -----
+
+// slice_grad's dy must be the box of its given result type.
+func.func @slice_grad_wrong_box(%dy: tensor<2x5xf32>) {
+  // expected-error @+1 {{'dy' has shape [2,5] but expects [2,4] (the box starts/ends/steps select from the result shape [2,12])}}
+  %0 = graph.slice_grad %dy {starts = array<i64: 0, 4>, ends = array<i64: 2, 12>, steps = array<i64: 1, 2>} : tensor<2x5xf32> -> tensor<2x12xf32>
+  return
+}
+
+// -----
+
+// concat's operands agree on every dim but the axis.
+func.func @concat_mismatch(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) {
+  // expected-error @+1 {{'b' has shape [3,3] but expects [2,3] (the dims of 'a' but axis 1)}}
+  %0 = graph.concat %a, %b {axis = 1} : tensor<2x3xf32>, tensor<3x3xf32> -> tensor<2x6xf32>
+  return
+}

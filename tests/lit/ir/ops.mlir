@@ -177,3 +177,23 @@ func.func @optimizers(%p: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
   // CHECK: return %[[NP]], %[[NA]] :
   return %0#0, %1#0 : tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// The ops of transformer models imported from ONNX: erf and its gradient,
+// pow, slice and its gradient, concat.
+// CHECK-LABEL: func.func @transformer_ops
+// CHECK-SAME: (%[[X:.*]]: tensor<2x12xf32>, %[[Y:.*]]: tensor<2x4xf32>)
+func.func @transformer_ops(%x: tensor<2x12xf32>, %y: tensor<2x4xf32>) {
+  // CHECK: graph.erf %[[X]] : tensor<2x12xf32> -> tensor<2x12xf32>
+  %0 = graph.erf %x : tensor<2x12xf32> -> tensor<2x12xf32>
+  // CHECK: graph.erf_grad %[[X]], %[[X]] : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  %1 = graph.erf_grad %x, %x : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  // CHECK: graph.pow %[[X]] {exponent = 2.000000e+00 : f32} : tensor<2x12xf32> -> tensor<2x12xf32>
+  %3 = graph.pow %x {exponent = 2.0 : f32} : tensor<2x12xf32> -> tensor<2x12xf32>
+  // CHECK: graph.slice %[[X]] {ends = array<i64: 2, 12>, starts = array<i64: 0, 4>, steps = array<i64: 1, 2>} : tensor<2x12xf32> -> tensor<2x4xf32>
+  %4 = graph.slice %x {starts = array<i64: 0, 4>, ends = array<i64: 2, 12>, steps = array<i64: 1, 2>} : tensor<2x12xf32> -> tensor<2x4xf32>
+  // CHECK: graph.slice_grad %[[Y]] {ends = array<i64: 2, 12>, starts = array<i64: 0, 4>, steps = array<i64: 1, 2>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %5 = graph.slice_grad %y {starts = array<i64: 0, 4>, ends = array<i64: 2, 12>, steps = array<i64: 1, 2>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  // CHECK: graph.concat %[[Y]], %[[X]] {axis = 1 : i64} : tensor<2x4xf32>, tensor<2x12xf32> -> tensor<2x16xf32>
+  %6 = graph.concat %y, %x {axis = 1} : tensor<2x4xf32>, tensor<2x12xf32> -> tensor<2x16xf32>
+  return
+}

@@ -318,3 +318,67 @@ TEST_CASE("dropout's gradient is dropout of dy with the same seed and step",
   }
   CHECK(normalizedError(dx, fd) < kGradTol);
 }
+
+TEST_CASE("erf_grad matches finite differences of erf", "[runtime]") {
+  std::mt19937 rng(35);
+  HostTensor x = randomTensor({4, 6}, rng, -2.5, 2.5),
+             w = randomTensor({4, 6}, rng);
+  HostTensor dx =
+      runOp<float>(OpKind::ErfGrad, {}, {x, w}, {typeOf({4, 6})})[0];
+  checkAgainstFD(dx, OpKind::Erf, {}, {x}, {typeOf({4, 6})}, {w}, 0);
+}
+
+TEST_CASE("pow's gradient dy·p·x^(p-1) matches finite differences",
+          "[runtime]") {
+  std::mt19937 rng(36);
+  HostTensor x = randomTensor({5, 3}, rng, 0.5, 3.0),
+             w = randomTensor({5, 3}, rng);
+  OpAttrs attrs;
+  attrs.exponent = 2.5f;
+  OpAttrs lower;
+  lower.exponent = 1.5f;
+  HostTensor power =
+      runOp<float>(OpKind::Pow, lower, {x}, {typeOf({5, 3})})[0];
+  HostTensor dpow = power;
+  for (int64_t i = 0; i < dpow.size(); ++i)
+    dpow.values[i] *= 2.5 * w.values[i];
+  checkAgainstFD(dpow, OpKind::Pow, attrs, {x}, {typeOf({5, 3})}, {w}, 0);
+}
+
+TEST_CASE("slice_grad places dy in zeros and matches finite differences of "
+          "slice",
+          "[runtime]") {
+  std::mt19937 rng(37);
+  OpAttrs attrs;
+  attrs.starts = {1, 0, 2};
+  attrs.ends = {4, 6, 5};
+  attrs.steps = {2, 1, 2};
+  HostTensor x = randomTensor({4, 6, 5}, rng),
+             w = randomTensor({2, 6, 2}, rng);
+  HostTensor dx =
+      runOp<float>(OpKind::SliceGrad, attrs, {w}, {typeOf({4, 6, 5})})[0];
+  checkAgainstFD(dx, OpKind::Slice, attrs, {x}, {typeOf({2, 6, 2})}, {w}, 0);
+  // Rows 0, 2 of dim 0 and columns 0, 1, 3 of dim 2 are not read: zero.
+  CHECK(dx.values[0] == 0.0);
+  CHECK(dx.values[size_t(1 * 30 + 0 * 5 + 2)] == w.values[0]);
+}
+
+TEST_CASE("concat's gradient, two slices of dc, matches finite differences",
+          "[runtime]") {
+  std::mt19937 rng(38);
+  OpAttrs attrs;
+  attrs.axis = 1;
+  HostTensor a = randomTensor({3, 2, 4}, rng), b = randomTensor({3, 5, 4}, rng);
+  HostTensor w = randomTensor({3, 7, 4}, rng);
+  OpAttrs first, second;
+  first.starts = {0, 0, 0};
+  first.ends = {3, 2, 4};
+  first.steps = {1, 1, 1};
+  second.starts = {0, 2, 0};
+  second.ends = {3, 7, 4};
+  second.steps = {1, 1, 1};
+  HostTensor da = runOp<float>(OpKind::Slice, first, {w}, {typeOf({3, 2, 4})})[0];
+  HostTensor db = runOp<float>(OpKind::Slice, second, {w}, {typeOf({3, 5, 4})})[0];
+  checkAgainstFD(da, OpKind::Concat, attrs, {a, b}, {typeOf({3, 7, 4})}, {w}, 0);
+  checkAgainstFD(db, OpKind::Concat, attrs, {a, b}, {typeOf({3, 7, 4})}, {w}, 1);
+}

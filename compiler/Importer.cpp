@@ -11,6 +11,7 @@
 #include "compiler/Importer.h"
 
 #include "ir/GraphDialect.h"
+#include "ops/OpTable.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -78,14 +79,19 @@ mlir::Attribute jsonAttr(mlir::Builder &b, const json &j) {
 }
 
 /// An op attribute in the type the dialect declares for it (docs/ops.md):
-/// booleans, f32 hyperparameters, the i64 seed, i64 arrays.
-mlir::Attribute opAttr(mlir::Builder &b, const std::string &name,
-                       const json &value) {
+/// booleans, f32 hyperparameters, i64 integers (the seed, groups), i64
+/// arrays.
+mlir::Attribute opAttr(mlir::Builder &b, const std::string &kind,
+                       const std::string &name, const json &value) {
   if (value.is_boolean())
     return b.getBoolAttr(value.get<bool>());
   if (value.is_array())
     return b.getDenseI64ArrayAttr(value.get<std::vector<int64_t>>());
-  if (name == "seed")
+  bool isInteger = false;
+  if (std::optional<ops::OpKind> op = ops::parseOpKind(kind))
+    for (const ops::AttrInfo &a : ops::opInfo(*op).attrs)
+      isInteger |= a.name == name && a.type == ops::AttrType::I64;
+  if (isInteger)
     return b.getI64IntegerAttr(value.get<int64_t>());
   return b.getF32FloatAttr(static_cast<float>(value.get<double>()));
 }
@@ -171,7 +177,7 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
     state.addTypes(tensorType(b, graph.values[op.result].type));
     for (auto it = op.attrs.begin(); it != op.attrs.end(); ++it)
       if (it.key() != "shape")
-        state.addAttribute(it.key(), opAttr(b, it.key(), *it));
+        state.addAttribute(it.key(), opAttr(b, op.kind, it.key(), *it));
     if (!op.block.empty())
       state.addAttribute(graph::kBlockAttr, b.getStringAttr(op.block));
     if (!state.name.isRegistered())

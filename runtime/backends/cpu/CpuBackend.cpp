@@ -15,10 +15,13 @@ namespace {
 
 /// Workspace bytes of step `i`, saturating at UINT64_MAX.
 uint64_t stepWorkspaceBytes(const LoadedPlan &plan, size_t i) {
-  std::vector<Shape> shapes;
+  std::vector<Shape> inputs, outputs;
   for (int64_t idx : plan.plan.steps[i].inputs)
-    shapes.push_back(plan.plan.buffers[idx].shape);
-  uint64_t elements = cpu::kernelWorkspaceElements(plan.steps[i].op, shapes);
+    inputs.push_back(plan.plan.buffers[idx].shape);
+  for (int64_t idx : plan.plan.steps[i].outputs)
+    outputs.push_back(plan.plan.buffers[idx].shape);
+  uint64_t elements = cpu::kernelWorkspaceElements(
+      plan.steps[i].op, plan.steps[i].attrs, inputs, outputs);
   if (elements > UINT64_MAX / sizeof(float))
     return UINT64_MAX;
   return elements * sizeof(float);

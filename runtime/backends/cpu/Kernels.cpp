@@ -1,6 +1,7 @@
 //===- Kernels.cpp - Dispatch of every op to its kernel family -----------===//
 #include "runtime/backends/cpu/Kernels.h"
 
+#include "runtime/backends/cpu/Conv.h"
 #include "runtime/backends/cpu/kernels/Kernels.h"
 
 #include <stdexcept>
@@ -8,8 +9,12 @@
 
 namespace remat::runtime::cpu {
 
-uint64_t kernelWorkspaceElements(OpKind op,
-                                 const std::vector<Shape> &inputShapes) {
+uint64_t kernelWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                                 const std::vector<Shape> &inputShapes,
+                                 const std::vector<Shape> &outputShapes) {
+  if (op == OpKind::Conv2d || op == OpKind::Conv2dGradInput ||
+      op == OpKind::Conv2dGradWeight)
+    return convWorkspaceElements(op, attrs, inputShapes, outputShapes);
   if (op == OpKind::Attention || op == OpKind::AttentionGrad) {
     uint64_t s = uint64_t(inputShapes[0][2]);
     uint64_t factor = op == OpKind::Attention ? 1 : 2;
@@ -25,10 +30,13 @@ uint64_t kernelWorkspaceElements(OpKind op,
 template <typename T>
 void runKernel(const KernelCall &call, T *workspace,
                uint64_t workspaceElements) {
-  bool needsScratch =
-      call.op == OpKind::Attention || call.op == OpKind::AttentionGrad;
-  if (needsScratch && kernelWorkspaceElements(call.op, {call.inputs[0].shape}) >
-                          workspaceElements)
+  std::vector<Shape> inputShapes, outputShapes;
+  for (int i = 0; i < call.numInputs; ++i)
+    inputShapes.push_back(call.inputs[i].shape);
+  for (int i = 0; i < call.numOutputs; ++i)
+    outputShapes.push_back(call.outputs[i].shape);
+  if (kernelWorkspaceElements(call.op, *call.attrs, inputShapes, outputShapes) >
+      workspaceElements)
     throw std::logic_error(std::string("cpu kernel '") + opName(call.op) +
                            "' needs more workspace than it was given");
   // The function of the op's kernel family (kernels/Kernels.h).

@@ -13,6 +13,11 @@ one float input `x` and one output.
               Gemm with alpha/beta (addmm), Transpose, Reshape through a
               Shape/Gather/Unsqueeze/Concat computation, Sub/Div by
               constants, Sigmoid, Softmax, Identity
+  cnn         a small CNN on 3 x `side` x `side` images (side >= 12):
+              Conv 3x3 stride 2, ReLU, MaxPool 3x3 stride 2 with ceil_mode,
+              Conv with 2 groups, ReLU, AveragePool 3x3 stride 2 pad 1
+              (count_include_pad off), depthwise Conv with dilation 2,
+              GlobalAveragePool, Flatten, Linear to `classes` logits
 
 usage: export_onnx.py MODEL OUT.onnx [--batch N] [--width W] [--classes C]
                       [--opset 13..17] [--dynamic-batch] [--seed S]
@@ -69,6 +74,31 @@ class Mixed(nn.Module):
         return self.head(h)
 
 
+class Cnn(nn.Module):
+    def __init__(self, width, classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, width, 3, stride=2, padding=1)
+        self.pool1 = nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
+        self.conv2 = nn.Conv2d(width, width, 3, padding=1, groups=2)
+        self.pool2 = nn.AvgPool2d(3, stride=2, padding=1,
+                                  count_include_pad=False)
+        self.conv3 = nn.Conv2d(width, width, 3, padding=2, dilation=2,
+                               groups=width, bias=False)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, x):
+        h = self.pool1(torch.relu(self.conv1(x)))
+        h = self.pool2(torch.relu(self.conv2(h)))
+        h = self.gap(self.conv3(h))
+        return self.fc(torch.flatten(h, 1))
+
+
+def sample_shape(name, width, side):
+    """The shape of one sample of model `name`'s input x."""
+    return {"forum": (width,), "cnn": (3, side, side)}.get(name, (side,))
+
+
 def build(name, width, classes, side):
     if name == "forum":
         return Forum(width), (width,)
@@ -76,8 +106,10 @@ def build(name, width, classes, side):
         return Classifier(side, width, classes), (side,)
     if name == "mixed":
         return Mixed(side, width, classes), (side,)
+    if name == "cnn":
+        return Cnn(width, classes), (3, side, side)
     raise SystemExit(f"export_onnx.py: unknown model '{name}' "
-                     "(forum, classifier, mixed)")
+                     "(forum, classifier, mixed, cnn)")
 
 
 def export(name, path, batch=8, width=16, classes=4, side=4, opset=17,
@@ -96,14 +128,15 @@ def export(name, path, batch=8, width=16, classes=4, side=4, opset=17,
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("model", choices=["forum", "classifier", "mixed"])
+    p.add_argument("model", choices=["forum", "classifier", "mixed", "cnn"])
     p.add_argument("out")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--width", type=int, default=None,
                    help="hidden width (default: 1024 for forum, else 16)")
     p.add_argument("--classes", type=int, default=4)
     p.add_argument("--side", type=int, default=4,
-                   help="input features of classifier and mixed")
+                   help="input features of classifier and mixed; image "
+                        "side of cnn")
     p.add_argument("--opset", type=int, default=17)
     p.add_argument("--dynamic-batch", action="store_true",
                    help="leave dim 0 of x dynamic ('batch')")

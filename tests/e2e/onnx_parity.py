@@ -12,7 +12,7 @@ at most max(1e-4, 4 x float32 PyTorch's own relative error on that tensor).
 Exit codes: 0 parity holds, 1 it does not (or remat failed), 77 PyTorch is
 not installed or this remat has no ONNX support (ctest: skipped).
 
-usage: onnx_parity.py --remat REMAT --model forum|classifier|mixed
+usage: onnx_parity.py --remat REMAT --model forum|classifier|mixed|cnn
            [--batch N] [--width W] [--opset K] [--loss L] [--dynamic-batch]
 """
 import argparse
@@ -79,8 +79,7 @@ def main():
     module = export_onnx.export(args.model, onnx_path, args.batch, args.width,
                                 args.classes, args.side, args.opset,
                                 args.dynamic_batch)
-    sample = {"forum": (args.width,), "classifier": (args.side,),
-              "mixed": (args.side,)}[args.model]
+    sample = export_onnx.sample_shape(args.model, args.width, args.side)
     outputs = 1 if args.model == "forum" else args.classes
     loss_kind = args.loss or ("mse" if outputs == 1 else "cross_entropy")
 

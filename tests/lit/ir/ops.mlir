@@ -189,8 +189,9 @@ func.func @conv_pool(%x: tensor<2x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %dy: tens
   %1 = graph.conv2d_grad_input %w, %dy {strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 1>, dilations = array<i64: 1, 1>, groups = 2} : tensor<6x2x3x3xf32>, tensor<2x6x4x4xf32> -> tensor<2x4x8x8xf32>
   // CHECK: graph.conv2d_grad_weight %[[X]], %[[DY]] {dilations = array<i64: 1, 1>, groups = 2 : i64, pads = array<i64: 1, 0, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32>, tensor<2x6x4x4xf32> -> tensor<6x2x3x3xf32>
   %2 = graph.conv2d_grad_weight %x, %dy {strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 1>, dilations = array<i64: 1, 1>, groups = 2} : tensor<2x4x8x8xf32>, tensor<2x6x4x4xf32> -> tensor<6x2x3x3xf32>
-  // CHECK: graph.max_pool2d %[[X]] {ceil_mode = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
-  %3 = graph.max_pool2d %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = true} : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
+  // ceil_mode: (8 + 2 - 3) / 2 rounds up to 4, + 1 = 5.
+  // CHECK: graph.max_pool2d %[[X]] {ceil_mode = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32> -> tensor<2x4x5x5xf32>
+  %3 = graph.max_pool2d %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = true} : tensor<2x4x8x8xf32> -> tensor<2x4x5x5xf32>
   // CHECK: graph.max_pool2d_grad %[[X]], %[[P]] {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
   %4 = graph.max_pool2d_grad %x, %p {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = false} : tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
   // CHECK: graph.avg_pool2d %[[X]] {count_include_pad = true, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>

@@ -5,6 +5,7 @@
 #include "compiler/Importer.h"
 #include "ops/CpuWorkspace.h"
 #include "ops/Suggest.h"
+#include "runtime/Ops.h"
 #include "passes/AssignBuffers.h"
 #include "passes/Passes.h"
 
@@ -51,16 +52,28 @@ std::optional<int64_t> stepWorkspaceBytes(mlir::ModuleOp module,
     std::optional<ops::OpKind> kind = ops::parseOpKind(name.str());
     if (!kind)
       return;
-    std::vector<ops::Shape> shapes;
-    for (mlir::Value v : op->getOperands()) {
-      auto type = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
-      shapes.push_back(type ? ops::Shape(type.getShape().begin(),
-                                         type.getShape().end())
-                            : ops::Shape());
-    }
+    auto shapesOf = [](auto values) {
+      std::vector<ops::Shape> shapes;
+      for (mlir::Value v : values) {
+        auto type = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
+        shapes.push_back(type ? ops::Shape(type.getShape().begin(),
+                                           type.getShape().end())
+                              : ops::Shape());
+      }
+      return shapes;
+    };
+    // The attributes as the plan carries them (AssignBuffers: all but
+    // remat.*), parsed as the runtime parses them.
+    nlohmann::json attrs = nlohmann::json::object();
+    for (mlir::NamedAttribute a : op->getAttrs())
+      if (!a.getName().strref().starts_with("remat."))
+        attrs[a.getName().str()] = attributeToJson(a.getValue());
+    ops::OpAttrs parsed = runtime::parseOpAttrs(*kind, attrs, name.str());
     // The CPU backend computes f32 plans in float (CpuBackend.cpp).
     most = std::max(most, ops::cpuWorkspaceBytes(
-                              ops::cpuWorkspaceElements(*kind, shapes),
+                              ops::cpuWorkspaceElements(
+                                  *kind, parsed, shapesOf(op->getOperands()),
+                                  shapesOf(op->getResults())),
                               sizeof(float)));
   });
   return most > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(most);

@@ -11,6 +11,7 @@
 #include "compiler/Importer.h"
 
 #include "ir/GraphDialect.h"
+#include "ops/OpTable.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -79,7 +80,7 @@ mlir::Attribute jsonAttr(mlir::Builder &b, const json &j) {
 
 /// An op attribute in the type the dialect declares for it (docs/ops.md):
 /// booleans, f32 hyperparameters, i64 integers (dropout's seed, concat's
-/// axis), i64 arrays.
+/// axis, conv2d's groups), i64 arrays.
 mlir::Attribute opAttr(mlir::Builder &b, const std::string &kind,
                        const std::string &name, const json &value) {
   if (value.is_boolean())

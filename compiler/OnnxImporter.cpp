@@ -126,6 +126,16 @@ const std::map<std::string, std::set<std::string>> &onnxOpAttributes() {
       {"Tanh", {}},
       {"Transpose", {"perm"}},
       {"Unsqueeze", {}},
+      // Convolution and pooling (2-D, NCHW).
+      {"AveragePool",
+       {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads",
+        "strides"}},
+      {"Conv",
+       {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}},
+      {"GlobalAveragePool", {}},
+      {"MaxPool",
+       {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
+        "storage_order", "strides"}},
   };
   return table;
 }
@@ -226,6 +236,7 @@ private:
   void importReduceMean();
   void importDropout();
   void importPow();
+  void importWindowOp();
 };
 
 //===----------------------------------------------------------------------===//
@@ -1076,6 +1087,11 @@ void OnnxReader::importNode() {
     importArithmetic();
     return;
   }
+  if (op == "Conv" || op == "MaxPool" || op == "AveragePool" ||
+      op == "GlobalAveragePool") {
+    importWindowOp();
+    return;
+  }
   if (op == "Reshape" || op == "Flatten") {
     std::vector<int64_t> shape = shapeOfInput(0), result;
     if (op == "Flatten") {
@@ -1198,6 +1214,139 @@ void OnnxReader::importNode() {
     define(0, y);
     return;
   }
+}
+
+/// Conv, MaxPool, AveragePool (2-D, NCHW) and GlobalAveragePool: conv2d
+/// (+ add of the bias reshaped to [O, 1, 1]), max_pool2d, avg_pool2d,
+/// reduce_mean over H and W. auto_pad SAME_* becomes explicit pads, the
+/// extra one at the end (SAME_UPPER) or the beginning (SAME_LOWER).
+void OnnxReader::importWindowOp() {
+  const std::string &op = node->op_type();
+  int x = valueInput(0);
+  std::vector<int64_t> xs = typeOf(x).shape;
+  if (xs.size() != 4)
+    failNode("input '" + node->input(0) + "' has shape " +
+             ops::formatShape(xs) + "; this remat supports 2-D " + op +
+             " only (a rank-4 [N,C,H,W] input)");
+  if (op == "GlobalAveragePool") {
+    define(0, emit(uniqueName(nodeName), "reduce_mean", {x},
+                   json{{"axes", std::vector<int64_t>{2, 3}},
+                        {"keep_dims", true}}));
+    return;
+  }
+  auto ints = [&](const char *name, std::vector<int64_t> fallback,
+                  size_t size) {
+    const onnx::AttributeProto *a = attribute(name);
+    if (!a)
+      return fallback;
+    if (a->type() != onnx::AttributeProto::INTS)
+      failNode(std::string("attribute '") + name +
+               "' must be a list of integers");
+    std::vector<int64_t> v(a->ints().begin(), a->ints().end());
+    if (v.size() != size)
+      failNode(std::string("attribute '") + name + "' " + ops::formatShape(v) +
+               " has " + std::to_string(v.size()) + " entries, expected " +
+               std::to_string(size) + " (this remat supports 2-D " + op +
+               " only)");
+    return v;
+  };
+
+  int w = -1;
+  std::vector<int64_t> kernel;
+  if (op == "Conv") {
+    w = valueInput(1);
+    const std::vector<int64_t> &ws = typeOf(w).shape;
+    if (ws.size() != 4)
+      failNode("weight '" + node->input(1) + "' has shape " +
+               ops::formatShape(ws) +
+               "; this remat supports 2-D Conv only ([O,C/group,kh,kw])");
+    kernel = {ws[2], ws[3]};
+    if (attribute("kernel_shape") && ints("kernel_shape", {}, 2) != kernel)
+      failNode("attribute 'kernel_shape' " +
+               ops::formatShape(ints("kernel_shape", {}, 2)) +
+               " differs from the weight's " + ops::formatShape(kernel));
+  } else {
+    if (!attribute("kernel_shape"))
+      failNode("attribute 'kernel_shape' is missing");
+    kernel = ints("kernel_shape", {}, 2);
+  }
+  std::vector<int64_t> strides = ints("strides", {1, 1}, 2);
+  std::vector<int64_t> dilations = ints("dilations", {1, 1}, 2);
+  for (size_t d = 0; d < 2; ++d)
+    if (strides[d] < 1 || dilations[d] < 1 || kernel[d] < 1)
+      failNode("strides " + ops::formatShape(strides) + ", dilations " +
+               ops::formatShape(dilations) + " and kernel " +
+               ops::formatShape(kernel) + " must be positive");
+
+  std::string autoPad = "NOTSET";
+  if (const onnx::AttributeProto *a = attribute("auto_pad")) {
+    if (a->type() != onnx::AttributeProto::STRING)
+      failNode("attribute 'auto_pad' must be a string");
+    autoPad = a->s();
+  }
+  std::vector<int64_t> pads = {0, 0, 0, 0};
+  if (autoPad == "NOTSET") {
+    pads = ints("pads", pads, 4);
+    for (int64_t p : pads)
+      if (p < 0)
+        failNode("attribute 'pads' " + ops::formatShape(pads) +
+                 " has a negative pad");
+  } else if (autoPad == "VALID" || autoPad == "SAME_UPPER" ||
+             autoPad == "SAME_LOWER") {
+    if (attribute("pads"))
+      failNode("attribute 'pads' is given with auto_pad '" + autoPad +
+               "'; ONNX allows only one of them");
+    if (autoPad != "VALID")
+      for (size_t d = 0; d < 2; ++d) {
+        int64_t in = xs[2 + d], s = strides[d];
+        int64_t out = (in + s - 1) / s;
+        int64_t total = std::max<int64_t>(
+            0, (out - 1) * s + (kernel[d] - 1) * dilations[d] + 1 - in);
+        int64_t begin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        pads[d] = begin;
+        pads[2 + d] = total - begin;
+      }
+  } else {
+    failNode("auto_pad '" + autoPad +
+             "' is not supported (NOTSET, VALID, SAME_UPPER, SAME_LOWER)");
+  }
+
+  json attrs = {{"strides", strides}, {"pads", pads}};
+  if (op == "Conv") {
+    int64_t group = intAttribute("group", 1);
+    if (group < 1)
+      failNode("attribute 'group' " + std::to_string(group) +
+               " must be positive");
+    attrs["dilations"] = dilations;
+    attrs["groups"] = group;
+    bool bias = hasInput(2);
+    int y = emit(uniqueName(bias ? nodeName + "/conv" : nodeName), "conv2d",
+                 {x, w}, attrs);
+    if (bias) {
+      int b = valueInput(2);
+      int64_t channels = typeOf(w).shape[0];
+      if (typeOf(b).shape != std::vector<int64_t>{channels})
+        failNode("bias '" + node->input(2) + "' has shape " +
+                 ops::formatShape(typeOf(b).shape) + " but expects [" +
+                 std::to_string(channels) + "]");
+      std::vector<int64_t> column = {channels, 1, 1};
+      int b3 = reshapeTo(b, column, uniqueName(nodeName + "/bias"));
+      y = emit(uniqueName(nodeName), "add", {y, b3});
+    }
+    define(0, y);
+    return;
+  }
+  attrs["kernel_shape"] = kernel;
+  attrs["ceil_mode"] = intAttribute("ceil_mode", 0) != 0;
+  if (op == "MaxPool") {
+    if (intAttribute("storage_order", 0) != 0)
+      failNode("storage_order 1 (column-major indices) is not supported");
+    attrs["dilations"] = dilations;
+    define(0, emit(uniqueName(nodeName), "max_pool2d", {x}, attrs));
+    return;
+  }
+  attrs["count_include_pad"] = intAttribute("count_include_pad", 0) != 0;
+  define(0, emit(uniqueName(nodeName), "avg_pool2d", {x}, attrs));
 }
 
 //===----------------------------------------------------------------------===//

@@ -470,4 +470,44 @@ LogicalResult ConcatOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+/// dx = conv2d_grad_input(w, dy), dw = conv2d_grad_weight(x, dy).
+LogicalResult Conv2dOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(b.create<Conv2dGradInputOp>(
+      getLoc(), getX().getType(), getW(), dy, getStridesAttr(), getPadsAttr(),
+      getDilationsAttr(), getGroupsAttr()));
+  operandGrads.push_back(b.create<Conv2dGradWeightOp>(
+      getLoc(), getW().getType(), getX(), dy, getStridesAttr(), getPadsAttr(),
+      getDilationsAttr(), getGroupsAttr()));
+  return success();
+}
+
+/// dx = max_pool2d_grad(x, dy): the argmax is recomputed from x.
+LogicalResult MaxPool2dOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0])
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(b.create<MaxPool2dGradOp>(
+      getLoc(), getX().getType(), getX(), resultGrads[0], getKernelShapeAttr(),
+      getStridesAttr(), getPadsAttr(), getDilationsAttr(), getCeilModeAttr()));
+  return success();
+}
+
+/// dx = avg_pool2d_grad(dy), x's type given.
+LogicalResult AvgPool2dOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0])
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(b.create<AvgPool2dGradOp>(
+      getLoc(), getX().getType(), resultGrads[0], getKernelShapeAttr(),
+      getStridesAttr(), getPadsAttr(), getCeilModeAttr(),
+      getCountIncludePadAttr()));
+  return success();
+}
+
 } // namespace remat::graph

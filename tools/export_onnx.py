@@ -31,6 +31,11 @@ one float input `x` and one output.
 The transformers' buffers (`mask`, `positions`) are initializers like the
 parameters; remat trains float initializers unless --frozen names them
 (docs/onnx.md), so compile them with `--frozen mask`.
+  cnn         a small CNN on 3 x `side` x `side` images (side >= 12):
+              Conv 3x3 stride 2, ReLU, MaxPool 3x3 stride 2 with ceil_mode,
+              Conv with 2 groups, ReLU, AveragePool 3x3 stride 2 pad 1
+              (count_include_pad off), depthwise Conv with dilation 2,
+              GlobalAveragePool, Flatten, Linear to `classes` logits
 
 usage: export_onnx.py MODEL OUT.onnx [--batch N] [--width W] [--classes C]
                       [--side S] [--opset 13..17] [--dynamic-batch]
@@ -150,6 +155,31 @@ class Transformer(nn.Module):
         return self.head(self.lnf(h))
 
 
+class Cnn(nn.Module):
+    def __init__(self, width, classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, width, 3, stride=2, padding=1)
+        self.pool1 = nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
+        self.conv2 = nn.Conv2d(width, width, 3, padding=1, groups=2)
+        self.pool2 = nn.AvgPool2d(3, stride=2, padding=1,
+                                  count_include_pad=False)
+        self.conv3 = nn.Conv2d(width, width, 3, padding=2, dilation=2,
+                               groups=width, bias=False)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, x):
+        h = self.pool1(torch.relu(self.conv1(x)))
+        h = self.pool2(torch.relu(self.conv2(h)))
+        h = self.gap(self.conv3(h))
+        return self.fc(torch.flatten(h, 1))
+
+
+def sample_shape(name, width, side):
+    """The shape of one sample of model `name`'s input x."""
+    return {"forum": (width,), "cnn": (3, side, side)}.get(name, (side,))
+
+
 def build(name, width, classes, side, dropout=0.0):
     if name == "forum":
         return Forum(width), (width,)
@@ -157,6 +187,8 @@ def build(name, width, classes, side, dropout=0.0):
         return Classifier(side, width, classes), (side,)
     if name == "mixed":
         return Mixed(side, width, classes), (side,)
+    if name == "cnn":
+        return Cnn(width, classes), (3, side, side)
     if name in ("transformer", "transformer-explicit"):
         return (Transformer(classes, side, width, dropout=dropout,
                             explicit=name == "transformer-explicit"),
@@ -165,7 +197,7 @@ def build(name, width, classes, side, dropout=0.0):
                      f"({', '.join(MODELS)})")
 
 
-MODELS = ["forum", "classifier", "mixed", "transformer",
+MODELS = ["forum", "classifier", "mixed", "cnn", "transformer",
           "transformer-explicit"]
 
 
@@ -201,7 +233,8 @@ def main():
     p.add_argument("--classes", type=int, default=4)
     p.add_argument("--side", type=int, default=4,
                    help="input features of classifier and mixed, the "
-                        "sequence length of the transformers")
+                        "sequence length of the transformers, the image side "
+                        "of cnn")
     p.add_argument("--opset", type=int, default=17)
     p.add_argument("--dynamic-batch", action="store_true",
                    help="leave dim 0 of x dynamic ('batch')")

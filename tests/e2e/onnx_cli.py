@@ -111,6 +111,14 @@ def errors(remat, work):
            "(LeakyRelu, opset 13)", "unsupported op 'LeakyRelu'",
            "supported: Add,")
 
+    # A 1-D convolution: the node, its op type and opset, and why.
+    conv1d = os.path.join(work, "conv1d.onnx")
+    torch.onnx.export(torch.nn.Conv1d(2, 3, 3), torch.randn(2, 2, 8), conv1d,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=17)
+    expect(run(remat, "compile", conv1d), 1, "(Conv, opset 17)",
+           "has shape [2,2,8]", "supports 2-D Conv only")
+
     old = os.path.join(work, "opset12.onnx")
     export_onnx.export("classifier", old, batch=4, opset=12)
     expect(run(remat, "compile", old), 1, "opset 12 is not supported",

@@ -87,7 +87,7 @@ def main():
                                 args.classes, args.side, args.opset,
                                 args.dynamic_batch)
     tokens = export_onnx.is_token_model(args.model)
-    sample = (args.width,) if args.model == "forum" else (args.side,)
+    sample = export_onnx.sample_shape(args.model, args.width, args.side)
     outputs = 1 if args.model == "forum" else args.classes
     loss_kind = args.loss or ("mse" if outputs == 1 else "cross_entropy")
     # Positions of the loss: one per sample, or one per token.

@@ -15,7 +15,7 @@
 # $OUT/logs.tgz and $OUT/summary.md. The limits (seconds; what a GPU run
 # should take in brackets):
 #   environment  20 ( 5)  nvidia-smi, nvcc, cmake, python/torch, the plans
-#   configure    45 (15)  -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_CUDA=ON in
+#   configure    60 (15)  -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_CUDA=ON in
 #                         $BUILD (build-device); nlohmann_json and Catch2
 #                         from .deps where the machine lacks them
 #   build       150 (90)  remat-run, remat-unit-cuda
@@ -632,7 +632,7 @@ echo "device-check: $([[ $emulator == 1 ]] && echo 'on the CPU emulator' || echo
 # sanitizer stage to spend the time on): their stages get more of the run.
 emu_more() { [[ $emulator == 1 ]] && echo "$2" || echo "$1"; }
 stage environment 20 stage_environment &&
-  stage configure 45 stage_configure &&
+  stage configure 60 stage_configure &&
   stage build 150 stage_build &&
   stage kernels "$(emu_more 40 60)" stage_kernels &&
   stage whole-model 75 stage_whole_model &&

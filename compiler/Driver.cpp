@@ -204,7 +204,6 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   report["breakdown"]["workspace"] = counted;
   report["planned_peak_bytes"] = liveness.peakBytes + counted;
   report["step_bytes"] = layout.arenaBytes + counted;
-
   report["device_profile"] = {
       {"name", step.profile.name},
       {"flops_per_second", step.profile.flopsPerSecond},

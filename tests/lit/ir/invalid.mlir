@@ -511,3 +511,48 @@ func.func @case56(%x: tensor<4xf32>) {
   %0 = graph.dropout %x {rate = 0.5 : f32} : tensor<4xf32> -> tensor<4xf32>
   return
 }
+
+// -----
+
+// batch_norm's gamma is [C], C the channel dim 1 of x.
+func.func @case_bn_gamma(%x: tensor<4x3x2x2xf32>, %g: tensor<2xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'gamma' has shape [2] but expects [3] ([C], C dim 1 of 'x')}}
+  %0 = graph.batch_norm %x, %g, %b : tensor<4x3x2x2xf32>, tensor<2xf32>, tensor<3xf32> -> tensor<4x3x2x2xf32>
+  return
+}
+
+// -----
+
+// clip's bounds are ordered.
+func.func @case_clip_bounds(%x: tensor<4xf32>) {
+  // expected-error @+1 {{attribute 'min' (6) must not exceed 'max' (0)}}
+  %0 = graph.clip %x {min = 6.0 : f32, max = 0.0 : f32} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// resize_nearest has one scale per dim.
+func.func @case_resize_rank(%x: tensor<1x2x3x3xf32>) {
+  // expected-error @+1 {{attribute 'scales' has 2 entries but 'x' has rank 4}}
+  %0 = graph.resize_nearest %x {scales = array<i64: 2, 2>} : tensor<1x2x3x3xf32> -> tensor<1x2x6x6xf32>
+  return
+}
+
+// -----
+
+// The unbiased running variance needs two values per channel.
+func.func @case_running_var_one(%r: tensor<3xf32>, %x: tensor<1x3xf32>) {
+  // expected-error @+1 {{'x' [1,3] has one value per channel; running statistics need two}}
+  %0 = graph.running_var_update %r, %x {momentum = 0.9 : f32} : tensor<3xf32>, tensor<1x3xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// The running statistics' momentum is in [0, 1].
+func.func @case_running_momentum(%r: tensor<3xf32>, %x: tensor<4x3xf32>) {
+  // expected-error @+1 {{attribute 'momentum' must be in [0, 1], got 1.5}}
+  %0 = graph.running_mean_update %r, %x {momentum = 1.5 : f32} : tensor<3xf32>, tensor<4x3xf32> -> tensor<3xf32>
+  return
+}

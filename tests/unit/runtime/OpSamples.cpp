@@ -15,7 +15,8 @@ json attrValue(const std::string &name) {
       {"momentum", 0.9},  {"weight_decay", 0.01}, {"beta1", 0.9},
       {"beta2", 0.999},   {"eps", 1e-8},      {"scale", 0.5},
       {"value", 0.5},     {"permutation", {2, 0, 1}},
-      {"axes", {0, 2}}};
+      {"axes", {0, 2}},   {"min", -1.0},      {"max", 1.5},
+      {"scales", {1, 2, 1, 3}}};
   return values.value(name, json());
 }
 
@@ -114,6 +115,23 @@ std::optional<OpSample> sampleFor(OpKind op, std::mt19937 &rng) {
     break;
   case ShapeRule::Fill:
     given.push_back({DType::F32, {3, 4}});
+    break;
+  case ShapeRule::ChannelNormalize:
+  case ShapeRule::ChannelNormalizeGrad:
+    random({4, 3, 2, 5}, -2.0, 3.0);
+    random({3});
+    random(info.shapeRule == ShapeRule::ChannelNormalize ? Shape{3}
+                                                         : Shape{4, 3, 2, 5});
+    break;
+  case ShapeRule::Upsample:
+    random({2, 3, 2, 3});
+    break;
+  case ShapeRule::UpsampleGrad:
+    random({2, 6, 2, 9});
+    break;
+  case ShapeRule::RunningStat:
+    random({3}, 0.0, 2.0);
+    random({4, 3, 5}, -2.0, 3.0);
     break;
   }
   ops::LabeledTypes ins;

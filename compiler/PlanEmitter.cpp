@@ -26,6 +26,7 @@ json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
   report["breakdown"] = {{"params", at(Role::Param)},
                          {"grads", at(Role::Grad)},
                          {"optimizer", at(Role::Optimizer)},
+                         {"state", at(Role::State)},
                          {"inputs", at(Role::Input)},
                          {"activations",
                           at(Role::Activation) + at(Role::Temporary)},
@@ -122,8 +123,7 @@ runtime::Plan emitPlan(plan::ArenaOp arena, const TrainStep &step,
     b.bytes = static_cast<uint64_t>(buffer.getBytesValue());
     if (auto init = buffer.getInitAttr())
       b.init = initSpec(attributeToJson(init));
-    else if (b.role == runtime::BufferRole::Param ||
-             b.role == runtime::BufferRole::Optimizer)
+    else if (runtime::isPersistent(b.role))
       b.init = runtime::InitSpec{};
     if (auto spec = buffer.getDataAttr())
       data.push_back({plan.buffers.size(), attributeToJson(spec)});

@@ -13,6 +13,10 @@ one float input `x` and one output.
               Gemm with alpha/beta (addmm), Transpose, Reshape through a
               Shape/Gather/Unsqueeze/Concat computation, Sub/Div by
               constants, Sigmoid, Softmax, Identity
+  norm        batch normalization without convolutions: Linear,
+              BatchNorm1d, ReLU6 (Clip), reshape to [N, width/4, 2, 2],
+              nearest Upsample x2 (Resize), BatchNorm2d (momentum 0.2),
+              Flatten, Linear to `classes` logits
 
 usage: export_onnx.py MODEL OUT.onnx [--batch N] [--width W] [--classes C]
                       [--opset 13..17] [--dynamic-batch] [--seed S]
@@ -69,6 +73,26 @@ class Mixed(nn.Module):
         return self.head(h)
 
 
+class Norm(nn.Module):
+    def __init__(self, side, width, classes):
+        super().__init__()
+        if width % 4:
+            raise SystemExit("export_onnx.py: norm needs a width divisible "
+                             "by 4")
+        self.fc1 = nn.Linear(side, width)
+        self.bn1 = nn.BatchNorm1d(width)
+        self.act = nn.ReLU6()
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.bn2 = nn.BatchNorm2d(width // 4, momentum=0.2)
+        self.out = nn.Linear(width * 4, classes)
+
+    def forward(self, x):
+        h = self.act(self.bn1(self.fc1(x)))               # Gemm, BN, Clip
+        h = h.reshape(h.shape[0], -1, 2, 2)               # Reshape
+        h = self.bn2(self.up(h))                          # Resize, BN
+        return self.out(torch.flatten(h, 1))              # Flatten, Gemm
+
+
 def build(name, width, classes, side):
     if name == "forum":
         return Forum(width), (width,)
@@ -76,8 +100,10 @@ def build(name, width, classes, side):
         return Classifier(side, width, classes), (side,)
     if name == "mixed":
         return Mixed(side, width, classes), (side,)
+    if name == "norm":
+        return Norm(side, width, classes), (side,)
     raise SystemExit(f"export_onnx.py: unknown model '{name}' "
-                     "(forum, classifier, mixed)")
+                     "(forum, classifier, mixed, norm)")
 
 
 def export(name, path, batch=8, width=16, classes=4, side=4, opset=17,
@@ -96,14 +122,14 @@ def export(name, path, batch=8, width=16, classes=4, side=4, opset=17,
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("model", choices=["forum", "classifier", "mixed"])
+    p.add_argument("model", choices=["forum", "classifier", "mixed", "norm"])
     p.add_argument("out")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--width", type=int, default=None,
                    help="hidden width (default: 1024 for forum, else 16)")
     p.add_argument("--classes", type=int, default=4)
     p.add_argument("--side", type=int, default=4,
-                   help="input features of classifier and mixed")
+                   help="input features of classifier, mixed and norm")
     p.add_argument("--opset", type=int, default=17)
     p.add_argument("--dynamic-batch", action="store_true",
                    help="leave dim 0 of x dynamic ('batch')")

@@ -82,7 +82,7 @@ plan.arena bytes(128) alignment(64) {
 
 // Buffer roles are those of the plan format.
 plan.arena bytes(64) alignment(64) {
-  // expected-error @+1 {{'plan.buffer' op role must be param, grad, optimizer, input, activation or temporary, got 'weights'}}
+  // expected-error @+1 {{'plan.buffer' op role must be param, grad, optimizer, input, activation, temporary or state, got 'weights'}}
   plan.buffer @w "weights" : f32 [4] offset 0 bytes 16
 }
 
@@ -146,7 +146,7 @@ plan.arena bytes(64) alignment(64) {
 
 // Other buffers have no init ...
 plan.arena bytes(64) alignment(64) {
-  // expected-error @+1 {{'plan.buffer' op init is only allowed on param and optimizer buffers, not on 'activation'}}
+  // expected-error @+1 {{'plan.buffer' op init is only allowed on param, optimizer and state buffers, not on 'activation'}}
   plan.buffer @h "activation" : f32 [4] offset 0 bytes 16 init {kind = "zeros"}
 }
 
@@ -347,7 +347,7 @@ plan.arena bytes(256) alignment(64) loss(@l) {
 plan.arena bytes(128) alignment(64) {
   plan.buffer @s "state" : f32 [4] offset 0 bytes 16 init {kind = "zeros"}
   plan.buffer @h "activation" : f32 [4] offset 64 bytes 16
-  // expected-error @+1 {{'plan.step' op 'relu' writes @s, a 'state' buffer; only state updates (running_mean_update, running_var_update) write state}}
+  // expected-error @+1 {{'plan.step' op 'relu' writes @s, a 'state' buffer; only state updates (the running statistics of batch normalization) write state}}
   plan.step "relu" (@h) -> (@s) phase "forward"
 }
 

@@ -182,8 +182,8 @@ TEST_CASE("loader rejects an unknown op, role or dtype", "[runtime]") {
   p["steps"][3]["op"] = "matmull";
   expectRejected(p, "/steps/3 'matmull': unknown op 'matmull'");
   p = tinyJson();
-  p["buffers"][4]["role"] = "state";
-  expectRejected(p, "unknown role 'state'");
+  p["buffers"][4]["role"] = "status";
+  expectRejected(p, "unknown role 'status'");
   p = tinyJson();
   p["buffers"][4]["dtype"] = "f64";
   expectRejected(p, "unknown dtype 'f64'");
@@ -275,7 +275,7 @@ TEST_CASE("loader rejects init and data on the wrong roles", "[runtime]") {
   expectRejected(p, "/buffers/1 'w': param buffer needs \"init\"");
   p = tinyJson();
   p["buffers"][9]["init"] = {{"kind", "zeros"}};
-  expectRejected(p, "\"init\" is only for param/optimizer buffers");
+  expectRejected(p, "\"init\" is only for param/optimizer/state buffers");
   p = tinyJson();
   p["buffers"][0]["dtype"] = "i32"; // buffers are checked before steps
   p["buffers"][0]["data"] = {{"kind", "labels_of"}, {"of", 1}};
@@ -600,17 +600,19 @@ TEST_CASE("loader accepts a state update in place and no other write to "
   CHECK(lp.lastWriter[14] == 2);
 
   json p = withState();
-  p["steps"][2]["outputs"] = {8}; // not in place
+  p["steps"][2]["outputs"] = {7}; // grad:b [2], not in place
   expectRejected(p, "output 0 must be input 0 (state updates are in place)");
   p = withState();
   p["steps"][2]["inputs"] = {5, 9}; // momentum:b is optimizer state
   p["steps"][2]["outputs"] = {5};
-  expectRejected(p, "input 0 'momentum:b' must be a state buffer");
+  expectRejected(p, "output 0 'momentum:b' is a optimizer buffer, which only "
+                    "optimizer ops may write");
   p = withState();
   p["steps"][5]["outputs"] = {14}; // constant writing the state
   p["steps"][5]["attrs"] = {{"value", 1.0}};
   expectRejected(p, "'constant': output 0 'stat' is a state buffer, which "
-                    "only state updates");
+                    "only state updates (the running statistics of batch "
+                    "normalization) may write");
   p = withState();
   p["buffers"][14]["offset"] = 640; // on top of h
   expectRejected(p, "shares arena bytes");

@@ -26,11 +26,13 @@ json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
   report["breakdown"] = {{"params", at(Role::Param)},
                          {"grads", at(Role::Grad)},
                          {"optimizer", at(Role::Optimizer)},
-                         {"state", at(Role::State)},
                          {"inputs", at(Role::Input)},
                          {"activations",
                           at(Role::Activation) + at(Role::Temporary)},
                          {"workspace", 0}};
+  // Running statistics, for the models that have them.
+  if (at(Role::State) > 0)
+    report["breakdown"]["state"] = at(Role::State);
   report["recompute_overhead"] = recomputeOverhead;
   report["solver"] = solver;
   report["solve_seconds"] = solveSeconds;

@@ -132,33 +132,62 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
   module->getOperation()->setAttr("graph.optimizer",
                                   jsonAttr(b, graph.optimizer));
 
-  // Arguments: inputs first, then parameters, in definition order.
+  // Arguments: inputs first, then parameters, then state, in definition
+  // order.
+  const model::ValueKind argKinds[] = {model::ValueKind::Input,
+                                       model::ValueKind::Param,
+                                       model::ValueKind::State};
   llvm::SmallVector<int> argValues;
-  for (int role = 0; role < 2; ++role)
-    for (size_t i = 0; i < graph.values.size(); ++i) {
-      model::ValueKind kind = graph.values[i].kind;
-      if ((role == 0 && kind == model::ValueKind::Input) ||
-          (role == 1 && kind == model::ValueKind::Param))
+  std::vector<int> argIndexOf(graph.values.size(), -1);
+  for (model::ValueKind argKind : argKinds)
+    for (size_t i = 0; i < graph.values.size(); ++i)
+      if (graph.values[i].kind == argKind) {
+        argIndexOf[i] = static_cast<int>(argValues.size());
         argValues.push_back(static_cast<int>(i));
-    }
-  llvm::SmallVector<mlir::Type> argTypes;
+      }
+  // Results: the loss, then the new value of each state, in op order.
+  llvm::SmallVector<const model::Op *> stateUpdates;
+  for (const model::Op &op : graph.ops)
+    if (auto kind = ops::parseOpKind(op.kind);
+        kind && ops::opInfo(*kind).updatesState)
+      stateUpdates.push_back(&op);
+  llvm::SmallVector<mlir::Type> argTypes, resultTypes;
   for (int id : argValues)
     argTypes.push_back(tensorType(b, graph.values[id].type));
-  mlir::Type lossType = tensorType(b, graph.values[graph.loss].type);
+  resultTypes.push_back(tensorType(b, graph.values[graph.loss].type));
+  for (const model::Op *op : stateUpdates)
+    resultTypes.push_back(tensorType(b, graph.values[op->result].type));
   auto func = mlir::func::FuncOp::create(
-      fileLoc, "forward", b.getFunctionType(argTypes, {lossType}));
+      fileLoc, "forward", b.getFunctionType(argTypes, resultTypes));
   module->push_back(func);
   for (size_t a = 0; a < argValues.size(); ++a) {
     const model::Value &v = graph.values[argValues[a]];
     bool isInput = v.kind == model::ValueKind::Input;
     func.setArgAttr(a, "graph.name", b.getStringAttr(v.name));
-    func.setArgAttr(a, "graph.role", b.getStringAttr(isInput ? "input" : "param"));
+    func.setArgAttr(a, "graph.role",
+                    b.getStringAttr(isInput ? "input"
+                                    : v.kind == model::ValueKind::Param
+                                        ? "param"
+                                        : "state"));
     // An input without a generator (an ONNX model's constant tensor, fed
     // from the weights file) has no graph.data.
     const json &spec = isInput ? v.data : v.init;
     if (!spec.is_null())
       func.setArgAttr(a, isInput ? "graph.data" : "graph.init",
                       jsonAttr(b, spec));
+  }
+  for (size_t r = 0; r < stateUpdates.size(); ++r) {
+    int state = stateUpdates[r]->operands.at(0);
+    if (graph.values[state].kind != model::ValueKind::State)
+      throw model::ModelError(graph.sourceName + ": op '" +
+                              stateUpdates[r]->name +
+                              "' updates '" + graph.values[state].name +
+                              "', which is not state");
+    func.setResultAttr(r + 1, "graph.name",
+                       b.getStringAttr(graph.values[state].name));
+    func.setResultAttr(r + 1, "graph.role", b.getStringAttr("state"));
+    func.setResultAttr(r + 1, "graph.updates",
+                       b.getI64IntegerAttr(argIndexOf[state]));
   }
 
   mlir::Block *body = func.addEntryBlock();
@@ -187,7 +216,10 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
                               "' is not registered");
     ssa[op.result] = b.create(state)->getResult(0);
   }
-  b.create<mlir::func::ReturnOp>(fileLoc, ssa[graph.loss]);
+  llvm::SmallVector<mlir::Value> results{ssa[graph.loss]};
+  for (const model::Op *op : stateUpdates)
+    results.push_back(ssa[op->result]);
+  b.create<mlir::func::ReturnOp>(fileLoc, results);
 
   // Verify, turning diagnostics into one located message.
   std::string messages;

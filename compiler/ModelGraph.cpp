@@ -1205,6 +1205,7 @@ json toJson(const ModelGraph &graph) {
     json j{{"name", v.name},
            {"kind", v.kind == ValueKind::Input   ? "input"
                     : v.kind == ValueKind::Param ? "param"
+                    : v.kind == ValueKind::State ? "state"
                                                  : "op"},
            {"dtype", v.type.dtype},
            {"shape", v.type.shape}};
@@ -1284,6 +1285,17 @@ std::vector<char> valuesReachingLoss(const ModelGraph &graph) {
     if (needed[size_t(it->result)])
       for (int v : it->operands)
         needed[size_t(v)] = 1;
+  // A state update has no readers; it runs when what it reads is computed.
+  for (const Op &op : graph.ops) {
+    std::optional<ops::OpKind> kind = ops::parseOpKind(op.kind);
+    if (!kind || !ops::opInfo(*kind).updatesState)
+      continue;
+    bool reads = true;
+    for (size_t i = 1; i < op.operands.size(); ++i)
+      reads &= needed[size_t(op.operands[i])] != 0;
+    if (reads)
+      needed[size_t(op.result)] = needed[size_t(op.operands[0])] = 1;
+  }
   return needed;
 }
 

@@ -61,14 +61,18 @@ struct ValueType {
   std::string str() const; ///< e.g. "f32[8, 1024]"
 };
 
-enum class ValueKind { Input, Param, Op };
+/// Input: filled every step; Param: trained; State: persistent but not
+/// trained, written by state-update ops (batch normalization's running
+/// statistics,
+/// from ONNX models); Op: an op's result.
+enum class ValueKind { Input, Param, Op, State };
 
 /// A named tensor of the flattened model.
 struct Value {
   std::string name;
   ValueKind kind = ValueKind::Op;
   ValueType type;
-  nlohmann::json init;   ///< params: the initializer object
+  nlohmann::json init;   ///< params and state: the initializer object
   nlohmann::json data;   ///< inputs: the synthetic-data object
   /// Inputs and params: the JSON pointer of the declaration (a block's
   /// params: /blocks/NAME/params/K, the same in every repetition).
@@ -162,7 +166,9 @@ struct ModelOptions {
 };
 
 /// For each value of `graph` (by index), whether the loss needs it: one
-/// backward sweep over the ops, which are in topological order.
+/// backward sweep over the ops, which are in topological order. The
+/// state updates (ops with OpInfo::updatesState) of values the loss needs
+/// are needed too, with the state they update.
 std::vector<char> valuesReachingLoss(const ModelGraph &graph);
 
 /// Reads, validates and flattens a model. `sourceName` prefixes messages.

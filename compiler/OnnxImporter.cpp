@@ -40,6 +40,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -97,7 +98,9 @@ const char *elemTypeName(int elemType) {
 const std::map<std::string, std::set<std::string>> &onnxOpAttributes() {
   static const std::map<std::string, std::set<std::string>> table = {
       {"Add", {}},
+      {"BatchNormalization", {"epsilon", "momentum", "training_mode"}},
       {"Cast", {"to"}},
+      {"Clip", {}},
       {"Concat", {"axis"}},
       {"Constant",
        {"value", "value_float", "value_floats", "value_int", "value_ints"}},
@@ -115,6 +118,9 @@ const std::map<std::string, std::set<std::string>> &onnxOpAttributes() {
       {"ReduceMean", {"axes", "keepdims"}},
       {"Relu", {}},
       {"Reshape", {"allowzero"}},
+      {"Resize",
+       {"coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+        "extrapolation_value", "mode", "nearest_mode"}},
       {"Shape", {"start", "end"}},
       {"Sigmoid", {}},
       {"Slice", {}},
@@ -165,6 +171,8 @@ private:
   std::map<std::string, std::string> unavailable;
   /// Constant data read as a tensor operand: the fixed input made for it.
   std::map<std::string, int> fixedInputs;
+  /// BatchNormalization's outputs 1-4, which are no values of the graph.
+  std::set<std::string> statisticsOutputs;
   const onnx::NodeProto *node = nullptr;
   std::string nodeName; ///< unique name of the node being imported
   int nodeConstants = 0; ///< helper constants made for the current node
@@ -200,6 +208,9 @@ private:
   const Constant *constantInput(int i);
   const Constant &requireConstant(int i, const std::string &what);
   int valueInput(int i);
+  /// The node's input `i` as state (batch_norm's running statistics): a
+  /// float initializer, its value kept with the weights.
+  int stateInput(int i, const std::string &what);
   const ValueType &typeOf(int value) const {
     return graph.values[size_t(value)].type;
   }
@@ -237,6 +248,9 @@ private:
   void importDropout();
   void importPow();
   void importWindowOp();
+  void importBatchNormalization();
+  void importClip();
+  void importResize();
 };
 
 //===----------------------------------------------------------------------===//
@@ -534,6 +548,10 @@ const Symbol &OnnxReader::symbolOf(int i) {
   if (auto gone = unavailable.find(name); gone != unavailable.end())
     failNode("input '" + name + "' is " + gone->second);
   auto init = initializers.find(name);
+  if (init == initializers.end() && statisticsOutputs.count(name))
+    failNode("input '" + name + "' is a statistics output of a "
+             "BatchNormalization, which remat does not compute as a value "
+             "(the running statistics are state it updates itself)");
   if (init == initializers.end())
     failNode("input '" + name + "' is not defined by an earlier node, an "
              "input or an initializer");
@@ -674,6 +692,39 @@ int OnnxReader::valueInput(int i) {
   ++nodeConstants;
   return emit(uniqueName(helper), "constant", {},
               json{{"value", c.values.front()}}, &c.shape);
+}
+
+int OnnxReader::stateInput(int i, const std::string &what) {
+  const std::string &name = node->input(i);
+  auto init = initializers.find(name);
+  if (!hasInput(i) || init == initializers.end() ||
+      init->second->data_type() != onnx::TensorProto::FLOAT)
+    failNode(what + " '" + name +
+             "' must be a float initializer (remat keeps it as state the "
+             "step updates)");
+  if (symbols.count(name))
+    failNode(what + " '" + name +
+             "' is read by another node too; remat updates each running "
+             "statistic from one BatchNormalization only");
+  const onnx::TensorProto &t = *init->second;
+  Value v;
+  v.kind = ValueKind::State;
+  v.name = name;
+  v.type.shape.assign(t.dims().begin(), t.dims().end());
+  v.init = json{{"kind", "zeros"}}; // the weights file holds the value
+  v.pointer = "initializer '" + name + "'";
+  if (names.count(name))
+    failNode("initializer '" + name + "' has the name of another value");
+  names.insert(name);
+  std::vector<float> values = initializerFloats(t);
+  runtime::NamedTensor tensor{"F32", v.type.shape,
+                              std::vector<char>(values.size() * 4)};
+  std::memcpy(tensor.bytes.data(), values.data(), tensor.bytes.size());
+  out.weights[name] = std::move(tensor);
+  int id = int(graph.values.size());
+  graph.values.push_back(std::move(v));
+  symbols[name] = Symbol{id, std::nullopt};
+  return id;
 }
 
 //===----------------------------------------------------------------------===//
@@ -982,6 +1033,125 @@ void OnnxReader::importShapeOp() {
   }
 }
 
+/// BatchNormalization in training mode: batch_norm with the batch
+/// statistics, and the running mean and variance (inputs 3 and 4) as state
+/// updated by running_mean_update / running_var_update with the node's
+/// momentum (ONNX's convention, as PyTorch exports it: 1 - torch's). The
+/// node's outputs 1-4 (the updated statistics, opset 9's saved ones) are
+/// not values of the graph: remat writes the update into the state itself.
+void OnnxReader::importBatchNormalization() {
+  bool training = opset >= 14 ? intAttribute("training_mode", 0) != 0
+                              : node->output_size() > 1;
+  if (!training)
+    failNode("inference mode (" +
+             std::string(opset >= 14 ? "training_mode=0"
+                                     : "a single output") +
+             ") is not supported: remat trains with batch statistics; "
+             "export with torch.onnx.export(..., "
+             "training=torch.onnx.TrainingMode.TRAINING)");
+  for (int i = 0; i < 5; ++i)
+    if (!hasInput(i))
+      failNode("input " + std::to_string(i) + " is missing");
+  int x = valueInput(0);
+  if (typeOf(x).shape.size() < 2)
+    failNode("X has shape " + ops::formatShape(typeOf(x).shape) +
+             "; BatchNormalization needs [N, C, ...]");
+  int gamma = valueInput(1), beta = valueInput(2);
+  double epsilon = floatAttribute("epsilon", 1e-5);
+  double momentum = floatAttribute("momentum", 0.9);
+  if (!(momentum >= 0.0 && momentum <= 1.0))
+    failNode("momentum " + std::to_string(momentum) + " is not in [0, 1]");
+  for (int i = 1; i < node->output_size(); ++i)
+    statisticsOutputs.insert(node->output(i));
+  int mean = stateInput(3, "input_mean");
+  int var = stateInput(4, "input_var");
+  define(0, emit(uniqueName(nodeName), "batch_norm", {x, gamma, beta},
+                 json{{"epsilon", epsilon}}));
+  emit(uniqueName(nodeName + "/running_mean"), "running_mean_update",
+       {mean, x}, json{{"momentum", momentum}});
+  emit(uniqueName(nodeName + "/running_var"), "running_var_update", {var, x},
+       json{{"momentum", momentum}});
+}
+
+/// Clip with constant min / max inputs (absent: unbounded on that side).
+void OnnxReader::importClip() {
+  int x = valueInput(0);
+  auto bound = [&](int i, const char *what, float fallback) {
+    if (!hasInput(i))
+      return fallback;
+    const Constant &c = requireConstant(i, what);
+    if (c.values.size() != 1)
+      failNode(std::string(what) + " must be a scalar");
+    return float(c.values.front());
+  };
+  float lo = bound(1, "min", -std::numeric_limits<float>::max());
+  float hi = bound(2, "max", std::numeric_limits<float>::max());
+  if (!(lo <= hi))
+    failNode("min " + std::to_string(lo) + " exceeds max " +
+             std::to_string(hi));
+  define(0, emit(uniqueName(nodeName), "clip", {x},
+                 json{{"min", lo}, {"max", hi}}));
+}
+
+/// Resize with mode nearest by integer factors (constant scales or sizes),
+/// with the coordinate mappings that give x[i / scale] for them:
+/// asymmetric with nearest_mode floor (torch's nn.Upsample), half_pixel or
+/// pytorch_half_pixel with rounding to the nearest.
+void OnnxReader::importResize() {
+  auto text = [&](const std::string &name, const std::string &fallback) {
+    const onnx::AttributeProto *a = attribute(name);
+    return a ? a->s() : fallback;
+  };
+  std::string mode = text("mode", "nearest");
+  std::string transform =
+      text("coordinate_transformation_mode", "half_pixel");
+  std::string rounding = text("nearest_mode", "round_prefer_floor");
+  if (mode != "nearest")
+    failNode("mode '" + mode + "' is not supported (only 'nearest')");
+  bool asymmetricFloor = transform == "asymmetric" && rounding == "floor";
+  bool halfPixelRound =
+      (transform == "half_pixel" || transform == "pytorch_half_pixel") &&
+      (rounding == "round_prefer_floor" || rounding == "round_prefer_ceil");
+  if (!asymmetricFloor && !halfPixelRound)
+    failNode("coordinate_transformation_mode '" + transform +
+             "' with nearest_mode '" + rounding +
+             "' is not supported (asymmetric with floor, as torch's "
+             "nn.Upsample exports it, or half_pixel with round_prefer_floor)");
+  int x = valueInput(0);
+  const std::vector<int64_t> &in = typeOf(x).shape;
+  std::vector<int64_t> scales;
+  bool haveScales = hasInput(2) && !requireConstant(2, "scales").values.empty();
+  if (haveScales) {
+    const Constant &c = requireConstant(2, "scales");
+    if (c.values.size() != in.size())
+      failNode("scales has " + std::to_string(c.values.size()) +
+               " entries for an input of rank " + std::to_string(in.size()));
+    for (double s : c.values) {
+      if (!(s >= 1.0) || s != std::floor(s) || s > 1e6)
+        failNode("scale " + std::to_string(s) +
+                 " is not supported (only integer factors >= 1)");
+      scales.push_back(int64_t(s));
+    }
+  } else if (hasInput(3)) {
+    const Constant &c = requireConstant(3, "sizes");
+    if (c.values.size() != in.size())
+      failNode("sizes has " + std::to_string(c.values.size()) +
+               " entries for an input of rank " + std::to_string(in.size()));
+    for (size_t d = 0; d < in.size(); ++d) {
+      int64_t size = int64_t(c.values[d]);
+      if (size < in[d] || size % in[d] != 0)
+        failNode("size " + std::to_string(size) + " of dim " +
+                 std::to_string(d) + " is not a whole multiple of " +
+                 std::to_string(in[d]) + " (only integer factors)");
+      scales.push_back(size / in[d]);
+    }
+  } else {
+    failNode("neither scales nor sizes is given");
+  }
+  define(0, emit(uniqueName(nodeName), "resize_nearest", {x},
+                 json{{"scales", scales}}));
+}
+
 void OnnxReader::importNode() {
   const std::string &op = node->op_type();
   nodeConstants = 0;
@@ -1008,7 +1178,10 @@ void OnnxReader::importNode() {
                                                entry->second.end()))));
   // Split defines every output; Dropout's mask and LayerNormalization's
   // saved statistics are not computed: an error only if a node reads them.
-  for (int i = 1; i < node->output_size() && op != "Split"; ++i) {
+  // BatchNormalization's statistics outputs are checked by symbolOf.
+  for (int i = 1; i < node->output_size() && op != "Split" &&
+                  op != "BatchNormalization";
+       ++i) {
     if (node->output(i).empty())
       continue;
     if (op != "Dropout" && op != "LayerNormalization")
@@ -1090,6 +1263,18 @@ void OnnxReader::importNode() {
   if (op == "Conv" || op == "MaxPool" || op == "AveragePool" ||
       op == "GlobalAveragePool") {
     importWindowOp();
+    return;
+  }
+  if (op == "BatchNormalization") {
+    importBatchNormalization();
+    return;
+  }
+  if (op == "Clip") {
+    importClip();
+    return;
+  }
+  if (op == "Resize") {
+    importResize();
     return;
   }
   if (op == "Reshape" || op == "Flatten") {

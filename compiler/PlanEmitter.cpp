@@ -30,6 +30,9 @@ json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
                          {"activations",
                           at(Role::Activation) + at(Role::Temporary)},
                          {"workspace", 0}};
+  // Running statistics, for the models that have them.
+  if (at(Role::State) > 0)
+    report["breakdown"]["state"] = at(Role::State);
   report["recompute_overhead"] = recomputeOverhead;
   report["solver"] = solver;
   report["solve_seconds"] = solveSeconds;
@@ -122,8 +125,7 @@ runtime::Plan emitPlan(plan::ArenaOp arena, const TrainStep &step,
     b.bytes = static_cast<uint64_t>(buffer.getBytesValue());
     if (auto init = buffer.getInitAttr())
       b.init = initSpec(attributeToJson(init));
-    else if (b.role == runtime::BufferRole::Param ||
-             b.role == runtime::BufferRole::Optimizer)
+    else if (runtime::isPersistent(b.role))
       b.init = runtime::InitSpec{};
     if (auto spec = buffer.getDataAttr())
       data.push_back({plan.buffers.size(), attributeToJson(spec)});

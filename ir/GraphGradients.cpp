@@ -272,6 +272,46 @@ LogicalResult LayerNormOp::buildGradient(OpBuilder &b,
   return success();
 }
 
+/// dx, dgamma, dbeta = batch_norm_grad(x, gamma, dy): the batch
+/// statistics are recomputed from x, so the backward keeps x and gamma
+/// alive, not y or saved statistics.
+LogicalResult BatchNormOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0])
+    return noGradients(getOperation(), operandGrads);
+  Type typeGamma = getGamma().getType();
+  auto grad = b.create<BatchNormGradOp>(
+      getLoc(), getX().getType(), typeGamma, typeGamma, getX(), getGamma(),
+      resultGrads[0], getEpsilon());
+  operandGrads.push_back(grad.getDx());
+  operandGrads.push_back(grad.getDgamma());
+  operandGrads.push_back(grad.getDbeta());
+  return success();
+}
+
+/// dx = clip_grad(x, dy): zero where x is at or beyond a bound.
+LogicalResult ClipOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0])
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(b.create<ClipGradOp>(getLoc(), getX().getType(),
+                                              getX(), resultGrads[0], getMin(),
+                                              getMax()));
+  return success();
+}
+
+/// dx = resize_nearest_grad(dy): the sum over the copies of each element.
+LogicalResult ResizeNearestOp::buildGradient(
+    OpBuilder &b, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0])
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(b.create<ResizeNearestGradOp>(
+      getLoc(), getX().getType(), resultGrads[0], getScales()));
+  return success();
+}
+
 /// dtable = embedding_grad(indices, dy); indices get none.
 LogicalResult EmbeddingOp::buildGradient(OpBuilder &b,
                                          ArrayRef<Value> resultGrads,

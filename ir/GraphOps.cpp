@@ -339,6 +339,28 @@ int64_t SgdPlainUpdateOp::getFlops() {
 /// sqrt (1), + eps (1), divide (1), lr· and subtract (2).
 int64_t AdamwUpdateOp::getFlops() { return times(15, elements(getParam())); }
 
+//===----------------------------------------------------------------------===//
+// Batch normalization, clipping and resizing
+//===----------------------------------------------------------------------===//
+
+/// 8 per element of x, as layer_norm: the statistics are per channel
+/// instead of per row.
+int64_t BatchNormOp::getFlops() { return times(8, elements(getX())); }
+
+/// 0: a gather of copies moves bytes only.
+int64_t ResizeNearestOp::getFlops() { return 0; }
+
+/// 16 per element of x, as layer_norm_grad.
+int64_t BatchNormGradOp::getFlops() { return times(16, elements(getX())); }
+
+/// One add per element of dy.
+int64_t ResizeNearestGradOp::getFlops() { return elements(getDy()); }
+
+/// 3 per element of x: the sum (mean) or the deviation, its square and the
+/// sum (variance; the mean pass counted in the same 3).
+int64_t RunningMeanUpdateOp::getFlops() { return times(3, elements(getX())); }
+int64_t RunningVarUpdateOp::getFlops() { return times(3, elements(getX())); }
+
 } // namespace remat::graph
 
 #define GET_OP_CLASSES

@@ -76,6 +76,11 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
   // param and result k >= 1 the new state k-1, each in its operand's bytes.
   // Only these ops write params and optimizer state.
   bit updatesParam = 0;
+  // Whether the op updates persistent state that is not trained (the
+  // running statistics of batch_norm): operand 0 is the state, result 0 its
+  // new value in the operand's bytes. Only these ops and the optimizer
+  // updates write persistent buffers.
+  bit updatesState = 0;
 }
 
 // A forward op: differentiable by the autodiff pass. Its VJP is in
@@ -1000,5 +1005,175 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [OwnFlops]> {
     type($new_v)
   }];
 }
+
+//===----------------------------------------------------------------------===//
+// Batch normalization, clipping and nearest-neighbour resizing
+//===----------------------------------------------------------------------===//
+
+def Graph_BatchNormOp : Graph_ForwardOp<"batch_norm", [OwnFlops]> {
+  let kernelFamily = "BatchNorm";
+  let shapeRule = "ChannelNormalize";
+  let summary = "batch normalization with batch statistics (training mode)";
+  let description = [{
+    `x` is `[N, C, ...]`; per channel c, over every other dim:
+    `y = (x - mean_c) / sqrt(var_c + epsilon) · gamma_c + beta_c` with the
+    biased variance of the batch. `gamma` and `beta` are `[C]`; `y` has the
+    type of `x`. The running statistics are updated by separate
+    `running_mean_update` / `running_var_update` ops. FLOPs: 8 per element.
+
+    ```mlir
+    %y = graph.batch_norm %x, %gamma, %beta {epsilon = 1.0e-05 : f32}
+        : tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<4x3x2x2xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$gamma,
+                       Graph_Tensor:$beta,
+                       Graph_F32Default<"1.0e-5">:$epsilon);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = [{
+    $x `,` $gamma `,` $beta attr-dict `:` type($x) `,` type($gamma) `,`
+    type($beta) `->` type($y)
+  }];
+}
+
+def Graph_ClipOp : Graph_ForwardOp<"clip", [ElementwiseCost]> {
+  let kernelFamily = "Clip";
+  let shapeRule = "Elementwise";
+  let inPlace = 1;
+  let summary = "elementwise min(max(x, min), max)";
+  let description = [{
+    `y` has the type of `x`; `min <= max`. ReLU6 is `clip` to [0, 6].
+    FLOPs: 1 per element.
+
+    ```mlir
+    %y = graph.clip %x {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32}
+        : tensor<2x3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, Graph_F32:$min, Graph_F32:$max);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_ResizeNearestOp : Graph_ForwardOp<"resize_nearest", [OwnFlops]> {
+  let kernelFamily = "Resize";
+  let shapeRule = "Upsample";
+  let summary = "nearest-neighbour upsampling by integer factors";
+  let description = [{
+    `scales` has one factor >= 1 per dim of `x`;
+    `y.shape[d] = x.shape[d]·scales[d]` and
+    `y[i0, i1, ...] = x[i0 / scales[0], i1 / scales[1], ...]` (integer
+    division: ONNX Resize with mode nearest, coordinate transformation
+    asymmetric, nearest mode floor, as torch's nn.Upsample exports it).
+    FLOPs: 0.
+
+    ```mlir
+    %y = graph.resize_nearest %x {scales = array<i64: 1, 1, 2, 2>}
+        : tensor<1x2x3x3xf32> -> tensor<1x2x6x6xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, DenseI64ArrayAttr:$scales);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_BatchNormGradOp : Graph_Op<"batch_norm_grad", [OwnFlops]> {
+  let kernelFamily = "BatchNormGrad";
+  let shapeRule = "ChannelNormalizeGrad";
+  let summary = "gradient of batch_norm";
+  let description = [{
+    The batch mean and rstd are recomputed from `x`. `dy` and `dx` have the
+    type of `x`; `dgamma` and `dbeta` have the type of `gamma` (`[C]`).
+    FLOPs: 16 per element.
+
+    ```mlir
+    %dx, %dgamma, %dbeta = graph.batch_norm_grad %x, %gamma, %dy
+        : tensor<4x3xf32>, tensor<3xf32>, tensor<4x3xf32>
+          -> tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$gamma, Graph_Tensor:$dy,
+                       Graph_F32Default<"1.0e-5">:$epsilon);
+  let results = (outs Graph_Tensor:$dx, Graph_Tensor:$dgamma,
+                      Graph_Tensor:$dbeta);
+  let assemblyFormat = [{
+    $x `,` $gamma `,` $dy attr-dict `:` type($x) `,` type($gamma) `,`
+    type($dy) `->` type($dx) `,` type($dgamma) `,` type($dbeta)
+  }];
+}
+
+def Graph_ClipGradOp : Graph_Op<"clip_grad", [ElementwiseCost]> {
+  let kernelFamily = "Clip";
+  let shapeRule = "Elementwise";
+  let inPlace = 1;
+  let summary = "gradient of clip: dx = dy·(min < x < max)";
+  let description = [{
+    Zero at the boundaries, as PyTorch's hardtanh (ReLU6) backward.
+    `x`, `dy` and `dx` have one type. FLOPs: 1 per element.
+
+    ```mlir
+    %dx = graph.clip_grad %x, %dy {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32}
+        : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$dy, Graph_F32:$min,
+                       Graph_F32:$max);
+  let results = (outs Graph_Tensor:$dx);
+  let assemblyFormat = [{
+    $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
+  }];
+}
+
+def Graph_ResizeNearestGradOp : Graph_Op<"resize_nearest_grad", [OwnFlops]> {
+  let kernelFamily = "Resize";
+  let shapeRule = "UpsampleGrad";
+  let summary = "gradient of resize_nearest: sums dy over the copies";
+  let description = [{
+    `dx[i] = Σ dy` over the `Π scales` elements that copy `x[i]`;
+    `dx.shape[d] = dy.shape[d] / scales[d]` (each a whole multiple).
+    FLOPs: one per element of `dy`.
+
+    ```mlir
+    %dx = graph.resize_nearest_grad %dy {scales = array<i64: 1, 1, 2, 2>}
+        : tensor<1x2x6x6xf32> -> tensor<1x2x3x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$dy, DenseI64ArrayAttr:$scales);
+  let results = (outs Graph_Tensor:$dx);
+  let assemblyFormat = "$dy attr-dict `:` type($dy) `->` type($dx)";
+}
+
+class Graph_RunningStatUpdateOp<string mnemonic, string statistic>
+    : Graph_Op<mnemonic, [OwnFlops]> {
+  let kernelFamily = "RunningStatUpdate";
+  let shapeRule = "RunningStat";
+  let updatesState = 1;
+  let summary = "updates a running " # statistic # " of batch_norm";
+  let description = [{
+    `running' = running·momentum + batch·(1 - momentum)` (ONNX's
+    convention: PyTorch's momentum 0.1 is 0.9 here), where `batch` is the }]
+    # statistic # [{ of `x` `[N, C, ...]` per channel over every other dim.
+    `running` and `running'` are `[C]`; buffer assignment puts `running'` in
+    `running`'s buffer. `momentum` is in [0, 1]. FLOPs: 3 per element of
+    `x`.
+
+    ```mlir
+    %r2 = graph.}] # mnemonic # [{ %r, %x {momentum = 0.899999976 : f32}
+        : tensor<3xf32>, tensor<4x3x2x2xf32> -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$running, Graph_Tensor:$x,
+                       Graph_F32:$momentum);
+  let results = (outs Graph_Tensor:$new_running);
+  let assemblyFormat = [{
+    $running `,` $x attr-dict `:` type($running) `,` type($x) `->`
+    type($new_running)
+  }];
+}
+
+def Graph_RunningMeanUpdateOp
+    : Graph_RunningStatUpdateOp<"running_mean_update", "mean">;
+def Graph_RunningVarUpdateOp : Graph_RunningStatUpdateOp<"running_var_update",
+    "unbiased variance (over count - 1, as PyTorch's running_var)">;
 
 #endif // REMAT_IR_GRAPHOPS

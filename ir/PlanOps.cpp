@@ -56,6 +56,14 @@ bool isUpdateOp(StringRef opName) {
   return kind && ops::opInfo(*kind).updatesParam;
 }
 
+/// A state update (GraphOps.td `updatesState`): the only steps that write
+/// state buffers (batch normalization's running statistics), in place of
+/// input 0.
+bool isStateUpdateOp(StringRef opName) {
+  std::optional<ops::OpKind> kind = ops::parseOpKind(opName.str());
+  return kind && ops::opInfo(*kind).updatesState;
+}
+
 /// `@a, @b` (possibly empty) as an array of flat symbol references.
 ParseResult parseSymbolList(OpAsmParser &parser, ArrayAttr &list) {
   SmallVector<Attribute> refs;
@@ -258,16 +266,18 @@ LogicalResult ArenaOp::verifyRegions() {
 
 bool BufferOp::isPersistent() {
   StringRef role = getRole();
-  return role == "param" || role == "optimizer" || role == "input";
+  return role == "param" || role == "optimizer" || role == "state" ||
+         role == "input";
 }
 
 LogicalResult BufferOp::verify() {
   StringRef role = getRole();
   if (!llvm::is_contained(
-          {"param", "grad", "optimizer", "input", "activation", "temporary"},
+          {"param", "grad", "optimizer", "input", "activation", "temporary",
+           "state"},
           role))
     return emitOpError("role must be param, grad, optimizer, input, "
-                       "activation or temporary, got '")
+                       "activation, temporary or state, got '")
            << role << "'";
   Type dtype = getDtype();
   int64_t elementSize = elementBytes(dtype);
@@ -297,7 +307,7 @@ LogicalResult BufferOp::verify() {
            << bytes << " but shape " << formatShape(shape) << " of "
            << dtypeName(dtype) << " needs " << needed;
 
-  bool hasState = role == "param" || role == "optimizer";
+  bool hasState = role == "param" || role == "optimizer" || role == "state";
   if (hasState && !llvm::isa<FloatType>(dtype))
     return emitOpError("'")
            << role << "' buffers must be float, got " << dtypeName(dtype);
@@ -306,7 +316,7 @@ LogicalResult BufferOp::verify() {
                             << "' buffers need an init (e.g. init {kind = "
                                "\"zeros\"})";
   if (!hasState && getInit())
-    return emitOpError("init is only allowed on param and optimizer "
+    return emitOpError("init is only allowed on param, optimizer and state "
                        "buffers, not on '")
            << role << "'";
   if (getData() && role != "input")
@@ -381,7 +391,20 @@ LogicalResult StepOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
              << "' buffer; only optimizer updates (sgd_update, "
                 "sgd_plain_update, adamw_update) write params and optimizer "
                 "state";
+    if (role == "state" && !isStateUpdateOp(opName))
+      return emitOpError("'")
+             << opName << "' writes " << ref
+             << ", a 'state' buffer; only state updates (the running "
+                "statistics of batch normalization) write state";
   }
+
+  // State updates are in place: output 0 is input 0.
+  if (isStateUpdateOp(opName) &&
+      (getInputs().empty() || getOutputs().size() != 1 ||
+       getOutputs()[0] != getInputs()[0]))
+    return emitOpError("'") << opName
+                            << "' must update in place: output 0 names the "
+                               "state buffer of input 0";
 
   // Updates are in place: outputs (param, state...) are inputs 0, 2, 3...
   if (isUpdateOp(opName)) {

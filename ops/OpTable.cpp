@@ -13,12 +13,13 @@ constexpr const char *kDTypeNames[] = {"f32", "f16", "bf16", "i32", "i64"};
 std::vector<OpInfo> buildTable() {
   std::vector<OpInfo> table;
 #define REMAT_OP(Kind, name, inputs, outputs, rule, family, inPlace,           \
-                 inModelFormat, resultTypeGiven, updatesParam)                 \
+                 inModelFormat, resultTypeGiven, updatesParam, updatesState)   \
   table.push_back(OpInfo{OpKind::Kind,  name,                                  \
                          inputs,        outputs,                               \
                          ShapeRule::rule, KernelFamily::family,                \
                          inPlace,       inModelFormat,                         \
                          resultTypeGiven, updatesParam,                        \
+                         updatesState,                                         \
                          {},            {},                                    \
                          {}});
 #include "ops/generated/OpTable.inc"

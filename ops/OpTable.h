@@ -85,6 +85,10 @@ struct OpInfo {
   /// An optimizer update: (param, grad, state...) -> (param', state'...),
   /// each result in its operand's bytes (GraphOps.td `updatesParam`).
   bool updatesParam;
+  /// A state update: (state, ...) -> state', result 0 in operand 0's bytes
+  /// (GraphOps.td `updatesState`: batch normalization's running
+  /// statistics).
+  bool updatesState;
   std::vector<const char *> operandNames;
   std::vector<const char *> resultNames;
   std::vector<AttrInfo> attrs;

@@ -102,6 +102,9 @@ private:
   void checkWindowAttrs(bool pool) const;
   Shape convOutput(const Shape &x, const Shape &w) const;
   Shape poolOutput(const Shape &x) const;
+  std::vector<Expected> channelNormalize(bool grad);
+  std::vector<Expected> upsample(bool grad);
+  std::vector<Expected> runningStat();
 
   OpKind op;
   const OpAttrs &attrs;
@@ -174,6 +177,16 @@ std::vector<Expected> Rule::apply() {
     return poolGrad(false);
   case ShapeRule::PoolGradGiven:
     return poolGrad(true);
+  case ShapeRule::ChannelNormalize:
+    return channelNormalize(false);
+  case ShapeRule::ChannelNormalizeGrad:
+    return channelNormalize(true);
+  case ShapeRule::Upsample:
+    return upsample(false);
+  case ShapeRule::UpsampleGrad:
+    return upsample(true);
+  case ShapeRule::RunningStat:
+    return runningStat();
   }
   fail("no type rule");
 }
@@ -658,6 +671,67 @@ std::vector<Expected> Rule::poolGrad(bool given) {
   return {{x, ""}};
 }
 
+/// Per-channel normalization over dim 1: x [N, C, ...], gamma [C], beta [C]
+/// -> y; its gradient: x, gamma, dy -> dx, dgamma [C], dbeta [C].
+std::vector<Expected> Rule::channelNormalize(bool grad) {
+  expectFloat(0);
+  expectRankAtLeast(0, 2);
+  const TensorType &x = in(0);
+  Shape c = {x.shape[1]};
+  std::string why = "[C], C dim 1 of " + inLabel(0);
+  expectDType(1, x.dtype);
+  expectShape(1, c, why);
+  expectDType(2, x.dtype);
+  if (!grad) {
+    expectShape(2, c, why);
+    return {{x, ""}};
+  }
+  expectShape(2, x.shape, "like " + inLabel(0));
+  return {{x, ""}, {{x.dtype, c}, "[C]"}, {{x.dtype, c}, "[C]"}};
+}
+
+/// x -> y with y.shape[d] = x.shape[d]·scales[d]; the gradient divides.
+std::vector<Expected> Rule::upsample(bool grad) {
+  expectFloat(0);
+  const Shape &x = in(0).shape;
+  const std::vector<int64_t> &scales = attrs.scales;
+  if (scales.size() != x.size())
+    fail("attribute 'scales' has " + std::to_string(scales.size()) +
+         " entries but " + inLabel(0) + " has rank " +
+         std::to_string(x.size()));
+  Shape y;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (scales[d] < 1)
+      fail("attribute 'scales' " + formatShape(scales) +
+           " has a factor below 1");
+    if (grad && x[d] % scales[d] != 0)
+      fail(inLabel(0) + " has shape " + formatShape(x) + " whose dim " +
+           std::to_string(d) + " is not a multiple of its scale " +
+           std::to_string(scales[d]));
+    if (!grad && x[d] > (int64_t(1) << 40) / scales[d])
+      fail("attribute 'scales' " + formatShape(scales) + " makes dim " +
+           std::to_string(d) + " of " + inLabel(0) + " too large");
+    y.push_back(grad ? x[d] / scales[d] : x[d] * scales[d]);
+  }
+  return {{{in(0).dtype, y}, grad ? "dy's shape divided by the scales"
+                                  : "x's shape times the scales"}};
+}
+
+/// running [C], x [N, C, ...] -> running' [C].
+std::vector<Expected> Rule::runningStat() {
+  expectFloat(0);
+  expectDType(1, in(0).dtype);
+  expectRankAtLeast(1, 2);
+  expectShape(0, {in(1).shape[1]}, "[C], C dim 1 of " + inLabel(1));
+  const Shape &x = in(1).shape;
+  if (checkedNumElements(x).value_or(0) / uint64_t(x[1]) < 2)
+    fail(inLabel(1) + " " + formatShape(x) +
+         " has one value per channel; running statistics need two (the "
+         "unbiased variance divides by count - 1; PyTorch refuses such a "
+         "batch in training too)");
+  return {{in(0), "like " + inLabel(0)}};
+}
+
 void checkCount(OpKind op, const LabeledTypes &inputs) {
   const OpInfo &info = opInfo(op);
   if (int(inputs.types.size()) != info.numInputs)
@@ -716,6 +790,14 @@ void checkAttrValues(OpKind op, const OpAttrs &attrs) {
         !(value >= 0.0f && value < 1.0f))
       throw TypeRuleError("attribute '" + name + "' must be in [0, 1), got " +
                           format(value));
+    if (name == "min" && !(attrs.min <= attrs.max))
+      throw TypeRuleError("attribute 'min' (" + format(attrs.min) +
+                          ") must not exceed 'max' (" + format(attrs.max) +
+                          ")");
+    if (name == "momentum" && opInfo(op).updatesState &&
+        !(attrs.momentum >= 0.0f && attrs.momentum <= 1.0f))
+      throw TypeRuleError("attribute 'momentum' must be in [0, 1], got " +
+                          format(attrs.momentum));
     if (name == "epsilon" && !(attrs.epsilon > 0.0f))
       throw TypeRuleError("attribute 'epsilon' must be positive, got " +
                           format(attrs.epsilon));

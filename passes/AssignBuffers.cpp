@@ -69,8 +69,7 @@ plan::ArenaOp buildPlanArena(mlir::ModuleOp module, const TrainStep &step,
       init = func.getArgAttrOfType<mlir::DictionaryAttr>(v, "graph.init");
       data = func.getArgAttrOfType<mlir::DictionaryAttr>(v, "graph.data");
       // Hand-written IR may leave the init out: zeros, as for state.
-      if (!init && (value.role == memory::Role::Param ||
-                    value.role == memory::Role::Optimizer))
+      if (!init && runtime::isPersistent(value.role))
         init = b.getDictionaryAttr(
             {b.getNamedAttr("kind", b.getStringAttr("zeros"))});
     }

@@ -48,9 +48,10 @@ bool isFloatTensor(mlir::Type type) {
 /// Reverse-mode automatic differentiation of `func.func @forward` into
 /// `func.func @train_step`:
 ///
-///  1. Check @forward: one block that returns one 0-d float tensor (the
-///     loss); every argument has a string `graph.name` and a `graph.role`
-///     of "input" or "param"; params are float tensors.
+///  1. Check @forward: one block that returns a 0-d float tensor (the
+///     loss), then the new value of each state argument it updates; every
+///     argument has a string `graph.name` and a `graph.role` of "input",
+///     "param" or "state"; params and state are float tensors.
 ///  2. Activity: walk the forward ops in order and mark every value that
 ///     depends on a param ("varied"). Only varied values get gradients, so
 ///     an op that only touches inputs needs no gradient rule.
@@ -67,8 +68,9 @@ bool isFloatTensor(mlir::Type type) {
 ///  5. A param's gradient is its accumulated gradient, or a
 ///     `graph.constant 0.0` of its type when it does not reach the loss;
 ///     inputs get none.
-///  6. Return (loss, gradient of each param in argument order) with the
-///     result attributes of the contract, and rename the function.
+///  6. Return (loss, gradient of each param in argument order, the new
+///     state values as @forward returned them) with the result attributes
+///     of the contract, and rename the function.
 ///  7. Erase the backward ops nothing uses (the gradient of an input, the
 ///     operand gradients a VJP builds for non-varied operands), in reverse
 ///     order so that chains of dead ops go in one sweep.
@@ -95,10 +97,9 @@ AutodiffPass::checkForward(mlir::func::FuncOp forward,
   if (!forward.getBody().hasOneBlock())
     return forward.emitError("@forward must have exactly one block, got ")
            << forward.getBody().getBlocks().size();
-  if (forward.getNumResults() != 1)
-    return forward.emitError("@forward must return exactly one value (the "
-                             "loss), got ")
-           << forward.getNumResults();
+  if (forward.getNumResults() < 1)
+    return forward.emitError("@forward must return the loss first, got no "
+                             "results");
   mlir::Type lossType = forward.getResultTypes()[0];
   if (!isFloatScalar(lossType))
     return forward.emitError("the loss returned by @forward must be a 0-d "
@@ -112,16 +113,37 @@ AutodiffPass::checkForward(mlir::func::FuncOp forward,
       return forward.emitError("argument #")
              << index << " of @forward has no string graph.name";
     auto role = forward.getArgAttrOfType<mlir::StringAttr>(index, "graph.role");
-    if (!role || (role.getValue() != "input" && role.getValue() != "param"))
+    if (!role || (role.getValue() != "input" && role.getValue() != "param" &&
+                  role.getValue() != "state"))
       return forward.emitError("argument #")
              << index << " ('" << name.getValue()
-             << "') of @forward needs graph.role \"input\" or \"param\"";
+             << "') of @forward needs graph.role \"input\", \"param\" or "
+                "\"state\"";
     bool isParam = role.getValue() == "param";
-    if (isParam && !isFloatTensor(arg.getType()))
-      return forward.emitError("param argument #")
-             << index << " ('" << name.getValue()
+    if (role.getValue() != "input" && !isFloatTensor(arg.getType()))
+      return forward.emitError(role.getValue())
+             << " argument #" << index << " ('" << name.getValue()
              << "') must be a float tensor, got " << arg.getType();
     arguments.push_back({arg, name, isParam});
+  }
+  // Results after the loss: the new value of a state argument.
+  for (unsigned r = 1; r < forward.getNumResults(); ++r) {
+    auto role = forward.getResultAttrOfType<mlir::StringAttr>(r, "graph.role");
+    auto updates =
+        forward.getResultAttrOfType<mlir::IntegerAttr>(r, "graph.updates");
+    if (!role || role.getValue() != "state" || !updates)
+      return forward.emitError("result #")
+             << r << " of @forward must be a new state value (graph.role = "
+                     "\"state\" with graph.updates)";
+    int64_t arg = updates.getInt();
+    if (arg < 0 || arg >= int64_t(forward.getNumArguments()) ||
+        forward.getArgAttrOfType<mlir::StringAttr>(unsigned(arg), "graph.role")
+                .getValue() != "state" ||
+        forward.getArgument(unsigned(arg)).getType() !=
+            forward.getResultTypes()[r])
+      return forward.emitError("result #")
+             << r << " updates argument #" << arg
+             << ", which is not a state argument of its type";
   }
   return mlir::success();
 }
@@ -229,6 +251,12 @@ AutodiffPass::buildBackward(mlir::func::FuncOp forward,
          builder.getNamedAttr("graph.param", builder.getI64IntegerAttr(
                                                  arg.value.getArgNumber())),
          builder.getNamedAttr("graph.role", stringAttr("grad"))}));
+  }
+
+  // The new state values follow the gradients, as @forward returned them.
+  for (unsigned r = 1; r < terminator->getNumOperands(); ++r) {
+    results.push_back(terminator->getOperand(r));
+    resultAttrs.push_back(forward.getResultAttrDict(r));
   }
 
   // 6. The new signature.

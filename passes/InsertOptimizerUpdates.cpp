@@ -158,8 +158,10 @@ std::optional<OptimizerConfig> readOptimizerConfig(mlir::ModuleOp module) {
 ///     in place. Updates placed after the same op keep param order. A
 ///     gradient that is a block argument has no defining op: its update
 ///     goes at the start of the body (or after the param's last reader).
-///  5. Return (loss, new params..., new states...) with graph.role,
-///     graph.name and graph.updates (the argument each result overwrites).
+///  5. Return (loss, new params..., new states..., then the results with
+///     graph.role "state" of the input, unchanged: running statistics)
+///     with graph.role, graph.name and graph.updates (the argument each
+///     result overwrites).
 ///
 /// Linear in the number of params, times the cost of the block-order
 /// queries (amortized O(1) between insertions, O(ops) after each one).
@@ -189,6 +191,8 @@ OptimizerPass::collectGradients(mlir::func::FuncOp step,
   auto returnOp = step.getBody().front().getTerminator();
   llvm::DenseMap<unsigned, unsigned> resultOfParam;
   for (unsigned result = 1; result < step.getNumResults(); ++result) {
+    if (role(result) == "state")
+      continue; // a new state value (running statistics), passed through
     auto paramIndex =
         step.getResultAttrOfType<mlir::IntegerAttr>(result, "graph.param");
     if (role(result) != "grad" || !paramIndex)
@@ -246,6 +250,14 @@ void OptimizerPass::runOnOperation() {
   mlir::Operation *returnOp = body.getTerminator();
   Value loss = returnOp->getOperand(0);
   mlir::DictionaryAttr lossAttrs = step.getResultAttrDict(0);
+  llvm::SmallVector<Value> passedStates;
+  llvm::SmallVector<mlir::DictionaryAttr> passedStateAttrs;
+  for (unsigned r = 1; r < step.getNumResults(); ++r)
+    if (auto role = step.getResultAttrOfType<mlir::StringAttr>(r, "graph.role");
+        role && role.getValue() == "state") {
+      passedStates.push_back(returnOp->getOperand(r));
+      passedStateAttrs.push_back(step.getResultAttrDict(r));
+    }
   auto stringAttr = [&](llvm::StringRef value) {
     return mlir::StringAttr::get(context, value);
   };
@@ -330,9 +342,11 @@ void OptimizerPass::runOnOperation() {
   llvm::SmallVector<Value> results{loss};
   results.append(newParams);
   results.append(newStates);
+  results.append(passedStates);
   llvm::SmallVector<mlir::DictionaryAttr> resultAttrs{lossAttrs};
   resultAttrs.append(paramAttrs);
   resultAttrs.append(stateAttrs);
+  resultAttrs.append(passedStateAttrs);
   mlir::Location returnLoc = returnOp->getLoc();
   returnOp->erase();
   builder.setInsertionPointToEnd(&body);

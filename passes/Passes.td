@@ -15,13 +15,18 @@ include "mlir/Pass/PassBase.td"
 def AutodiffPass : Pass<"remat-autodiff", "::mlir::ModuleOp"> {
   let summary = "Builds the backward: @forward becomes @train_step";
   let description = [{
-    Expects `func.func @forward` with one block that returns one 0-d float
-    tensor (the loss). Every argument carries `graph.name` (a string) and
-    `graph.role` = "input" | "param"; params are float tensors.
+    Expects `func.func @forward` with one block that returns a 0-d float
+    tensor (the loss), then possibly new values of state arguments
+    ({graph.role = "state", graph.name, graph.updates = <the argument's
+    index : i64>}: batch normalization's running statistics, written by
+    the ops whose table entry has `updatesState`). Every argument carries
+    `graph.name` (a string) and `graph.role` = "input" | "param" | "state";
+    params and state are float tensors. State gets no gradient.
 
     Replaces it with `func.func @train_step`, which has the same arguments
     (and argument attributes) and returns the loss followed by the gradient
-    of every param argument, in argument order:
+    of every param argument, in argument order, then the new state values
+    as @forward returned them:
 
     ```mlir
     func.func @train_step(%x: tensor<8x4xf32> {graph.name = "x", graph.role = "input"},
@@ -70,7 +75,8 @@ def OptimizerPass : Pass<"remat-optimizer", "::mlir::ModuleOp"> {
     order, new value of every state argument in argument order). Each new
     value carries {graph.role = "param" | "optimizer", graph.name = the
     argument's name, graph.updates = <the argument's index : i64>}: the
-    runtime keeps it in that argument's buffer. Gradients are not
+    runtime keeps it in that argument's buffer. The new state values of
+    the input (graph.role = "state") follow, unchanged. Gradients are not
     returned; each is operand #1 (`grad`) of its update op. The pass fails
     with a diagnostic when @train_step or graph.optimizer is missing or
     malformed.

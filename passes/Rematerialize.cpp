@@ -29,6 +29,7 @@
 #include "passes/Rematerialize.h"
 #include "passes/TrainStep.h"
 #include "passes/planner/Reorder.h"
+#include "ops/OpTable.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -117,6 +118,12 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
   for (size_t k = 0; k < graph.ops.size(); ++k)
     if (sharedWith[k] >= 0)
       problem.nodes[sharedWith[k]].recomputable = false;
+  // A state update (running statistics) writes persistent state in place:
+  // running it twice would apply it twice.
+  for (size_t k = 0; k < graph.ops.size(); ++k)
+    if (auto kind = ops::parseOpKind(step.ops[k].kind);
+        kind && ops::opInfo(*kind).updatesState)
+      problem.nodes[k].recomputable = false;
   for (int o : graph.outputs)
     if (!graph.values[o].isArgument())
       problem.requiredOutputs.push_back(graph.values[o].producer);

@@ -4,8 +4,9 @@
 //   1. arguments become argument values (input / param / optimizer) with
 //      their data or init objects;
 //   2. each op becomes a StepOp in IR order; its phase is forward when the
-//      loss depends on it, optimizer for *_update ops, backward otherwise;
-//      update results are in place of their argument, an update's gradient
+//      loss depends on it or it updates state (running statistics),
+//      optimizer for optimizer updates, backward otherwise; update results
+//      are in place of their argument, an optimizer update's gradient
 //      operand is the parameter's final gradient (role grad);
 //   3. the returned values become the step's outputs.
 //
@@ -256,6 +257,7 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     memory::Role r = role == "input"    ? memory::Role::Input
                      : role == "param"  ? memory::Role::Param
                      : role == "optimizer" ? memory::Role::Optimizer
+                     : role == "state"  ? memory::Role::State
                                         : memory::Role::Temporary;
     if (r == memory::Role::Temporary)
       fail(nullptr, "argument " + std::to_string(a) + " has unknown role '" +
@@ -326,9 +328,12 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
 
     std::optional<ops::OpKind> opKind = ops::parseOpKind(info.kind);
     bool isUpdate = opKind && ops::opInfo(*opKind).updatesParam;
+    // A state update (running statistics) belongs to the forward pass,
+    // though the loss does not depend on it; it is never recomputed.
+    bool isStateUpdate = opKind && ops::opInfo(*opKind).updatesState;
     memory::StepOp stepOp;
     stepOp.phase = isUpdate ? memory::Phase::Optimizer
-                   : forward.count(&op) || info.recompute
+                   : forward.count(&op) || info.recompute || isStateUpdate
                        ? memory::Phase::Forward
                        : memory::Phase::Backward;
     for (mlir::Value operand : op.getOperands()) {
@@ -356,6 +361,11 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
         // Results are in place of operands 0 (param), 2 (state), 3 (state).
         int operandIndex = r == 0 ? 0 : int(r) + 1;
         inPlaceOf = stepOp.operands[operandIndex];
+        role = step.graph.values[inPlaceOf].role;
+        name = step.graph.values[inPlaceOf].name + "'";
+      } else if (isStateUpdate) {
+        // The new state is in place of operand 0, the state.
+        inPlaceOf = stepOp.operands[0];
         role = step.graph.values[inPlaceOf].role;
         name = step.graph.values[inPlaceOf].name + "'";
       }

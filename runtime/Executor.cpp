@@ -91,7 +91,7 @@ void Executor::loadWeights(const SafetensorsFile &file) {
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferDesc &b = buffers[i];
     if (b.role == BufferRole::Param ||
-        (b.role == BufferRole::Optimizer && file.contains(b.name)))
+        (isPersistent(b.role) && file.contains(b.name)))
       writeBuffer(i, file.getF32(b.name, b.shape).bytes);
     // An input without a generator that the file holds: the same values
     // every step (an imported model's constant tensors), unless --data
@@ -120,7 +120,7 @@ std::map<std::string, NamedTensor> Executor::stateTensors() const {
   backend.synchronize();
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferDesc &b = buffers[i];
-    if (b.role != BufferRole::Param && b.role != BufferRole::Optimizer)
+    if (!isPersistent(b.role))
       continue;
     NamedTensor t{"F32", b.shape, std::vector<char>(b.bytes)};
     backend.copyOut(t.bytes.data(), bufferAddress(i), b.bytes);

@@ -61,12 +61,12 @@ public:
   Executor &operator=(const Executor &) = delete;
 
   /// Loads every param (required: a missing or mis-shaped tensor is a
-  /// PlanError) and every optimizer state present in the file; an input
-  /// without a generator that the file holds is fed its tensor every step
-  /// (as by setInputData, unless that was called first). Other tensors in
-  /// the file are ignored.
+  /// PlanError), every optimizer state and running statistic (state
+  /// buffer) present in the file; an input without a generator that the
+  /// file holds is fed its tensor every step (as by setInputData, unless
+  /// that was called first). Other tensors in the file are ignored.
   void loadWeights(const SafetensorsFile &file);
-  /// Params and optimizer state by buffer name, as F32 tensors.
+  /// Params, optimizer state and state buffers by buffer name, as F32 tensors.
   std::map<std::string, NamedTensor> stateTensors() const;
 
   /// Feeds input `name` from user data instead of its generator. The array

@@ -11,10 +11,6 @@ namespace {
   throw PlanError(where + ": " + msg);
 }
 
-bool isPersistent(BufferRole role) {
-  return role == BufferRole::Param || role == BufferRole::Optimizer;
-}
-
 bool overlaps(const BufferDesc &a, const BufferDesc &b) {
   return a.bytes > 0 && b.bytes > 0 && a.offset < b.offset + b.bytes &&
          b.offset < a.offset + a.bytes;
@@ -26,7 +22,11 @@ bool sameRange(const BufferDesc &a, const BufferDesc &b) {
 
 /// Whether the op's kernels read element i of every operand before writing
 /// element i of the result, so a result may occupy exactly an operand's bytes.
-bool isInPlaceSafe(OpKind op) { return ops::opInfo(op).inPlace; }
+/// A state update (`updatesState`) writes its state in place by definition:
+/// it reads element c of the state before writing element c.
+bool isInPlaceSafe(OpKind op) {
+  return ops::opInfo(op).inPlace || ops::opInfo(op).updatesState;
+}
 
 void validateHeader(const Plan &plan, const std::string &src) {
   if (plan.alignment == 0 || (plan.alignment & (plan.alignment - 1)) != 0)
@@ -74,8 +74,8 @@ void validateBuffer(const LoadedPlan &lp, size_t i) {
   if (persistent && !b.init)
     fail(where, std::string(roleName(b.role)) + " buffer needs \"init\"");
   if (!persistent && b.init)
-    fail(where, std::string("\"init\" is only for param/optimizer buffers, "
-                            "not role ") +
+    fail(where, std::string("\"init\" is only for param/optimizer/state "
+                            "buffers, not role ") +
                     roleName(b.role));
   if (b.init) {
     const InitSpec &init = *b.init;
@@ -279,7 +279,12 @@ void validateStep(LoadedPlan &lp, size_t si, std::vector<bool> &written) {
                              ? " without being the same range"
                              : " but '" + s.op + "' cannot run in place"));
     }
-    if (isPersistent(ob.role) && !isOptimizerOp(*op))
+    bool updatesState = ops::opInfo(*op).updatesState;
+    if (ob.role == BufferRole::State && !updatesState)
+      fail(where, what + " is a state buffer, which only state updates (the "
+                      "running statistics of batch normalization) may write");
+    if (isPersistent(ob.role) && ob.role != BufferRole::State &&
+        !isOptimizerOp(*op))
       fail(where, what + " is a " + roleName(ob.role) +
                       " buffer, which only optimizer ops may write");
     if (ob.role == BufferRole::Input)
@@ -301,6 +306,16 @@ void validateStep(LoadedPlan &lp, size_t si, std::vector<bool> &written) {
     if (plan.buffers[s.inputs[0]].role != BufferRole::Param)
       fail(where, "input 0 '" + plan.buffers[s.inputs[0]].name +
                       "' must be a param buffer");
+  }
+  if (ops::opInfo(*op).updatesState) {
+    if (s.outputs[0] != s.inputs[0])
+      fail(where, "output 0 must be input 0 (state updates are in place), "
+                  "got buffer " +
+                      std::to_string(s.outputs[0]) + " vs " +
+                      std::to_string(s.inputs[0]));
+    if (plan.buffers[s.inputs[0]].role != BufferRole::State)
+      fail(where, "input 0 '" + plan.buffers[s.inputs[0]].name +
+                      "' must be a state buffer");
   }
   for (int64_t idx : s.outputs) {
     written[idx] = true;

@@ -18,7 +18,8 @@ struct NameTable {
 
 constexpr NameTable kRoles[] = {{"param", 0},      {"grad", 1},
                                 {"optimizer", 2},  {"input", 3},
-                                {"activation", 4}, {"temporary", 5}};
+                                {"activation", 4}, {"temporary", 5},
+                                {"state", 6}};
 constexpr NameTable kPhases[] = {
     {"forward", 0}, {"backward", 1}, {"optimizer", 2}};
 constexpr const char *kInitKinds[] = {"normal", "uniform", "zeros", "ones"};

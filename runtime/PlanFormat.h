@@ -37,7 +37,17 @@ using ops::DType;
 using ops::kNumOpKinds;
 using ops::OpKind;
 using ops::Shape;
-enum class BufferRole { Param, Grad, Optimizer, Input, Activation, Temporary };
+enum class BufferRole {
+  Param,
+  Grad,
+  Optimizer,
+  Input,
+  Activation,
+  Temporary,
+  /// Persistent state that is not trained: batch normalization's running
+  /// statistics.
+  State
+};
 enum class Phase { Forward, Backward, Optimizer };
 
 /// How a parameter or optimizer-state buffer is initialized (once, before
@@ -158,6 +168,13 @@ using ops::opName;
 using ops::parseDType;
 using ops::parseOpKind;
 const char *roleName(BufferRole role); ///< "param", ...
+/// Whether buffers of the role persist across steps (param, optimizer,
+/// state): initialized once from `init`, saved by --save, written only by
+/// update steps, sharing their bytes with no other buffer.
+inline bool isPersistent(BufferRole role) {
+  return role == BufferRole::Param || role == BufferRole::Optimizer ||
+         role == BufferRole::State;
+}
 std::optional<BufferRole> parseRole(const std::string &name);
 const char *phaseName(Phase phase);
 std::optional<Phase> parsePhase(const std::string &name);

@@ -36,6 +36,10 @@ parameters; remat trains float initializers unless --frozen names them
               Conv with 2 groups, ReLU, AveragePool 3x3 stride 2 pad 1
               (count_include_pad off), depthwise Conv with dilation 2,
               GlobalAveragePool, Flatten, Linear to `classes` logits
+  norm        batch normalization without convolutions: Linear,
+              BatchNorm1d, ReLU6 (Clip), reshape to [N, width/4, 2, 2],
+              nearest Upsample x2 (Resize), BatchNorm2d (momentum 0.2),
+              Flatten, Linear to `classes` logits
 
 usage: export_onnx.py MODEL OUT.onnx [--batch N] [--width W] [--classes C]
                       [--side S] [--opset 13..17] [--dynamic-batch]
@@ -91,6 +95,26 @@ class Mixed(nn.Module):
         h = h.reshape(n, -1)
         h = torch.softmax(self.proj(h), dim=-1) * 4.0     # Gemm, Softmax, Mul
         return self.head(h)
+
+
+class Norm(nn.Module):
+    def __init__(self, side, width, classes):
+        super().__init__()
+        if width % 4:
+            raise SystemExit("export_onnx.py: norm needs a width divisible "
+                             "by 4")
+        self.fc1 = nn.Linear(side, width)
+        self.bn1 = nn.BatchNorm1d(width)
+        self.act = nn.ReLU6()
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.bn2 = nn.BatchNorm2d(width // 4, momentum=0.2)
+        self.out = nn.Linear(width * 4, classes)
+
+    def forward(self, x):
+        h = self.act(self.bn1(self.fc1(x)))               # Gemm, BN, Clip
+        h = h.reshape(h.shape[0], -1, 2, 2)               # Reshape
+        h = self.bn2(self.up(h))                          # Resize, BN
+        return self.out(torch.flatten(h, 1))              # Flatten, Gemm
 
 
 class Block(nn.Module):
@@ -193,12 +217,14 @@ def build(name, width, classes, side, dropout=0.0):
         return (Transformer(classes, side, width, dropout=dropout,
                             explicit=name == "transformer-explicit"),
                 (side,))
+    if name == "norm":
+        return Norm(side, width, classes), (side,)
     raise SystemExit(f"export_onnx.py: unknown model '{name}' "
                      f"({', '.join(MODELS)})")
 
 
 MODELS = ["forum", "classifier", "mixed", "cnn", "transformer",
-          "transformer-explicit"]
+          "transformer-explicit", "norm"]
 
 
 def is_token_model(name):
@@ -232,7 +258,7 @@ def main():
                    help="hidden width (default: 1024 for forum, else 16)")
     p.add_argument("--classes", type=int, default=4)
     p.add_argument("--side", type=int, default=4,
-                   help="input features of classifier and mixed, the "
+                   help="input features of classifier, mixed and norm, the "
                         "sequence length of the transformers, the image side "
                         "of cnn")
     p.add_argument("--opset", type=int, default=17)

@@ -82,7 +82,7 @@ INTERESTING_FLOATS = [0.0, -0.0, 1e-45, -1.5, 0.5, 1.0, 1e30, -1e30, 1e308,
                       -1e308, 3.4e38, 1e39]
 INTERESTING_STRINGS = ["", "f16", "bf16", "i32", "i64", "f32", "f64", "param",
                        "grad", "input", "optimizer", "activation",
-                       "temporary", "forward", "backward", "matmul",
+                       "temporary", "state", "forward", "backward", "matmul",
                        "attention", "embedding", "cross_entropy", "reshape",
                        "transpose", "constant", "sgd_update",
                        "sgd_plain_update", "adamw_update",

@@ -87,7 +87,8 @@ def generate(records):
         "// edit. Regenerate with `ninja -C build remat-update-op-table`.",
         "//",
         "// REMAT_OP(Kind, name, inputs, outputs, ShapeRule, KernelFamily,",
-        "//          inPlace, inModelFormat, resultTypeGiven, updatesParam)",
+        "//          inPlace, inModelFormat, resultTypeGiven, updatesParam,",
+        "//          updatesState)",
         "// REMAT_OP_OPERAND(Kind, index, name)",
         "// REMAT_OP_RESULT(Kind, index, name)",
         "// REMAT_OP_ATTR(Kind, name, field, AttrType, required, default)",
@@ -119,7 +120,8 @@ def generate(records):
             f'{rule}, {family}, {str(bool(r["inPlace"])).lower()}, '
             f'{str(bool(r["inModelFormat"])).lower()}, '
             f'{str(bool(r["resultTypeGiven"])).lower()}, '
-            f'{str(bool(r["updatesParam"])).lower()})')
+            f'{str(bool(r["updatesParam"])).lower()}, '
+            f'{str(bool(r["updatesState"])).lower()})')
         for i, o in enumerate(operands):
             operand_lines.append(f'REMAT_OP_OPERAND({kind}, {i}, "{o}")')
         for i, o in enumerate(results):

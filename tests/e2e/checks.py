@@ -87,7 +87,8 @@ def forum_plan(remat, work):
     with open(report) as f:
         r = json.load(f)
     buffer = 100000 * 1024 * 4
-    persistent = sum(r["breakdown"][k] for k in ("params", "grads", "optimizer"))
+    persistent = sum(r["breakdown"].get(k, 0)
+                     for k in ("params", "grads", "optimizer", "state"))
     activations = (r["planned_peak_bytes"] - persistent) / buffer
     print(f"forum model: planned peak = {activations:.3f} activation buffers "
           f"(input x included) + {persistent} bytes of params, grads, state")

@@ -12,6 +12,11 @@
                                  the same for the transformer language model
                                  (--frozen mask) on its default next-token
                                  task
+  onnx_cli.py REMAT running-stats  the `norm` model (BatchNorm): 3 steps
+                                 of SGD give PyTorch's parameters and
+                                 running statistics; --save holds the
+                                 statistics and a run resumed from it with
+                                 --weights continues bitwise
 Exit 0 on success, 1 with a message on failure, 77 (skipped) without
 PyTorch or without ONNX support in this remat.
 """
@@ -25,6 +30,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, HERE)
 SKIP = 77
 
 
@@ -209,6 +215,40 @@ def errors(remat, work):
                       do_constant_folding=False, opset_version=17)
     expect(run(remat, "compile", wide), 1, "(LayerNormalization, opset 17)",
            "normalization from axis -2 is not supported")
+    # BatchNormalization in inference mode and Resize other than nearest.
+    class EvalNorm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 3)
+            self.bn = torch.nn.BatchNorm1d(3)
+
+        def forward(self, x):
+            return self.bn(self.fc(x))
+
+    eval_bn = os.path.join(work, "eval_bn.onnx")
+    torch.onnx.export(EvalNorm().eval(), torch.randn(2, 4), eval_bn,
+                      training=torch.onnx.TrainingMode.PRESERVE,
+                      do_constant_folding=False, opset_version=17)
+    expect(run(remat, "compile", eval_bn), 1, "node '/bn/BatchNormalization'",
+           "(BatchNormalization, opset 17)", "inference mode",
+           "TrainingMode.TRAINING")
+
+    class Bilinear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = self.fc(x).reshape(-1, 1, 2, 2)
+            return torch.nn.functional.interpolate(
+                h, scale_factor=2, mode="bilinear").flatten(1)
+
+    bilinear = os.path.join(work, "bilinear.onnx")
+    torch.onnx.export(Bilinear(), torch.randn(2, 4), bilinear,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=13)
+    expect(run(remat, "compile", bilinear), 1, "(Resize, opset 13)",
+           "mode 'linear' is not supported (only 'nearest')")
     return 0
 
 
@@ -252,8 +292,93 @@ def lm_train_falls(remat, work):
     return 0
 
 
+def running_stats(remat, work):
+    import copy
+
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    import export_onnx
+    from torch_parity import read_safetensors, relative_error
+
+    model = os.path.join(work, "norm.onnx")
+    module = export_onnx.export("norm", model, batch=16, width=16, classes=4,
+                                side=4)
+    plan = os.path.join(work, "norm.plan")
+    r = run(remat, "compile", model, "--emit=plan", "-o", plan)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: remat compile exit {r.returncode}:\n"
+                         f"{r.stderr}")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((16, 4)).astype(np.float32)
+    labels = rng.integers(0, 4, size=(16,)).astype(np.int64)
+    np.save(os.path.join(work, "x.npy"), x)
+    np.save(os.path.join(work, "labels.npy"), labels)
+    data = ["--data", "x=" + os.path.join(work, "x.npy"),
+            "--data", "labels=" + os.path.join(work, "labels.npy")]
+
+    def remat_run(steps, save, *extra):
+        r = run(remat, "run", plan, "--steps", str(steps), "--save", save,
+                *data, *extra)
+        if r.returncode != 0:
+            raise SystemExit(f"FAIL: remat run exit {r.returncode}:\n"
+                             f"{r.stderr}")
+        return read_safetensors(save)
+
+    s3 = remat_run(3, os.path.join(work, "s3.safetensors"))
+    stats = [f"bn{k}.running_{s}" for k in (1, 2) for s in ("mean", "var")]
+    missing = [name for name in stats if name not in s3]
+    if missing:
+        raise SystemExit(f"FAIL: --save holds no {missing} (it has "
+                         f"{sorted(s3)})")
+
+    # PyTorch: 3 steps of SGD (lr 0.01, remat's default) on the same batch.
+    def torch_steps(dtype):
+        m = copy.deepcopy(module).to(dtype)
+        opt = torch.optim.SGD(m.parameters(), lr=0.01)
+        for _ in range(3):
+            opt.zero_grad()
+            F.cross_entropy(m(torch.from_numpy(x).to(dtype)),
+                            torch.from_numpy(labels)).backward()
+            opt.step()
+        return {k: v.detach().to(torch.float64).numpy()
+                for k, v in m.state_dict().items()
+                if not k.endswith("num_batches_tracked")}
+
+    t64, t32 = torch_steps(torch.float64), torch_steps(torch.float32)
+    failed = []
+    for name in sorted(t64):
+        err = relative_error(s3[name], t64[name])
+        tolerance = max(1e-4, 4 * relative_error(t32[name], t64[name]))
+        print(f"{name:<20} after 3 steps: relative error {err:.3e} "
+              f"(tolerance {tolerance:.3e})")
+        if err > tolerance:
+            failed.append(name)
+    if failed:
+        raise SystemExit(f"FAIL: {failed} differ from PyTorch")
+
+    # Resuming from --save continues the same run: 2 steps, then 1 step
+    # from the saved parameters and running statistics, equals 3 steps.
+    s2 = os.path.join(work, "s2.safetensors")
+    remat_run(2, s2)
+    resumed = remat_run(1, os.path.join(work, "s21.safetensors"),
+                        "--weights", s2)
+    for name in sorted(s3):
+        if not np.array_equal(resumed[name], s3[name]):
+            raise SystemExit(f"FAIL: '{name}' after 2 + 1 resumed steps "
+                             f"differs from 3 steps")
+    initial = read_safetensors(os.path.join(work, "norm.weights.safetensors"))
+    for name in stats:
+        if np.array_equal(initial[name], s3[name]):
+            raise SystemExit(f"FAIL: '{name}' did not change in 3 steps")
+    print(f"OK: {len(t64)} tensors match PyTorch after 3 steps; the running "
+          f"statistics change, are saved, and resume bitwise")
+    return 0
+
+
 CHECKS = {"errors": errors, "train-falls": train_falls,
-          "lm-train-falls": lm_train_falls}
+          "lm-train-falls": lm_train_falls, "running-stats": running_stats}
 
 
 def main():

@@ -6,8 +6,10 @@ Exports MODEL with tools/export_onnx.py, compiles the .onnx file with remat
 x=... --data labels=...`) with `remat run --dump-grads`, and runs the same
 torch module in float64 and in float32 on the same batch. For the loss and
 every parameter gradient (named by its ONNX initializer, i.e. the module's
-parameter name) the relative error ||remat - torch64|| / ||torch64|| must be
-at most max(1e-4, 4 x float32 PyTorch's own relative error on that tensor).
+parameter name), and for the BatchNorm running statistics after the step
+(`remat run --save`), the relative error ||remat - torch64|| / ||torch64||
+must be at most max(1e-4, 4 x float32 PyTorch's own relative error on that
+tensor).
 
 The transformers take int64 token ids in [0, classes) of length `side`
 and their labels are [batch, side] (cross-entropy over every position);
@@ -39,7 +41,8 @@ SKIP = 77
 
 
 def torch_step(module, x, labels, loss_kind, dtype):
-    """Loss and gradients by parameter name of one step in `dtype`."""
+    """Loss, gradients by parameter name and the running statistics
+    (BatchNorm buffers) after one step in `dtype`."""
     import copy
     import torch
     import torch.nn.functional as F
@@ -55,7 +58,10 @@ def torch_step(module, x, labels, loss_kind, dtype):
     loss.backward()
     grads = {name: p.grad.detach().to(torch.float64).numpy()
              for name, p in m.named_parameters()}
-    return float(loss.item()), grads
+    stats = {name: b.detach().to(torch.float64).numpy()
+             for name, b in m.named_buffers()
+             if name.endswith(("running_mean", "running_var"))}
+    return float(loss.item()), grads, stats
 
 
 def main():
@@ -126,11 +132,12 @@ def main():
         print(f"FAIL: {' '.join(compile_cmd)}\n{r.stderr}")
         return 1
     grads_path = os.path.join(work, "grads.safetensors")
+    saved_path = os.path.join(work, "saved.safetensors")
     log = os.path.join(work, "log.jsonl")
     run_cmd = [args.remat, "run", plan, "--steps", "1",
                "--data", "x=" + os.path.join(work, "x.npy"),
                "--data", "labels=" + os.path.join(work, "labels.npy"),
-               "--dump-grads", grads_path, "--log", log]
+               "--dump-grads", grads_path, "--log", log, "--save", saved_path]
     r = subprocess.run(run_cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print(f"FAIL: {' '.join(run_cmd)}\n{r.stderr}")
@@ -138,9 +145,12 @@ def main():
     with open(log) as f:
         remat_loss = json.loads(f.readline())["loss"]
     remat_grads = read_safetensors(grads_path)
+    remat_saved = read_safetensors(saved_path)
 
-    loss64, grads64 = torch_step(module, x, labels, loss_kind, torch.float64)
-    loss32, grads32 = torch_step(module, x, labels, loss_kind, torch.float32)
+    loss64, grads64, stats64 = torch_step(module, x, labels, loss_kind,
+                                          torch.float64)
+    loss32, grads32, stats32 = torch_step(module, x, labels, loss_kind,
+                                          torch.float32)
     rows = [("loss", relative_error([remat_loss], [loss64]),
              relative_error([loss32], [loss64]))]
     missing = sorted(set(grads64) - set(remat_grads))
@@ -151,6 +161,14 @@ def main():
     for name in grads64:
         rows.append((name, relative_error(remat_grads[name], grads64[name]),
                      relative_error(grads32[name], grads64[name])))
+    missing = sorted(set(stats64) - set(remat_saved))
+    if missing:
+        print(f"FAIL: remat --save holds no running statistic {missing}")
+        return 1
+    for name in stats64:
+        rows.append((name + " (after)",
+                     relative_error(remat_saved[name], stats64[name]),
+                     relative_error(stats32[name], stats64[name])))
 
     width = max(len(r[0]) for r in rows)
     print(f"{args.model} (opset {args.opset}, batch {args.batch}, "
@@ -170,7 +188,8 @@ def main():
     if failed:
         print(f"FAIL: {', '.join(failed)} beyond tolerance")
         return 1
-    print(f"OK: loss and {len(rows) - 1} gradients match PyTorch")
+    print(f"OK: loss, {len(grads64)} gradients and {len(stats64)} running "
+          f"statistics match PyTorch")
     return 0
 
 

@@ -210,6 +210,15 @@ def torch_step(flat, weights, inputs):
             r = torch.cat([a[0], a[1]], dim=attrs["axis"])
         elif kind == "constant":
             r = torch.full(attrs["shape"], attrs["value"], dtype=torch.float64)
+        elif kind == "batch_norm":
+            r = F.batch_norm(a[0], None, None, a[1], a[2], training=True,
+                             eps=attrs["epsilon"])
+        elif kind == "clip":
+            r = F.hardtanh(a[0], attrs["min"], attrs["max"])
+        elif kind == "resize_nearest":
+            r = a[0]
+            for d, s in enumerate(attrs["scales"]):
+                r = r.repeat_interleave(s, dim=d)
         else:
             raise SystemExit(f"torch_parity: no reference for op {kind}")
         env[op["name"]] = r

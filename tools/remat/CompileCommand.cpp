@@ -323,6 +323,9 @@ void printSummary(const nlohmann::json &report) {
             << " (params " << formatBytes(b["params"].get<int64_t>())
             << ", grads " << formatBytes(b["grads"].get<int64_t>())
             << ", optimizer " << formatBytes(b["optimizer"].get<int64_t>())
+            << (b.value("state", int64_t(0)) > 0
+                    ? ", state " + formatBytes(b["state"].get<int64_t>())
+                    : std::string())
             << ", inputs " << formatBytes(b["inputs"].get<int64_t>())
             << ", activations "
             << formatBytes(b["activations"].get<int64_t>()) << ", workspace "

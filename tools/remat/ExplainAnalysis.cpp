@@ -33,8 +33,7 @@ uint64_t alignUp(uint64_t bytes, uint64_t alignment) {
 }
 
 bool livesWholeStep(BufferRole role) {
-  return role == BufferRole::Param || role == BufferRole::Optimizer ||
-         role == BufferRole::Input;
+  return isPersistent(role) || role == BufferRole::Input;
 }
 
 std::string stripCopySuffix(const std::string &name) {

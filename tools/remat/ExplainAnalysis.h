@@ -18,8 +18,8 @@
 
 namespace remat::tools {
 
-/// Number of buffer roles (BufferRole::Param .. BufferRole::Temporary).
-inline constexpr int kNumBufferRoles = 6;
+/// Number of buffer roles (BufferRole::Param .. BufferRole::State).
+inline constexpr int kNumBufferRoles = 7;
 
 /// When a buffer holds a value: steps [begin, end], both inclusive.
 /// Params, optimizer state and inputs live over the whole step list; the

@@ -110,11 +110,13 @@ std::string renderTimelineSvg(const Plan &plan, const PlanExplanation &ex,
       "#edc948", // input
       "#59a14f", // activation
       "#b07aa1", // temporary
+      "#9c755f", // state
   };
   // Stacking order, bottom up: what lives all step first.
   static const BufferRole stackOrder[kNumBufferRoles] = {
-      BufferRole::Param, BufferRole::Optimizer,  BufferRole::Input,
-      BufferRole::Grad,  BufferRole::Activation, BufferRole::Temporary};
+      BufferRole::Param, BufferRole::Optimizer,  BufferRole::State,
+      BufferRole::Input, BufferRole::Grad,       BufferRole::Activation,
+      BufferRole::Temporary};
 
   std::ostringstream os;
   os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"

@@ -280,6 +280,19 @@ func.func @conv2d(%x: tensor<1x4x6x6xf32>, %w: tensor<2x2x3x3xf32>) {
 
 // -----
 
+// batch_norm: one batch_norm_grad with the same epsilon, from x (not y):
+// the statistics are recomputed.
+// CHECK-LABEL: func.func @batch_norm
+// CHECK-SAME: (%[[X:.*]]: tensor<4x3x2x2xf32>, %[[G:.*]]: tensor<3xf32>, %[[B:.*]]: tensor<3xf32>)
+// CHECK: %[[Y:.*]] = graph.batch_norm %[[X]], %[[G]], %[[B]] {epsilon = 1.000000e-03 : f32}
+// CHECK-NEXT: graph.batch_norm_grad %[[X]], %[[G]], %[[Y]] {epsilon = 1.000000e-03 : f32} : tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<4x3x2x2xf32> -> tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>
+func.func @batch_norm(%x: tensor<4x3x2x2xf32>, %g: tensor<3xf32>, %b: tensor<3xf32>) {
+  %0 = graph.batch_norm %x, %g, %b {epsilon = 1.0e-3 : f32} : tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<4x3x2x2xf32>
+  return
+}
+
+// -----
+
 // Pools: max_pool2d_grad recomputes the argmax from x; avg_pool2d_grad takes
 // only dy and has x's type.
 // CHECK-LABEL: func.func @pools
@@ -291,5 +304,29 @@ func.func @conv2d(%x: tensor<1x4x6x6xf32>, %w: tensor<2x2x3x3xf32>) {
 func.func @pools(%x: tensor<1x2x6x6xf32>) {
   %0 = graph.max_pool2d %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = true} : tensor<1x2x6x6xf32> -> tensor<1x2x4x4xf32>
   %1 = graph.avg_pool2d %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, count_include_pad = true} : tensor<1x2x6x6xf32> -> tensor<1x2x3x3xf32>
+  return
+}
+
+// -----
+
+// clip: clip_grad from x with the same bounds.
+// CHECK-LABEL: func.func @clip
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK: %[[Y:.*]] = graph.clip %[[X]]
+// CHECK-NEXT: graph.clip_grad %[[X]], %[[Y]] {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+func.func @clip(%x: tensor<2x3xf32>) {
+  %0 = graph.clip %x {min = 0.0 : f32, max = 6.0 : f32} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// resize_nearest: the gradient sums the copies back to x's shape.
+// CHECK-LABEL: func.func @resize_nearest
+// CHECK-SAME: (%[[X:.*]]: tensor<1x2x3x3xf32>)
+// CHECK: %[[Y:.*]] = graph.resize_nearest %[[X]]
+// CHECK-NEXT: graph.resize_nearest_grad %[[Y]] {scales = array<i64: 1, 1, 2, 2>} : tensor<1x2x6x6xf32> -> tensor<1x2x3x3xf32>
+func.func @resize_nearest(%x: tensor<1x2x3x3xf32>) {
+  %0 = graph.resize_nearest %x {scales = array<i64: 1, 1, 2, 2>} : tensor<1x2x3x3xf32> -> tensor<1x2x6x6xf32>
   return
 }

@@ -523,10 +523,28 @@ func.func @slice_out_of_range(%x: tensor<2x12xf32>) {
 
 // -----
 
+// batch_norm's gamma is [C], C the channel dim 1 of x.
+func.func @case_bn_gamma(%x: tensor<4x3x2x2xf32>, %g: tensor<2xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'gamma' has shape [2] but expects [3] ([C], C dim 1 of 'x')}}
+  %0 = graph.batch_norm %x, %g, %b : tensor<4x3x2x2xf32>, tensor<2xf32>, tensor<3xf32> -> tensor<4x3x2x2xf32>
+  return
+}
+
+// -----
+
 // conv2d's weight must have C/groups input channels.
 func.func @conv_channels(%x: tensor<1x4x5x5xf32>, %w: tensor<2x4x3x3xf32>) {
   // expected-error @+1 {{'w' has shape [2,4,3,3] but expects [O,2,kh,kw] with O divisible by 2}}
   %0 = graph.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 2} : tensor<1x4x5x5xf32>, tensor<2x4x3x3xf32> -> tensor<1x2x3x3xf32>
+  return
+}
+
+// -----
+
+// clip's bounds are ordered.
+func.func @case_clip_bounds(%x: tensor<4xf32>) {
+  // expected-error @+1 {{attribute 'min' (6) must not exceed 'max' (0)}}
+  %0 = graph.clip %x {min = 6.0 : f32, max = 0.0 : f32} : tensor<4xf32> -> tensor<4xf32>
   return
 }
 
@@ -541,10 +559,28 @@ func.func @slice_grad_wrong_box(%dy: tensor<2x5xf32>) {
 
 // -----
 
+// resize_nearest has one scale per dim.
+func.func @case_resize_rank(%x: tensor<1x2x3x3xf32>) {
+  // expected-error @+1 {{attribute 'scales' has 2 entries but 'x' has rank 4}}
+  %0 = graph.resize_nearest %x {scales = array<i64: 2, 2>} : tensor<1x2x3x3xf32> -> tensor<1x2x6x6xf32>
+  return
+}
+
+// -----
+
 // pads has four entries (top, left, bottom, right).
 func.func @conv_pads(%x: tensor<1x4x5x5xf32>, %w: tensor<2x4x3x3xf32>) {
   // expected-error @+1 {{attribute 'pads' [1,1] must have 4 entries, each >= 0}}
   %0 = graph.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x4x5x5xf32>, tensor<2x4x3x3xf32> -> tensor<1x2x5x5xf32>
+  return
+}
+
+// -----
+
+// The unbiased running variance needs two values per channel.
+func.func @case_running_var_one(%r: tensor<3xf32>, %x: tensor<1x3xf32>) {
+  // expected-error @+1 {{'x' [1,3] has one value per channel; running statistics need two}}
+  %0 = graph.running_var_update %r, %x {momentum = 0.9 : f32} : tensor<3xf32>, tensor<1x3xf32> -> tensor<3xf32>
   return
 }
 
@@ -581,5 +617,14 @@ func.func @pool_pad(%x: tensor<1x1x6x6xf32>) {
 func.func @pool_grad_dy(%x: tensor<1x1x6x6xf32>, %dy: tensor<1x1x2x2xf32>) {
   // expected-error @+1 {{'dy' has shape [1,1,2,2] but expects [1,1,3,3] (the pool's output)}}
   %0 = graph.max_pool2d_grad %x, %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<1x1x6x6xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x6x6xf32>
+  return
+}
+
+// -----
+
+// The running statistics' momentum is in [0, 1].
+func.func @case_running_momentum(%r: tensor<3xf32>, %x: tensor<4x3xf32>) {
+  // expected-error @+1 {{attribute 'momentum' must be in [0, 1], got 1.5}}
+  %0 = graph.running_mean_update %r, %x {momentum = 1.5 : f32} : tensor<3xf32>, tensor<4x3xf32> -> tensor<3xf32>
   return
 }

@@ -220,3 +220,29 @@ func.func @conv_pool(%x: tensor<2x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %dy: tens
   %6 = graph.avg_pool2d_grad %p {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>} : tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
   return
 }
+
+// batch_norm over NC and NCHW, its gradient, the running-statistics
+// updates, clip and clip_grad, resize_nearest and its gradient.
+// CHECK-LABEL: func.func @batch_norm_clip_resize
+// CHECK-SAME: (%[[X:.*]]: tensor<4x3x2x2xf32>, %[[V:.*]]: tensor<5x3xf32>, %[[C:.*]]: tensor<3xf32>)
+func.func @batch_norm_clip_resize(%x: tensor<4x3x2x2xf32>, %v: tensor<5x3xf32>, %c: tensor<3xf32>) {
+  // CHECK: graph.batch_norm %[[X]], %[[C]], %[[C]] : tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<4x3x2x2xf32>
+  %0 = graph.batch_norm %x, %c, %c : tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<4x3x2x2xf32>
+  // CHECK: graph.batch_norm %[[V]], %[[C]], %[[C]] {epsilon = 1.000000e-03 : f32} : tensor<5x3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<5x3xf32>
+  %1 = graph.batch_norm %v, %c, %c {epsilon = 1.0e-3 : f32} : tensor<5x3xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<5x3xf32>
+  // CHECK: graph.batch_norm_grad %[[X]], %[[C]], %[[X]] : tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<4x3x2x2xf32> -> tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>
+  %2:3 = graph.batch_norm_grad %x, %c, %x : tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<4x3x2x2xf32> -> tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>
+  // CHECK: graph.running_mean_update %[[C]], %[[X]] {momentum = 0.899999976 : f32} : tensor<3xf32>, tensor<4x3x2x2xf32> -> tensor<3xf32>
+  %3 = graph.running_mean_update %c, %x {momentum = 0.9 : f32} : tensor<3xf32>, tensor<4x3x2x2xf32> -> tensor<3xf32>
+  // CHECK: graph.running_var_update %[[C]], %[[V]] {momentum = 0.899999976 : f32} : tensor<3xf32>, tensor<5x3xf32> -> tensor<3xf32>
+  %4 = graph.running_var_update %c, %v {momentum = 0.9 : f32} : tensor<3xf32>, tensor<5x3xf32> -> tensor<3xf32>
+  // CHECK: graph.clip %[[V]] {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32} : tensor<5x3xf32> -> tensor<5x3xf32>
+  %5 = graph.clip %v {min = 0.0 : f32, max = 6.0 : f32} : tensor<5x3xf32> -> tensor<5x3xf32>
+  // CHECK: graph.clip_grad %[[V]], %[[V]] {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32} : tensor<5x3xf32>, tensor<5x3xf32> -> tensor<5x3xf32>
+  %6 = graph.clip_grad %v, %v {min = 0.0 : f32, max = 6.0 : f32} : tensor<5x3xf32>, tensor<5x3xf32> -> tensor<5x3xf32>
+  // CHECK: graph.resize_nearest %[[X]] {scales = array<i64: 1, 1, 2, 3>} : tensor<4x3x2x2xf32> -> tensor<4x3x4x6xf32>
+  %7 = graph.resize_nearest %x {scales = array<i64: 1, 1, 2, 3>} : tensor<4x3x2x2xf32> -> tensor<4x3x4x6xf32>
+  // CHECK: graph.resize_nearest_grad %{{.*}} {scales = array<i64: 1, 1, 2, 3>} : tensor<4x3x4x6xf32> -> tensor<4x3x2x2xf32>
+  %8 = graph.resize_nearest_grad %7 {scales = array<i64: 1, 1, 2, 3>} : tensor<4x3x4x6xf32> -> tensor<4x3x2x2xf32>
+  return
+}

@@ -82,7 +82,7 @@ plan.arena bytes(128) alignment(64) {
 
 // Buffer roles are those of the plan format.
 plan.arena bytes(64) alignment(64) {
-  // expected-error @+1 {{'plan.buffer' op role must be param, grad, optimizer, input, activation or temporary, got 'weights'}}
+  // expected-error @+1 {{'plan.buffer' op role must be param, grad, optimizer, input, activation, temporary or state, got 'weights'}}
   plan.buffer @w "weights" : f32 [4] offset 0 bytes 16
 }
 
@@ -146,7 +146,7 @@ plan.arena bytes(64) alignment(64) {
 
 // Other buffers have no init ...
 plan.arena bytes(64) alignment(64) {
-  // expected-error @+1 {{'plan.buffer' op init is only allowed on param and optimizer buffers, not on 'activation'}}
+  // expected-error @+1 {{'plan.buffer' op init is only allowed on param, optimizer and state buffers, not on 'activation'}}
   plan.buffer @h "activation" : f32 [4] offset 0 bytes 16 init {kind = "zeros"}
 }
 
@@ -339,4 +339,25 @@ plan.arena bytes(256) alignment(64) loss(@l) {
   plan.free @h
   plan.step "exp" (@y) -> (@g) phase "forward"
   plan.step "mse" (@y, @g) -> (@l) phase "forward"
+}
+
+// -----
+
+// Only the state updates write state (running statistics).
+plan.arena bytes(128) alignment(64) {
+  plan.buffer @s "state" : f32 [4] offset 0 bytes 16 init {kind = "zeros"}
+  plan.buffer @h "activation" : f32 [4] offset 64 bytes 16
+  // expected-error @+1 {{'plan.step' op 'relu' writes @s, a 'state' buffer; only state updates (the running statistics of batch normalization) write state}}
+  plan.step "relu" (@h) -> (@s) phase "forward"
+}
+
+// -----
+
+// A state update writes in place of its state operand.
+plan.arena bytes(256) alignment(64) {
+  plan.buffer @s "state" : f32 [2] offset 0 bytes 8 init {kind = "zeros"}
+  plan.buffer @t "state" : f32 [2] offset 64 bytes 8 init {kind = "zeros"}
+  plan.buffer @x "input" : f32 [3, 2] offset 128 bytes 24
+  // expected-error @+1 {{'plan.step' op 'running_mean_update' must update in place: output 0 names the state buffer of input 0}}
+  plan.step "running_mean_update" (@s, @x) -> (@t) phase "forward" attrs {momentum = 0.9 : f32}
 }

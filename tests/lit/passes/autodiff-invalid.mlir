@@ -17,8 +17,8 @@ func.func private @forward(tensor<f32>) -> tensor<f32>
 
 // -----
 
-// The loss is the only result.
-// expected-error @+1 {{@forward must return exactly one value (the loss), got 2}}
+// Results after the loss are new state values.
+// expected-error @+1 {{result #1 of @forward must be a new state value (graph.role = "state" with graph.updates)}}
 func.func @forward(%w: tensor<f32> {graph.name = "w", graph.role = "param"}) -> (tensor<f32>, tensor<f32>) {
   return %w, %w : tensor<f32>, tensor<f32>
 }
@@ -41,8 +41,8 @@ func.func @forward(%w: tensor<f32> {graph.role = "param"}) -> tensor<f32> {
 
 // -----
 
-// Every argument is an input or a param.
-// expected-error @+1 {{argument #1 ('w') of @forward needs graph.role "input" or "param"}}
+// Every argument is an input, a param or state.
+// expected-error @+1 {{argument #1 ('w') of @forward needs graph.role "input", "param" or "state"}}
 func.func @forward(%x: tensor<f32> {graph.name = "x", graph.role = "input"},
                    %w: tensor<f32> {graph.name = "w", graph.role = "weight"}) -> tensor<f32> {
   %loss = graph.mse %x, %w : tensor<f32>, tensor<f32> -> tensor<f32>

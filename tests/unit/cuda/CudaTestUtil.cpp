@@ -23,18 +23,22 @@ nlohmann::json opPlanJson(const OpCase &c) {
     uint64_t bytes = *checkedNumElements(shape) * dtypeSize(dtype);
     json b = {{"name", name},   {"role", role},     {"dtype", dtypeName(dtype)},
               {"shape", shape}, {"offset", offset}, {"bytes", bytes}};
-    if (role == "param" || role == "optimizer")
+    if (role == "param" || role == "optimizer" || role == "state")
       b["init"] = {{"kind", "zeros"}};
     buffers.push_back(b);
     offset += (bytes + kAlign - 1) / kAlign * kAlign;
     return int64_t(buffers.size()) - 1;
   };
   bool optimizer = isOptimizerOp(c.op);
+  // A state update (running statistics) writes input 0, a state buffer.
+  bool stateUpdate = ops::opInfo(c.op).updatesState;
   std::vector<int64_t> inputIds, outputIds;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     std::string role = "input";
     if (optimizer)
       role = i == 0 ? "param" : i == 1 ? "input" : "optimizer";
+    if (stateUpdate && i == 0)
+      role = "state";
     inputIds.push_back(addBuffer("in" + std::to_string(i), role,
                                  c.inputs[i].dtype, c.inputs[i].shape));
   }
@@ -42,6 +46,8 @@ nlohmann::json opPlanJson(const OpCase &c) {
     outputIds.push_back(inputIds[0]);
     for (size_t i = 2; i < inputIds.size(); ++i)
       outputIds.push_back(inputIds[i]);
+  } else if (stateUpdate) {
+    outputIds.push_back(inputIds[0]);
   } else {
     for (size_t i = 0; i < c.outputs.size(); ++i)
       outputIds.push_back(addBuffer("out" + std::to_string(i), "activation",

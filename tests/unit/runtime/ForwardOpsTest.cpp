@@ -278,3 +278,57 @@ TEST_CASE("constant fills its result", "[runtime]") {
   CHECK(run1(OpKind::Constant, attrs, {}, {2, 2}).values ==
         std::vector<double>(4, 2.5));
 }
+
+TEST_CASE("batch_norm normalizes each channel over the batch and the "
+          "spatial dims",
+          "[runtime]") {
+  // x [2, 2, 2]: channel 0 holds 1, 2 (n=0) and 3, 4 (n=1): mean 2.5,
+  // biased variance 1.25; channel 1 holds 10 everywhere (variance 0).
+  HostTensor x = tensorOf({2, 2, 2}, {1, 2, 10, 10, 3, 4, 10, 10});
+  HostTensor gamma = tensorOf({2}, {2.0, 1.0});
+  HostTensor beta = tensorOf({2}, {0.5, -1.0});
+  OpAttrs attrs;
+  attrs.epsilon = 1e-5f;
+  HostTensor y = run1(OpKind::BatchNorm, attrs, {x, gamma, beta}, {2, 2, 2});
+  double rstd = 1.0 / std::sqrt(1.25 + 1e-5);
+  std::vector<double> want = {2 * -1.5 * rstd + 0.5, 2 * -0.5 * rstd + 0.5,
+                              -1.0, -1.0,
+                              2 * 0.5 * rstd + 0.5,  2 * 1.5 * rstd + 0.5,
+                              -1.0, -1.0};
+  CHECK(normalizedError(y, tensorOf({2, 2, 2}, want)) < kTol);
+}
+
+TEST_CASE("running_mean_update and running_var_update follow ONNX's "
+          "momentum and PyTorch's unbiased variance",
+          "[runtime]") {
+  // Channel 0: 1, 2, 3, 4 (mean 2.5, unbiased variance 5/3); channel 1:
+  // 10, 10, 10, 10.
+  HostTensor x = tensorOf({2, 2, 2}, {1, 2, 10, 10, 3, 4, 10, 10});
+  HostTensor running = tensorOf({2}, {0.5, 2.0});
+  OpAttrs attrs;
+  attrs.momentum = 0.9f; // PyTorch's momentum 0.1
+  HostTensor mean = run1(OpKind::RunningMeanUpdate, attrs, {running, x}, {2});
+  HostTensor var = run1(OpKind::RunningVarUpdate, attrs, {running, x}, {2});
+  CHECK(normalizedError(mean, tensorOf({2}, {0.5 * 0.9 + 2.5 * 0.1,
+                                             2.0 * 0.9 + 10 * 0.1})) < kTol);
+  CHECK(normalizedError(var, tensorOf({2}, {0.5 * 0.9 + (5.0 / 3) * 0.1,
+                                            2.0 * 0.9 + 0.0})) < kTol);
+}
+
+TEST_CASE("clip clamps to [min, max] and resize_nearest copies by integer "
+          "factors",
+          "[runtime]") {
+  OpAttrs clip;
+  clip.min = 0.0f;
+  clip.max = 6.0f;
+  HostTensor y = run1(OpKind::Clip, clip, {tensorOf({4}, {-1, 0.5, 6, 7.25})},
+                      {4});
+  CHECK(y.values == std::vector<double>{0, 0.5, 6, 6});
+
+  OpAttrs resize;
+  resize.scales = {1, 2, 3};
+  HostTensor r = run1(OpKind::ResizeNearest, resize,
+                      {tensorOf({1, 2, 1}, {4, 5})}, {1, 4, 3});
+  CHECK(r.values ==
+        std::vector<double>{4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5});
+}

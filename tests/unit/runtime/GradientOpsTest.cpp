@@ -601,3 +601,60 @@ TEST_CASE("max_pool2d's gradient goes to the first maximum of a tie",
   CHECK(y.values[0] == 3);
   CHECK(dx.values == std::vector<double>{0, 5, 0, 0});
 }
+
+TEST_CASE("batch_norm_grad matches finite differences for x, gamma and beta",
+          "[runtime]") {
+  std::mt19937 rng(41);
+  for (Shape xs : {Shape{5, 3}, Shape{2, 3, 2, 3}}) {
+    HostTensor x = randomTensor(xs, rng, -2, 2);
+    HostTensor gamma = randomTensor({3}, rng, 0.5, 1.5);
+    HostTensor beta = randomTensor({3}, rng);
+    HostTensor w = randomTensor(xs, rng);
+    OpAttrs attrs;
+    attrs.epsilon = 1e-5f;
+    auto grads = runOp<float>(OpKind::BatchNormGrad, attrs, {x, gamma, w},
+                              {typeOf(xs), typeOf({3}), typeOf({3})});
+    std::vector<HostTensor> ins = {x, gamma, beta};
+    for (size_t i = 0; i < 3; ++i)
+      checkAgainstFD(grads[i], OpKind::BatchNorm, attrs, ins, {typeOf(xs)},
+                     {w}, i);
+  }
+}
+
+TEST_CASE("clip_grad matches finite differences of clip and is zero at the "
+          "bounds, as PyTorch's hardtanh",
+          "[runtime]") {
+  std::mt19937 rng(42);
+  OpAttrs attrs;
+  attrs.min = 0.0f;
+  attrs.max = 6.0f;
+  // Away from the bounds (the kinks): inside, below and above.
+  HostTensor x = randomTensor({4, 6}, rng, 0.2, 5.8);
+  for (size_t i = 0; i < x.values.size(); i += 5)
+    x.values[i] = i % 2 ? -1.5 : 7.5;
+  HostTensor w = randomTensor({4, 6}, rng);
+  HostTensor dx =
+      runOp<float>(OpKind::ClipGrad, attrs, {x, w}, {typeOf({4, 6})})[0];
+  checkAgainstFD(dx, OpKind::Clip, attrs, {x}, {typeOf({4, 6})}, {w}, 0);
+  // torch.nn.functional.hardtanh(x, 0, 6) (ReLU6) passes no gradient at
+  // x = 0 or x = 6 exactly.
+  HostTensor edge = tensorOf({4}, {0.0, 6.0, 3.0, -0.0});
+  HostTensor ones = tensorOf({4}, {1.0, 1.0, 1.0, 1.0});
+  HostTensor dEdge =
+      runOp<float>(OpKind::ClipGrad, attrs, {edge, ones}, {typeOf({4})})[0];
+  CHECK(dEdge.values == std::vector<double>{0.0, 0.0, 1.0, 0.0});
+}
+
+TEST_CASE("resize_nearest_grad sums the copies and matches finite "
+          "differences",
+          "[runtime]") {
+  std::mt19937 rng(43);
+  OpAttrs attrs;
+  attrs.scales = {1, 2, 3, 2};
+  HostTensor x = randomTensor({2, 2, 2, 3}, rng);
+  Shape ys = {2, 4, 6, 6};
+  HostTensor w = randomTensor(ys, rng);
+  HostTensor dx = runOp<float>(OpKind::ResizeNearestGrad, attrs, {w},
+                               {typeOf({2, 2, 2, 3})})[0];
+  checkAgainstFD(dx, OpKind::ResizeNearest, attrs, {x}, {typeOf(ys)}, {w}, 0);
+}

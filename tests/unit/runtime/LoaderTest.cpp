@@ -182,8 +182,8 @@ TEST_CASE("loader rejects an unknown op, role or dtype", "[runtime]") {
   p["steps"][3]["op"] = "matmull";
   expectRejected(p, "/steps/3 'matmull': unknown op 'matmull'");
   p = tinyJson();
-  p["buffers"][4]["role"] = "state";
-  expectRejected(p, "unknown role 'state'");
+  p["buffers"][4]["role"] = "status";
+  expectRejected(p, "unknown role 'status'");
   p = tinyJson();
   p["buffers"][4]["dtype"] = "f64";
   expectRejected(p, "unknown dtype 'f64'");
@@ -275,7 +275,7 @@ TEST_CASE("loader rejects init and data on the wrong roles", "[runtime]") {
   expectRejected(p, "/buffers/1 'w': param buffer needs \"init\"");
   p = tinyJson();
   p["buffers"][9]["init"] = {{"kind", "zeros"}};
-  expectRejected(p, "\"init\" is only for param/optimizer buffers");
+  expectRejected(p, "\"init\" is only for param/optimizer/state buffers");
   p = tinyJson();
   p["buffers"][0]["dtype"] = "i32"; // buffers are checked before steps
   p["buffers"][0]["data"] = {{"kind", "labels_of"}, {"of", 1}};
@@ -570,4 +570,53 @@ TEST_CASE("loader checks a teacher's source and shapes", "[runtime]") {
                     "labels of shape [8]");
   p["buffers"][k]["data"]["of"] = k;
   expectRejected(p, "data 'teacher' \"of\" must name a float input");
+}
+
+TEST_CASE("loader accepts a state update in place and no other write to "
+          "state",
+          "[runtime]") {
+  // A running mean of h [8, 2] (buffer 9, written by step 1) in a new state
+  // buffer 14 past the tiny plan's arena.
+  auto withState = [] {
+    json p = tinyJson();
+    p["arena_bytes"] = 960;
+    p["buffers"].push_back({{"name", "stat"},
+                            {"role", "state"},
+                            {"dtype", "f32"},
+                            {"shape", {2}},
+                            {"offset", 896},
+                            {"bytes", 8},
+                            {"init", {{"kind", "ones"}}}});
+    p["steps"].insert(p["steps"].begin() + 2,
+                      json{{"op", "running_mean_update"},
+                           {"inputs", {14, 9}},
+                           {"outputs", {14}},
+                           {"attrs", {{"momentum", 0.9}}},
+                           {"phase", "forward"}});
+    return p;
+  };
+  LoadedPlan lp = loadPlanText(withState().dump(), "state.plan");
+  CHECK(lp.plan.buffers[14].role == BufferRole::State);
+  CHECK(lp.lastWriter[14] == 2);
+
+  json p = withState();
+  p["steps"][2]["outputs"] = {7}; // grad:b [2], not in place
+  expectRejected(p, "output 0 must be input 0 (state updates are in place)");
+  p = withState();
+  p["steps"][2]["inputs"] = {5, 9}; // momentum:b is optimizer state
+  p["steps"][2]["outputs"] = {5};
+  expectRejected(p, "output 0 'momentum:b' is a optimizer buffer, which only "
+                    "optimizer ops may write");
+  p = withState();
+  p["steps"][5]["outputs"] = {14}; // constant writing the state
+  p["steps"][5]["attrs"] = {{"value", 1.0}};
+  expectRejected(p, "'constant': output 0 'stat' is a state buffer, which "
+                    "only state updates (the running statistics of batch "
+                    "normalization) may write");
+  p = withState();
+  p["buffers"][14]["offset"] = 640; // on top of h
+  expectRejected(p, "shares arena bytes");
+  p = withState();
+  p["buffers"][14].erase("init");
+  expectRejected(p, "state buffer needs \"init\"");
 }

@@ -18,7 +18,8 @@ json attrValue(const std::string &name) {
       {"axes", {0, 2}},   {"exponent", 3.0},  {"axis", 1},
       {"starts", {1, 0, 2}}, {"ends", {4, 6, 5}}, {"steps", {2, 1, 2}},
       {"strides", {2, 1}}, {"pads", {1, 0, 0, 1}}, {"dilations", {1, 2}},
-      {"kernel_shape", {3, 2}}};
+      {"kernel_shape", {3, 2}}, {"min", -1.0}, {"max", 1.5},
+      {"scales", {1, 2, 1, 3}}};
   return values.value(name, json());
 }
 
@@ -160,6 +161,23 @@ std::optional<OpSample> sampleFor(OpKind op, std::mt19937 &rng) {
     s.attrs["count_include_pad"] = true;
     random({2, 3, 3, 6});
     given.push_back({DType::F32, {2, 3, 7, 6}});
+    break;
+  case ShapeRule::ChannelNormalize:
+  case ShapeRule::ChannelNormalizeGrad:
+    random({4, 3, 2, 5}, -2.0, 3.0);
+    random({3});
+    random(info.shapeRule == ShapeRule::ChannelNormalize ? Shape{3}
+                                                         : Shape{4, 3, 2, 5});
+    break;
+  case ShapeRule::Upsample:
+    random({2, 3, 2, 3});
+    break;
+  case ShapeRule::UpsampleGrad:
+    random({2, 6, 2, 9});
+    break;
+  case ShapeRule::RunningStat:
+    random({3}, 0.0, 2.0);
+    random({4, 3, 5}, -2.0, 3.0);
     break;
   }
   ops::LabeledTypes ins;

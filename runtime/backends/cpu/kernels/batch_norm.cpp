@@ -1,0 +1,125 @@
+//===- batch_norm.cpp - batch_norm, its gradient and running statistics --===//
+//
+// x is [N, C, S...] viewed as [N, C, S] (S the product of the dims after C,
+// 1 for rank 2); channel c's M = N·S elements are x[n·C·S + c·S + s].
+// Per channel: mean and biased variance in double (two passes, n then s),
+// rstd = 1 / sqrt(var + epsilon) in double, y = T((x - mean)·rstd)·gamma +
+// beta, as for layer normalization. The gradient recomputes the statistics and sums
+// dy and dy·x̂ in double; dx = rstd·gamma·(dy - Σdy/M - x̂·Σ(dy·x̂)/M). The
+// running updates compute the batch mean (or the unbiased variance, over
+// M - 1) the same way and write running·momentum + batch·(1 - momentum).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/backends/cpu/kernels/Common.h"
+
+namespace remat::runtime::cpu {
+
+namespace {
+
+/// The [N, C, S] view of x.
+struct ChannelLayout {
+  int64_t n, c, s;
+  explicit ChannelLayout(const Shape &x)
+      : n(x[0]), c(x[1]), s(product(x.begin() + 2, x.end())) {}
+  int64_t count() const { return n * s; }
+  /// Calls fn(offset) for channel `channel`'s elements, n then s.
+  template <typename Fn> void forEach(int64_t channel, Fn fn) const {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j)
+        fn((i * c + channel) * s + j);
+  }
+};
+
+/// Mean and sum of squared deviations of one channel (two passes).
+template <typename T>
+void channelMoments(const T *x, const ChannelLayout &layout, int64_t channel,
+                    double &mean, double &squares) {
+  double sum = 0;
+  layout.forEach(channel, [&](int64_t o) { sum += double(x[o]); });
+  mean = sum / double(layout.count());
+  squares = 0;
+  layout.forEach(channel, [&](int64_t o) {
+    double d = double(x[o]) - mean;
+    squares += d * d;
+  });
+}
+
+} // namespace
+
+template <typename T> void runBatchNorm(const KernelCall &call, T *, uint64_t) {
+  if (call.op != OpKind::BatchNorm)
+    throwNoKernel(call.op);
+  const T *x = inData<T>(call, 0), *gamma = inData<T>(call, 1),
+          *beta = inData<T>(call, 2);
+  T *y = outData<T>(call, 0);
+  ChannelLayout layout(call.inputs[0].shape);
+  for (int64_t ch = 0; ch < layout.c; ++ch) {
+    double mean, squares;
+    channelMoments(x, layout, ch, mean, squares);
+    double rstd = 1.0 / std::sqrt(squares / double(layout.count()) +
+                                  double(call.attrs->epsilon));
+    layout.forEach(ch, [&](int64_t o) {
+      y[o] = T((double(x[o]) - mean) * rstd) * gamma[ch] + beta[ch];
+    });
+  }
+}
+
+template <typename T>
+void runBatchNormGrad(const KernelCall &call, T *, uint64_t) {
+  if (call.op != OpKind::BatchNormGrad)
+    throwNoKernel(call.op);
+  const T *x = inData<T>(call, 0), *gamma = inData<T>(call, 1),
+          *dy = inData<T>(call, 2);
+  T *dx = outData<T>(call, 0), *dgamma = outData<T>(call, 1),
+    *dbeta = outData<T>(call, 2);
+  ChannelLayout layout(call.inputs[0].shape);
+  double count = double(layout.count());
+  for (int64_t ch = 0; ch < layout.c; ++ch) {
+    double mean, squares;
+    channelMoments(x, layout, ch, mean, squares);
+    double rstd = 1.0 / std::sqrt(squares / count + double(call.attrs->epsilon));
+    double sumDy = 0, sumDyXhat = 0;
+    layout.forEach(ch, [&](int64_t o) {
+      sumDy += double(dy[o]);
+      sumDyXhat += double(dy[o]) * ((double(x[o]) - mean) * rstd);
+    });
+    dgamma[ch] = T(sumDyXhat);
+    dbeta[ch] = T(sumDy);
+    double scale = rstd * double(gamma[ch]);
+    double meanDy = sumDy / count, meanDyXhat = sumDyXhat / count;
+    layout.forEach(ch, [&](int64_t o) {
+      double xhat = (double(x[o]) - mean) * rstd;
+      dx[o] = T(scale * (double(dy[o]) - meanDy - xhat * meanDyXhat));
+    });
+  }
+}
+
+template <typename T>
+void runRunningStatUpdate(const KernelCall &call, T *, uint64_t) {
+  bool variance = call.op == OpKind::RunningVarUpdate;
+  if (!variance && call.op != OpKind::RunningMeanUpdate)
+    throwNoKernel(call.op);
+  const T *running = inData<T>(call, 0), *x = inData<T>(call, 1);
+  T *out = outData<T>(call, 0);
+  ChannelLayout layout(call.inputs[1].shape);
+  double momentum = double(call.attrs->momentum);
+  for (int64_t ch = 0; ch < layout.c; ++ch) {
+    double mean, squares;
+    channelMoments(x, layout, ch, mean, squares);
+    double batch =
+        variance ? squares / double(std::max<int64_t>(layout.count() - 1, 1))
+                 : mean;
+    out[ch] = T(double(running[ch]) * momentum + batch * (1.0 - momentum));
+  }
+}
+
+template void runBatchNorm<float>(const KernelCall &, float *, uint64_t);
+template void runBatchNorm<double>(const KernelCall &, double *, uint64_t);
+template void runBatchNormGrad<float>(const KernelCall &, float *, uint64_t);
+template void runBatchNormGrad<double>(const KernelCall &, double *, uint64_t);
+template void runRunningStatUpdate<float>(const KernelCall &, float *,
+                                          uint64_t);
+template void runRunningStatUpdate<double>(const KernelCall &, double *,
+                                           uint64_t);
+
+} // namespace remat::runtime::cpu

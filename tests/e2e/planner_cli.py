@@ -19,6 +19,14 @@
         time limit runs the MILP and reports a proven gap where CBC proves
         one; --progress prints a line per solver tried. Exit 77 (skipped)
         when the graphs are absent
+  planner_cli.py REMAT min-feasible
+        every command reports the same minimum feasible budget for GPT-2
+        tiny (compile --min-feasible, plan --budget --min-feasible, plan
+        --sweep, the infeasible-budget error), compile meets it, and the
+        lower bound is at most it; on seeded random layered training graphs
+        of 20-24 nodes (tools/gen_layered_graph.py) --budget-frac min
+        plans at the minimum and the exact MILP proves the budget 1% below
+        it infeasible (gap "proven" or "bound-met")
 Exit 0 on success, 1 with a message on failure.
 """
 import glob
@@ -253,6 +261,67 @@ def checkmate_auto(remat, work):
         fail("no Checkmate graph of at most 120 nodes found")
 
 
+def min_feasible(remat, work):
+    tiny = [model("gpt2.json"), "--preset", "tiny"]
+    compiled = compile_report(remat, tiny + ["--budget", "560000",
+                                             "--min-feasible"], work, "c")
+    minimum = compiled["min_feasible_bytes"]
+    bound = compiled["lower_bound_bytes"]
+    if not isinstance(minimum, int) or not isinstance(bound, int) or \
+            bound > minimum or not compiled["lower_bound_reason"]:
+        fail(f"compile --min-feasible: bound {bound}, minimum {minimum}")
+    plain = compile_report(remat, tiny + ["--budget", "560000"], work, "p")
+    if plain["min_feasible_bytes"] is not None or \
+            plain["lower_bound_bytes"] != bound:
+        fail(f"compile without --min-feasible: {plain['min_feasible_bytes']}"
+             f", bound {plain['lower_bound_bytes']} (want null, {bound})")
+    planned = json.loads(run([remat, "plan"] + tiny + [
+        "--budget", "560000", "--min-feasible"]).stdout)
+    sweep_json = os.path.join(work, "sweep.json")
+    run([remat, "plan"] + tiny + ["--sweep", "--points", "2", "--json",
+                                  sweep_json])
+    with open(sweep_json) as f:
+        swept = json.load(f)
+    error = run([remat, "compile"] + tiny + [
+        "--budget", "400000", "--emit=plan", "-o",
+        os.path.join(work, "x.plan")], 1).stderr
+    seen = {"plan --budget": planned["min_feasible_bytes"],
+            "plan --sweep": swept["min_feasible_bytes"]}
+    for name, value in seen.items():
+        if value != minimum:
+            fail(f"{name} reports {value}, compile {minimum}")
+    if f"minimum feasible budget: {minimum} bytes" not in error:
+        fail(f"the error does not name {minimum}:\n{error}")
+    at_min = compile_report(remat, tiny + ["--budget", str(minimum)], work,
+                            "m")
+    if at_min["step_bytes"] > minimum:
+        fail(f"compile at the minimum {minimum}: step {at_min['step_bytes']}")
+    print(f"gpt2 tiny: bound {bound}, minimum {minimum} everywhere, met")
+    generator = os.path.join(ROOT, "tools", "gen_layered_graph.py")
+    for nodes, seed in ((20, 1), (22, 11), (24, 12)):
+        path = os.path.join(work, f"layered_{nodes}_{seed}.json")
+        run([sys.executable, generator, "--nodes", str(nodes), "--seed",
+             str(seed), "-o", path])
+        report = json.loads(run([remat, "plan", "--graph", path,
+                                 "--budget-frac", "min", "--time-limit",
+                                 "20"]).stdout)
+        m = report["min_feasible_bytes"]
+        if report["status"] not in ("feasible", "optimal") or \
+                report["planned_peak_bytes"] > m or report["budget_bytes"] != m:
+            fail(f"{path}: --budget-frac min does not plan at {m}: {report}")
+        if report["min_feasible_gap"] not in ("proven", "bound-met"):
+            fail(f"{path}: gap {report['min_feasible_gap']}: {report}")
+        if report["min_feasible_gap"] == "proven" and \
+                report["proven_infeasible_bytes"] < m - m // 100 - 1:
+            fail(f"{path}: proven infeasible only at "
+                 f"{report['proven_infeasible_bytes']} (minimum {m})")
+        print(f"{os.path.basename(path)}: bound "
+              f"{report['lower_bound_bytes']}, minimum {m} "
+              f"({report['min_feasible_solver']}), gap "
+              f"{report['min_feasible_gap']}, "
+              f"{report['min_search_seconds']:.2f} s")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -261,7 +330,8 @@ def main():
     checks = {"default-least-memory": default_least_memory,
               "budget-errors": budget_errors,
               "plan-report": plan_report,
-              "checkmate-auto": checkmate_auto}
+              "checkmate-auto": checkmate_auto,
+              "min-feasible": min_feasible}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

@@ -21,6 +21,7 @@
 #include "compiler/ModelFile.h"
 #include "passes/Rematerialize.h"
 #include "passes/planner/CheckmateGraph.h"
+#include "passes/planner/MinimumBudget.h"
 #include "passes/planner/Reorder.h"
 #include "runtime/OutputFile.h"
 #include "tools/remat/Usage.h"
@@ -52,6 +53,10 @@ static const char *kPlanHelp =
     "                     with --budget: keep R bytes of the budget for the\n"
     "                     backend's workspace, as remat compile does\n"
     "                     (default: the --backend's workspace for the step)\n"
+    "  --min-feasible     with --budget or --graph: also search the minimum\n"
+    "                     feasible budget for the report (as remat compile\n"
+    "                     --min-feasible; --sweep and --budget-frac min\n"
+    "                     always search it)\n"
     "  --backend NAME     the backend the plan is for: cpu (default), cuda\n"
     "  --sweep            Pareto table: budget -> recompute overhead, from\n"
     "                     the minimum feasible budget to store-all; the knee\n"
@@ -63,7 +68,8 @@ static const char *kPlanHelp =
     "                     with node cost_cpu and cost_ram (the Checkmate\n"
     "                     graphs); memory is counted as Checkmate counts it\n"
     "  --budget-frac F    with --graph: budget as a fraction of the graph's\n"
-    "                     store-all peak (or `min`: the lower bound)\n"
+    "                     store-all peak (or `min`: the minimum feasible\n"
+    "                     budget, found by search; docs/planner.md)\n"
     "  --reorder, --no-reorder\n"
     "                     whether the planner may also move ops: it tries\n"
     "                     memory-aware candidate orders besides the given\n"
@@ -94,6 +100,7 @@ struct PlanOptions {
   std::string budgetFraction;
   bool sweep = false;
   bool maxBatch = false;
+  bool minFeasible = false; ///< --min-feasible
   int points = 10;
   std::string solver = "auto";
   double timeLimit = -1; ///< -1: 1 s for auto, 60 s for exact
@@ -111,6 +118,7 @@ int usage(const std::string &message) {
 
 const std::vector<std::string> kPlanFlags = {
     "--budget", "--workspace-reserve", "--backend", "--sweep", "--points",
+    "--min-feasible",
     "--max-batch",
     "--graph",  "--budget-frac", "--reorder",  "--no-reorder",
     "--solver", "--time-limit",  "--progress", "--device-profile",
@@ -199,9 +207,9 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
   planner::SolveOptions solve = solveOptions(options);
   std::cerr << "remat plan: " << s.step.graph.ops.size()
             << " ops; searching the minimum feasible budget...\n";
-  int64_t minimum = minimumFeasibleBudget(
-      s.problem, s.step, computeLowerBound(s.problem).bytes, solve,
-      s.alignment);
+  StepMinimum found =
+      minimumFeasibleBudget(s.problem, s.step, solve.reorder, s.alignment);
+  int64_t minimum = found.minFeasibleBytes;
   if (minimum <= 0)
     throw std::runtime_error("no budget below store-all could be planned");
   // Whole-step budgets: the arena's plus the backend's workspace.
@@ -266,7 +274,10 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
               << " B";
   std::cout << ", minimum feasible budget " << minimum << " B ("
             << std::fixed << std::setprecision(3)
-            << double(minimum) / double(storeAll) << " of store-all)\n\n";
+            << double(minimum) / double(storeAll) << " of store-all; "
+            << "lower bound " << found.lowerBoundBytes + s.reserve
+            << " B: " << found.lowerBoundReason << "; gap " << found.gap
+            << ")\n\n";
   std::cout << "| budget (B) | of store-all | arena (B) | overhead | solver "
                "| solve s |\n|---:|---:|---:|---:|---|---:|\n";
   json out = json::array();
@@ -294,6 +305,9 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
                       {"backend", options.backend},
                       {"workspace_reserve_bytes", s.reserve},
                       {"min_feasible_bytes", minimum},
+                      {"min_feasible_gap", found.gap},
+                      {"lower_bound_bytes", found.lowerBoundBytes + s.reserve},
+                      {"lower_bound_reason", found.lowerBoundReason},
                       {"sweep", out}});
   return 0;
 }
@@ -383,6 +397,7 @@ int planOne(const PlanOptions &options) {
   compile.timeLimitSeconds = solveOptions(options).timeLimitSeconds;
   compile.progress = options.progress;
   compile.reorder = options.reorder.value_or(true);
+  compile.searchMinimum = options.minFeasible;
   compile.deviceProfile = options.deviceProfile;
   json report;
   compiler::compilePlan(graph, compile, report);
@@ -398,15 +413,26 @@ int planGraph(const PlanOptions &options, planner::SolverKind kind) {
     throw std::runtime_error(error);
   planner::Problem &problem = graph.problem;
   int64_t storeAll = planner::storeAllPeak(problem);
-  int64_t lower = planner::computeLowerBound(problem).bytes;
-  if (options.reorder.value_or(false))
-    for (const planner::NodeOrder &order : planner::candidateOrders(problem))
-      lower = std::min(lower, planner::computeLowerBound(
-                                  planner::permuteProblem(problem, order.order))
-                                  .bytes);
+  // The bound and the minimum feasible budget, in the given order (the
+  // order the literature's numbers use; --reorder may plan lower).
+  planner::MinimumSearchOptions search;
+  search.mode = planner::CountingMode::Checkmate;
+  if (options.timeLimit >= 0)
+    search.exactSeconds = options.timeLimit;
+  // Searched for `min` and with --min-feasible only: on large graphs the
+  // failing probes cost seconds each.
+  bool searched = options.budgetFraction == "min" || options.minFeasible;
+  planner::MinimumBudget minimum;
+  if (searched) {
+    minimum = planner::searchMinimumBudget(problem, search);
+  } else {
+    planner::LowerBound bound = planner::computeLowerBound(problem);
+    minimum.lowerBoundBytes = bound.bytes;
+    minimum.lowerBoundReason = bound.describe(problem);
+  }
   int64_t budget;
   if (options.budgetFraction == "min") {
-    budget = lower;
+    budget = minimum.minFeasibleBytes;
   } else {
     double fraction;
     try {
@@ -427,7 +453,15 @@ int planGraph(const PlanOptions &options, planner::SolverKind kind) {
   report["nodes"] = problem.size();
   report["budget_bytes"] = budget;
   report["store_all_peak_bytes"] = storeAll;
-  report["min_feasible_bytes"] = r.minimumBytes;
+  report["lower_bound_bytes"] = minimum.lowerBoundBytes;
+  report["lower_bound_reason"] = minimum.lowerBoundReason;
+  report["min_feasible_bytes"] =
+      searched ? json(minimum.minFeasibleBytes) : json(nullptr);
+  report["min_feasible_solver"] = searched ? json(minimum.solver) : json(nullptr);
+  report["min_feasible_gap"] = searched ? minimum.gap : "not-searched";
+  report["proven_infeasible_bytes"] =
+      searched ? json(minimum.provenInfeasibleBytes) : json(nullptr);
+  report["min_search_seconds"] = minimum.seconds;
   report["solver"] = r.stats.solverName;
   report["solve_seconds"] = r.stats.solveSeconds;
   report["status"] = r.stats.status;
@@ -466,6 +500,8 @@ int planMain(int argc, char **argv) {
         options.maxBatch = true;
       else if (arg == "--progress")
         options.progress = true;
+      else if (arg == "--min-feasible")
+        options.minFeasible = true;
       else if (arg == "--reorder" || arg == "--no-reorder")
         options.reorder = arg == "--reorder";
       else if (takeValue(argc, argv, i, "--budget", v)) {

@@ -22,7 +22,8 @@
   planner_cli.py REMAT min-feasible
         every command reports the same minimum feasible budget for GPT-2
         tiny (compile --min-feasible, plan --budget --min-feasible, plan
-        --sweep, the infeasible-budget error), compile meets it, and the
+        --sweep, the infeasible-budget error), compile meets it, --sweep
+        --svg draws the curve with its knee, and the
         lower bound is at most it; on seeded random layered training graphs
         of 12-16 nodes (tools/gen_layered_graph.py) --budget-frac min
         plans at the minimum and the exact MILP proves the budget 1% below
@@ -278,8 +279,14 @@ def min_feasible(remat, work):
     planned = json.loads(run([remat, "plan"] + tiny + [
         "--budget", "560000", "--min-feasible"]).stdout)
     sweep_json = os.path.join(work, "sweep.json")
-    run([remat, "plan"] + tiny + ["--sweep", "--points", "2", "--json",
-                                  sweep_json])
+    svg = os.path.join(work, "sweep.svg")
+    run([remat, "plan"] + tiny + ["--sweep", "--points", "5", "--json",
+                                  sweep_json, "--svg", svg])
+    with open(svg) as f:
+        drawing = f.read()
+    if not drawing.startswith("<svg") or 'class="knee"' not in drawing or \
+            drawing.count("<circle") < 5:
+        fail(f"plan --sweep --svg: no curve with a knee in {drawing[:300]}")
     with open(sweep_json) as f:
         swept = json.load(f)
     error = run([remat, "compile"] + tiny + [

@@ -62,6 +62,8 @@ static const char *kPlanHelp =
     "                     the minimum feasible budget to store-all; the knee\n"
     "                     (the best trade-off) is marked\n"
     "  --points N         budgets in the sweep (default 10)\n"
+    "  --svg FILE         with --sweep: also draw the budget-overhead curve,\n"
+    "                     the knee marked, as an SVG (remat explain's style)\n"
     "  --max-batch        with --budget: the largest value of the model's\n"
     "                     `batch` variable whose step fits\n"
     "  --graph FILE       plan an external graph: networkx node-link JSON\n"
@@ -108,6 +110,7 @@ struct PlanOptions {
   /// Default: on for models, off for --graph (the literature's fixed order).
   std::optional<bool> reorder;
   std::string jsonPath;
+  std::string svgPath; ///< --svg (with --sweep)
   model::ModelOptions modelOptions;
   DeviceProfile deviceProfile; ///< --device-profile
 };
@@ -122,7 +125,7 @@ const std::vector<std::string> kPlanFlags = {
     "--max-batch",
     "--graph",  "--budget-frac", "--reorder",  "--no-reorder",
     "--solver", "--time-limit",  "--progress", "--device-profile",
-    "--preset", "--set",         "--json",     "--help"};
+    "--preset", "--set",         "--json",     "--svg",      "--help"};
 
 std::vector<std::string> planFlagNames() {
   std::vector<std::string> names = kPlanFlags;
@@ -200,6 +203,91 @@ void writeJson(const PlanOptions &options, const json &j) {
   if (options.jsonPath.empty())
     return;
   runtime::writeOutputFile(options.jsonPath, j.dump(2) + "\n");
+}
+
+struct SweepPoint {
+  double budget, overhead;
+  bool ok, knee;
+};
+
+std::string svgNumber(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1) << v;
+  return os.str();
+}
+
+/// The budget-overhead curve as an SVG, in the style of remat explain's
+/// timeline: white background, grey grid, bold title, the knee in red.
+std::string sweepSvg(const std::string &model,
+                     const std::vector<SweepPoint> &points, double minimum,
+                     double storeAll) {
+  const double width = 720, height = 420, left = 80, right = 30, top = 50,
+               bottom = 60;
+  double maxOverhead = 0;
+  for (const SweepPoint &p : points)
+    if (p.ok)
+      maxOverhead = std::max(maxOverhead, p.overhead);
+  if (maxOverhead <= 0)
+    maxOverhead = 0.01;
+  double x0 = minimum, x1 = std::max(storeAll, minimum + 1);
+  auto X = [&](double b) {
+    return left + (b - x0) / (x1 - x0) * (width - left - right);
+  };
+  auto Y = [&](double o) {
+    return height - bottom - o / maxOverhead * (height - top - bottom);
+  };
+  std::ostringstream os;
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
+     << "\" height=\"" << height
+     << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  os << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\""
+     << height << "\" fill=\"#ffffff\"/>\n";
+  os << "<text x=\"" << left << "\" y=\"28\" font-size=\"16\" "
+        "font-weight=\"bold\">" << model
+     << ": recompute overhead by budget</text>\n";
+  os << "<g stroke=\"#dddddd\" stroke-width=\"1\">\n";
+  for (int i = 0; i <= 4; ++i) {
+    double y = Y(maxOverhead * i / 4);
+    os << "<line x1=\"" << left << "\" y1=\"" << svgNumber(y) << "\" x2=\""
+       << width - right << "\" y2=\"" << svgNumber(y) << "\"/>\n";
+  }
+  os << "</g>\n<g>\n";
+  for (int i = 0; i <= 4; ++i) {
+    double o = maxOverhead * i / 4;
+    os << "<text x=\"" << left - 6 << "\" y=\"" << svgNumber(Y(o) + 4)
+       << "\" text-anchor=\"end\">" << svgNumber(o * 100) << "%</text>\n";
+    double b = x0 + (x1 - x0) * i / 4;
+    os << "<text x=\"" << svgNumber(X(b)) << "\" y=\""
+       << height - bottom + 18 << "\" text-anchor=\"middle\">"
+       << svgNumber(b / (1 << 20)) << " MiB</text>\n";
+  }
+  os << "<text x=\"" << svgNumber((left + width - right) / 2) << "\" y=\""
+     << height - 15
+     << "\" text-anchor=\"middle\">budget (from the minimum feasible "
+        "to store-all)</text>\n</g>\n";
+  os << "<polyline class=\"curve\" fill=\"none\" stroke=\"#1f77b4\" "
+        "stroke-width=\"2\" points=\"";
+  for (const SweepPoint &p : points)
+    if (p.ok)
+      os << svgNumber(X(p.budget)) << "," << svgNumber(Y(p.overhead)) << " ";
+  os << "\"/>\n<g fill=\"#1f77b4\">\n";
+  for (const SweepPoint &p : points)
+    if (p.ok)
+      os << "<circle cx=\"" << svgNumber(X(p.budget)) << "\" cy=\""
+         << svgNumber(Y(p.overhead)) << "\" r=\"3\"/>\n";
+  os << "</g>\n";
+  for (const SweepPoint &p : points)
+    if (p.ok && p.knee)
+      os << "<g class=\"knee\"><circle cx=\"" << svgNumber(X(p.budget))
+         << "\" cy=\"" << svgNumber(Y(p.overhead))
+         << "\" r=\"7\" fill=\"none\" stroke=\"#d62728\" "
+            "stroke-width=\"2\"/><text x=\""
+         << svgNumber(X(p.budget) + 10) << "\" y=\""
+         << svgNumber(Y(p.overhead) - 10) << "\" fill=\"#d62728\">knee: "
+         << svgNumber(p.budget / (1 << 20)) << " MiB, "
+         << svgNumber(p.overhead * 100) << "%</text></g>\n";
+  os << "</svg>\n";
+  return os.str();
 }
 
 int planSweep(const PlanOptions &options, planner::SolverKind kind) {
@@ -299,6 +387,15 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
                    {"solver", r.solver},
                    {"solve_seconds", r.seconds},
                    {"knee", (int)i == knee}});
+  }
+  if (!options.svgPath.empty()) {
+    std::vector<SweepPoint> points;
+    for (size_t i = 0; i < rows.size(); ++i)
+      points.push_back({double(rows[i].budget), rows[i].overhead, rows[i].ok,
+                        (int)i == knee});
+    runtime::writeOutputFile(
+        options.svgPath,
+        sweepSvg(s.step.model, points, double(minimum), double(storeAll)));
   }
   writeJson(options, {{"model", s.step.model},
                       {"store_all_arena_bytes", s.storeAllArena},
@@ -543,6 +640,8 @@ int planMain(int argc, char **argv) {
           return usage("--time-limit '" + v + "' is not a number of seconds");
       } else if (takeValue(argc, argv, i, "--json", v))
         options.jsonPath = v;
+      else if (takeValue(argc, argv, i, "--svg", v))
+        options.svgPath = v;
       else if (takeValue(argc, argv, i, "--device-profile", v))
         options.deviceProfile = compiler::parseDeviceProfile(v);
       else if (takeValue(argc, argv, i, "--preset", v))
@@ -587,6 +686,8 @@ int planMain(int argc, char **argv) {
                    std::to_string(*options.workspaceReserve) +
                    " leaves nothing of --budget " +
                    std::to_string(*options.budget) + " for the arena");
+    if (!options.svgPath.empty() && !options.sweep)
+      return usage("--svg goes with --sweep");
     if (options.sweep)
       return planSweep(options, kind);
     if (options.maxBatch) {

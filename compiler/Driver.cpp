@@ -5,6 +5,7 @@
 #include "compiler/Importer.h"
 #include "ops/CpuWorkspace.h"
 #include "ops/Suggest.h"
+#include "runtime/Ops.h"
 #include "passes/AssignBuffers.h"
 #include "passes/Passes.h"
 
@@ -51,16 +52,28 @@ std::optional<int64_t> stepWorkspaceBytes(mlir::ModuleOp module,
     std::optional<ops::OpKind> kind = ops::parseOpKind(name.str());
     if (!kind)
       return;
-    std::vector<ops::Shape> shapes;
-    for (mlir::Value v : op->getOperands()) {
-      auto type = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
-      shapes.push_back(type ? ops::Shape(type.getShape().begin(),
-                                         type.getShape().end())
-                            : ops::Shape());
-    }
+    auto shapesOf = [](auto values) {
+      std::vector<ops::Shape> shapes;
+      for (mlir::Value v : values) {
+        auto type = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
+        shapes.push_back(type ? ops::Shape(type.getShape().begin(),
+                                           type.getShape().end())
+                              : ops::Shape());
+      }
+      return shapes;
+    };
+    // The attributes as the plan carries them (AssignBuffers: all but
+    // remat.*), parsed as the runtime parses them.
+    nlohmann::json attrs = nlohmann::json::object();
+    for (mlir::NamedAttribute a : op->getAttrs())
+      if (!a.getName().strref().starts_with("remat."))
+        attrs[a.getName().str()] = attributeToJson(a.getValue());
+    ops::OpAttrs parsed = runtime::parseOpAttrs(*kind, attrs, name.str());
     // The CPU backend computes f32 plans in float (CpuBackend.cpp).
     most = std::max(most, ops::cpuWorkspaceBytes(
-                              ops::cpuWorkspaceElements(*kind, shapes),
+                              ops::cpuWorkspaceElements(
+                                  *kind, parsed, shapesOf(op->getOperands()),
+                                  shapesOf(op->getResults())),
                               sizeof(float)));
   });
   return most > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(most);
@@ -195,12 +208,13 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   report["breakdown"]["workspace"] = counted;
   report["planned_peak_bytes"] = liveness.peakBytes + counted;
   report["step_bytes"] = layout.arenaBytes + counted;
-
   report["device_profile"] = {
       {"name", step.profile.name},
       {"flops_per_second", step.profile.flopsPerSecond},
       {"bytes_per_second", step.profile.bytesPerSecond},
       {"launch_seconds", step.profile.launchSeconds}};
+  if (!step.profile.measured.empty())
+    report["device_profile"]["measured_ops"] = step.profile.measured.size();
   if (auto plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("remat.plan")) {
     auto num = [&](const char *key) {
       auto f = plan.getAs<mlir::FloatAttr>(key);
@@ -328,6 +342,23 @@ DeviceProfile parseDeviceProfile(const std::string &spec) {
       profile.name = value.get<std::string>();
       continue;
     }
+    if (key == "source")
+      continue; // remat profile's note of what it timed
+    if (key == "ops") {
+      // remat profile's table: seconds by op call (ops/CostKey.h).
+      if (!value.is_object())
+        throw std::invalid_argument(spec + ": 'ops' must be an object of "
+                                           "op call -> seconds");
+      for (const auto &[call, seconds] : value.items()) {
+        if (!seconds.is_number() || !std::isfinite(seconds.get<double>()) ||
+            seconds.get<double>() < 0)
+          throw std::invalid_argument(spec + ": ops['" + call +
+                                      "'] must be a non-negative number of "
+                                      "seconds");
+        profile.measured[call] = seconds.get<double>();
+      }
+      continue;
+    }
     double *field = key == "flops_per_second"   ? &profile.flopsPerSecond
                     : key == "bytes_per_second" ? &profile.bytesPerSecond
                     : key == "launch_seconds"   ? &profile.launchSeconds
@@ -335,7 +366,7 @@ DeviceProfile parseDeviceProfile(const std::string &spec) {
     if (!field)
       throw std::invalid_argument(spec + ": unknown field '" + key +
                                   "' (expected name, flops_per_second, "
-                                  "bytes_per_second, launch_seconds)");
+                                  "bytes_per_second, launch_seconds, ops, source)");
     bool launch = key == "launch_seconds";
     if (!value.is_number() || !std::isfinite(value.get<double>()) ||
         (launch ? value.get<double>() < 0 : !(value.get<double>() > 0)))

@@ -11,6 +11,7 @@
 #include "compiler/Importer.h"
 
 #include "ir/GraphDialect.h"
+#include "ops/OpTable.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -78,15 +79,18 @@ mlir::Attribute jsonAttr(mlir::Builder &b, const json &j) {
 }
 
 /// An op attribute in the type the dialect declares for it (docs/ops.md):
-/// booleans, f32 hyperparameters, the i64 seed, i64 arrays.
-mlir::Attribute opAttr(mlir::Builder &b, const std::string &name,
-                       const json &value) {
+/// booleans, f32 hyperparameters, i64 integers (dropout's seed, concat's
+/// axis, conv2d's groups), i64 arrays.
+mlir::Attribute opAttr(mlir::Builder &b, const std::string &kind,
+                       const std::string &name, const json &value) {
   if (value.is_boolean())
     return b.getBoolAttr(value.get<bool>());
   if (value.is_array())
     return b.getDenseI64ArrayAttr(value.get<std::vector<int64_t>>());
-  if (name == "seed")
-    return b.getI64IntegerAttr(value.get<int64_t>());
+  if (std::optional<ops::OpKind> op = ops::parseOpKind(kind))
+    for (const ops::AttrInfo &a : ops::opInfo(*op).attrs)
+      if (name == a.name && a.type == ops::AttrType::I64)
+        return b.getI64IntegerAttr(value.get<int64_t>());
   return b.getF32FloatAttr(static_cast<float>(value.get<double>()));
 }
 
@@ -149,8 +153,12 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
     bool isInput = v.kind == model::ValueKind::Input;
     func.setArgAttr(a, "graph.name", b.getStringAttr(v.name));
     func.setArgAttr(a, "graph.role", b.getStringAttr(isInput ? "input" : "param"));
-    func.setArgAttr(a, isInput ? "graph.data" : "graph.init",
-                    jsonAttr(b, isInput ? v.data : v.init));
+    // An input without a generator (an ONNX model's constant tensor, fed
+    // from the weights file) has no graph.data.
+    const json &spec = isInput ? v.data : v.init;
+    if (!spec.is_null())
+      func.setArgAttr(a, isInput ? "graph.data" : "graph.init",
+                      jsonAttr(b, spec));
   }
 
   mlir::Block *body = func.addEntryBlock();
@@ -171,7 +179,7 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
     state.addTypes(tensorType(b, graph.values[op.result].type));
     for (auto it = op.attrs.begin(); it != op.attrs.end(); ++it)
       if (it.key() != "shape")
-        state.addAttribute(it.key(), opAttr(b, it.key(), *it));
+        state.addAttribute(it.key(), opAttr(b, op.kind, it.key(), *it));
     if (!op.block.empty())
       state.addAttribute(graph::kBlockAttr, b.getStringAttr(op.block));
     if (!state.name.isRegistered())

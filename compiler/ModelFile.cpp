@@ -55,7 +55,8 @@ ModelFile readModelFile(const std::string &path, const ModelOptions &options) {
   if (options.training.any())
     throw OptionError(
         (path == "-" ? std::string("<stdin>") : path) +
-        ": --input-shape, --loss, --optimizer and --lr are for ONNX models; "
+        ": --input-shape, --loss, --optimizer, --lr and --frozen are for ONNX "
+        "models; "
         "a JSON model declares its input shapes, loss and optimizer in the "
         "file (docs/model-format.md)");
   std::string source = path == "-" ? "<stdin>" : path;

@@ -1245,6 +1245,8 @@ const std::vector<std::string> &modelOpNames() {
 void setDefinedDefault(json &attrs, const ops::AttrInfo &attr) {
   if (attr.type == ops::AttrType::Bool)
     attrs[attr.name] = std::string(attr.defaultText) == "true";
+  else if (attr.type == ops::AttrType::I64)
+    attrs[attr.name] = std::strtoll(attr.defaultText, nullptr, 10);
   else
     attrs[attr.name] = std::strtod(attr.defaultText, nullptr);
 }

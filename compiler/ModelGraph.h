@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -143,10 +144,13 @@ struct TrainingOptions {
   std::string loss;
   std::string optimizer = "sgd"; ///< --optimizer: sgd or adamw
   std::optional<double> lr;      ///< --lr; default: sgd 0.01, adamw 1e-3
+  /// --frozen NAME,...: float initializers that are not trained (buffers
+  /// such as a causal mask); their values are fixed inputs of the step.
+  std::set<std::string> frozen;
 
   bool any() const {
     return !inputShapes.empty() || !loss.empty() || optimizer != "sgd" ||
-           lr.has_value();
+           lr.has_value() || !frozen.empty();
   }
 };
 

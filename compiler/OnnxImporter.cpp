@@ -4,19 +4,21 @@
 //   1. parse the protobuf, check the opset (13-17 of the default domain),
 //      run the ONNX checker; fix dynamic input dims from --input-shape and
 //      run ONNX shape inference (whose shapes cross-check ours, step 3);
-//   2. define the graph's inputs (float, static shapes) as model inputs;
-//      initializers are looked up lazily: a float one read by a compute op
-//      becomes a parameter with its value, any one read by a shape
-//      computation is constant data;
-//   3. walk the nodes in their (topological) order: shape-only nodes whose
-//      inputs are constant (Constant, Shape, Gather, Unsqueeze, Concat,
-//      arithmetic on integers...) are evaluated here; every other node is
-//      mapped onto graph ops (Gemm -> matmul [+ add]), each result type
-//      inferred by the op's type rule (ops/ShapeRules.h), so a type error
-//      names the ONNX node;
+//   2. define the graph's inputs (float or integer, static shapes) as
+//      model inputs; initializers are looked up lazily: a float one is a
+//      parameter with its value unless --frozen names it, frozen and
+//      integer ones are constant data;
+//   3. walk the nodes in their (topological) order: nodes whose inputs are
+//      constant (Constant, Shape, Gather, Unsqueeze, Concat, Slice,
+//      arithmetic...) are evaluated here; every other node is mapped onto
+//      graph ops (Gemm -> matmul [+ add]), each result type inferred by
+//      the op's type rule (ops/ShapeRules.h), so a type error names the
+//      ONNX node. Constant data a graph op reads becomes a `constant` op
+//      (all elements equal) or an input fed from the weights file;
 //   4. add the input `labels` and the loss on the graph's first output,
 //      drop what does not reach it, and set the optimizer;
-//   5. return the graph with every parameter's value.
+//   5. return the graph with the values of every parameter and fixed
+//      input.
 // Ops are named after their ONNX node (`/fc1/Gemm`); a node mapped to
 // several ops names the last one so and its helpers `/fc1/Gemm/matmul`.
 //
@@ -100,22 +102,40 @@ const std::map<std::string, std::set<std::string>> &onnxOpAttributes() {
       {"Constant",
        {"value", "value_float", "value_floats", "value_int", "value_ints"}},
       {"Div", {}},
+      {"Dropout", {"seed"}},
+      {"Erf", {}},
       {"Flatten", {"axis"}},
       {"Gather", {"axis"}},
       {"Gemm", {"alpha", "beta", "transA", "transB"}},
       {"Identity", {}},
+      {"LayerNormalization", {"axis", "epsilon", "stash_type"}},
       {"MatMul", {}},
       {"Mul", {}},
+      {"Pow", {}},
+      {"ReduceMean", {"axes", "keepdims"}},
       {"Relu", {}},
       {"Reshape", {"allowzero"}},
       {"Shape", {"start", "end"}},
       {"Sigmoid", {}},
+      {"Slice", {}},
       {"Softmax", {"axis"}},
+      {"Split", {"axis"}},
+      {"Sqrt", {}},
       {"Squeeze", {}},
       {"Sub", {}},
       {"Tanh", {}},
       {"Transpose", {"perm"}},
       {"Unsqueeze", {}},
+      // Convolution and pooling (2-D, NCHW).
+      {"AveragePool",
+       {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads",
+        "strides"}},
+      {"Conv",
+       {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}},
+      {"GlobalAveragePool", {}},
+      {"MaxPool",
+       {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
+        "storage_order", "strides"}},
   };
   return table;
 }
@@ -139,6 +159,12 @@ private:
   /// ONNX's inferred shapes of intermediate values (value_info).
   std::map<std::string, std::vector<int64_t>> inferredShapes;
   std::set<std::string> names; ///< every model value's name so far
+  /// Outputs of imported nodes that remat does not compute (Dropout's
+  /// mask, LayerNormalization's mean), with the words for the error when a
+  /// node reads one.
+  std::map<std::string, std::string> unavailable;
+  /// Constant data read as a tensor operand: the fixed input made for it.
+  std::map<std::string, int> fixedInputs;
   const onnx::NodeProto *node = nullptr;
   std::string nodeName; ///< unique name of the node being imported
   int nodeConstants = 0; ///< helper constants made for the current node
@@ -162,6 +188,9 @@ private:
   std::string uniqueName(const std::string &wanted);
   std::vector<float> initializerFloats(const onnx::TensorProto &t);
   Constant tensorConstant(const onnx::TensorProto &t);
+  void checkFrozen();
+  int parameter(const onnx::TensorProto &t);
+  int fixedInput(const std::string &onnxName, const Constant &c);
 
   /// The node's input `i`: whether it is given, as constant data, as a value.
   bool hasInput(int i) const {
@@ -196,6 +225,18 @@ private:
   Constant foldElementwise(const Constant &a, const Constant &b);
   void importShapeOp();
   void importArithmetic();
+
+  // Nodes of transformer models.
+  double scalarInput(int i, const std::string &what, double fallback);
+  void importEmbedding();
+  void importSlice();
+  void importSplit();
+  void importConcat();
+  void importLayerNorm();
+  void importReduceMean();
+  void importDropout();
+  void importPow();
+  void importWindowOp();
 };
 
 //===----------------------------------------------------------------------===//
@@ -344,16 +385,25 @@ void OnnxReader::readInputs() {
     if (initializers.count(input.name()))
       continue;
     const auto &tensor = input.type().tensor_type();
-    if (tensor.elem_type() != onnx::TensorProto::FLOAT)
-      fail("input '" + input.name() + "' is " +
-           elemTypeName(tensor.elem_type()) +
-           "; this remat imports float (f32) inputs only");
+    int elemType = tensor.elem_type();
+    if (elemType != onnx::TensorProto::FLOAT &&
+        elemType != onnx::TensorProto::INT64 &&
+        elemType != onnx::TensorProto::INT32)
+      fail("input '" + input.name() + "' is " + elemTypeName(elemType) +
+           "; this remat imports float (f32) and integer (int64, int32) "
+           "inputs only");
     Value v;
     v.kind = ValueKind::Input;
     v.name = input.name();
+    v.type.dtype = elemType == onnx::TensorProto::FLOAT   ? "f32"
+                   : elemType == onnx::TensorProto::INT64 ? "i64"
+                                                          : "i32";
     for (const auto &dim : tensor.shape().dim())
       v.type.shape.push_back(dim.dim_value());
-    v.data = json{{"kind", "randn"}, {"std", 1.0}};
+    // Integer inputs (token ids) get their generator where an embedding
+    // reads them (its table's rows bound them; importEmbedding).
+    if (elemType == onnx::TensorProto::FLOAT)
+      v.data = json{{"kind", "randn"}, {"std", 1.0}};
     v.pointer = "input '" + v.name + "'";
     if (names.count(v.name))
       fail("input '" + v.name + "' is defined twice");
@@ -457,10 +507,18 @@ Constant OnnxReader::tensorConstant(const onnx::TensorProto &t) {
       for (int32_t v : t.int32_data())
         c.values.push_back(double(v));
     break;
+  case onnx::TensorProto::BOOL: // Dropout's training_mode
+    if (!t.raw_data().empty())
+      for (uint8_t v : raw(uint8_t()))
+        c.values.push_back(v ? 1.0 : 0.0);
+    else
+      for (int32_t v : t.int32_data())
+        c.values.push_back(v ? 1.0 : 0.0);
+    break;
   default:
     fail("tensor '" + t.name() + "' has element type " +
          elemTypeName(t.data_type()) +
-         "; this remat folds float, int32 and int64 constants only");
+         "; this remat folds float, int32, int64 and bool constants only");
   }
   if (int64_t(c.values.size()) != count)
     fail("tensor '" + t.name() + "' holds " + std::to_string(c.values.size()) +
@@ -473,12 +531,19 @@ const Symbol &OnnxReader::symbolOf(int i) {
   auto it = symbols.find(name);
   if (it != symbols.end())
     return it->second;
+  if (auto gone = unavailable.find(name); gone != unavailable.end())
+    failNode("input '" + name + "' is " + gone->second);
   auto init = initializers.find(name);
   if (init == initializers.end())
     failNode("input '" + name + "' is not defined by an earlier node, an "
              "input or an initializer");
-  // A float initializer becomes a parameter when a compute op reads it
-  // (valueInput); until then it is constant data as well.
+  // A float initializer is a trained parameter unless --frozen names it;
+  // frozen and integer ones are constant data.
+  if (init->second->data_type() == onnx::TensorProto::FLOAT &&
+      !options.training.frozen.count(name)) {
+    int id = parameter(*init->second);
+    return symbols[name] = Symbol{id, std::nullopt};
+  }
   Symbol &symbol = symbols[name];
   symbol.constant = tensorConstant(*init->second);
   return symbol;
@@ -503,48 +568,106 @@ std::vector<int64_t> OnnxReader::shapeOfInput(int i) {
                            : symbol.constant->shape;
 }
 
+/// Every --frozen name is a float initializer.
+void OnnxReader::checkFrozen() {
+  std::vector<std::string> floats;
+  for (const auto &[name, t] : initializers)
+    if (t->data_type() == onnx::TensorProto::FLOAT)
+      floats.push_back(name);
+  for (const std::string &name : options.training.frozen) {
+    auto it = initializers.find(name);
+    if (it == initializers.end())
+      throw OptionError(graph.sourceName + ": --frozen " + name +
+                        ": the model has no initializer '" + name + "'" +
+                        didYouMean(name, floats));
+    if (it->second->data_type() != onnx::TensorProto::FLOAT)
+      throw OptionError(graph.sourceName + ": --frozen " + name +
+                        ": initializer '" + name + "' is " +
+                        elemTypeName(it->second->data_type()) +
+                        ", which is never trained (only float initializers "
+                        "are)");
+  }
+}
+
+/// 2. A float initializer that is trained: a parameter with its values.
+int OnnxReader::parameter(const onnx::TensorProto &t) {
+  const std::string &name = t.name();
+  Value v;
+  v.kind = ValueKind::Param;
+  v.name = name;
+  v.type.shape.assign(t.dims().begin(), t.dims().end());
+  if (v.type.shape.empty())
+    failNode("initializer '" + name +
+             "' is a scalar; remat's parameters have rank >= 1 (name it "
+             "with --frozen " + name + " if torch does not train it)");
+  // The values come from the weights file the plan names (docs/onnx.md).
+  v.init = json{{"kind", "zeros"}};
+  v.pointer = "initializer '" + name + "'";
+  if (names.count(name))
+    failNode("initializer '" + name + "' has the name of another value");
+  std::vector<float> values = initializerFloats(t);
+  if (!std::all_of(values.begin(), values.end(),
+                   [](float x) { return std::isfinite(x); }))
+    failNode("initializer '" + name +
+             "' holds inf or NaN, which a trained parameter cannot; if "
+             "torch does not train it (a buffer, such as an attention "
+             "mask), name it with --frozen " + name);
+  names.insert(name);
+  runtime::NamedTensor tensor{"F32", v.type.shape,
+                              std::vector<char>(values.size() * 4)};
+  std::memcpy(tensor.bytes.data(), values.data(), tensor.bytes.size());
+  out.weights[name] = std::move(tensor);
+  int id = int(graph.values.size());
+  graph.values.push_back(std::move(v));
+  return id;
+}
+
+/// Constant data of differing values (or integers) read as a tensor
+/// operand: an input without a generator, fed every step with these values
+/// from the weights file (a causal mask, position ids).
+int OnnxReader::fixedInput(const std::string &onnxName, const Constant &c) {
+  if (auto known = fixedInputs.find(onnxName); known != fixedInputs.end())
+    return known->second;
+  if (c.values.empty())
+    failNode("operand '" + onnxName + "' is an empty constant tensor");
+  Value v;
+  v.kind = ValueKind::Input;
+  v.name = uniqueName(onnxName);
+  v.type = ValueType{c.isFloat ? "f32" : "i64", c.shape};
+  v.pointer = "constant '" + onnxName + "'";
+  runtime::NamedTensor tensor{c.isFloat ? "F32" : "I64", c.shape, {}};
+  for (double x : c.values) {
+    char bytes[8];
+    size_t size = c.isFloat ? 4 : 8;
+    if (c.isFloat) {
+      float f = float(x);
+      std::memcpy(bytes, &f, 4);
+    } else {
+      int64_t k = int64_t(x);
+      std::memcpy(bytes, &k, 8);
+    }
+    tensor.bytes.insert(tensor.bytes.end(), bytes, bytes + size);
+  }
+  out.weights[v.name] = std::move(tensor);
+  int id = int(graph.values.size());
+  graph.values.push_back(std::move(v));
+  fixedInputs[onnxName] = id;
+  return id;
+}
+
 int OnnxReader::valueInput(int i) {
   const std::string &name = node->input(i);
   const Symbol &symbol = symbolOf(i);
   if (symbol.value >= 0)
     return symbol.value;
-  auto init = initializers.find(name);
-  if (init != initializers.end() &&
-      init->second->data_type() == onnx::TensorProto::FLOAT) {
-    // 2. A float initializer read by a compute op: a trained parameter.
-    const onnx::TensorProto &t = *init->second;
-    Value v;
-    v.kind = ValueKind::Param;
-    v.name = name;
-    v.type.shape.assign(t.dims().begin(), t.dims().end());
-    if (v.type.shape.empty())
-      failNode("initializer '" + name +
-               "' is a scalar; remat's parameters have rank >= 1");
-    // The values come from the weights file the plan names (docs/onnx.md).
-    v.init = json{{"kind", "zeros"}};
-    v.pointer = "initializer '" + name + "'";
-    if (names.count(name))
-      failNode("initializer '" + name + "' has the name of another value");
-    names.insert(name);
-    std::vector<float> values = initializerFloats(t);
-    runtime::NamedTensor tensor{"F32", v.type.shape,
-                                std::vector<char>(values.size() * 4)};
-    std::memcpy(tensor.bytes.data(), values.data(), tensor.bytes.size());
-    out.weights[name] = std::move(tensor);
-    int id = int(graph.values.size());
-    graph.values.push_back(std::move(v));
-    symbols[name] = Symbol{id, std::nullopt};
-    return id;
-  }
-  // Other constant data read as a tensor: a `constant` op when uniform.
+  // Constant data read as a tensor: a `constant` op when uniform and
+  // float, else a fixed input.
   const Constant &c = *symbol.constant;
   bool uniform = std::all_of(c.values.begin(), c.values.end(),
                              [&](double v) { return v == c.values.front(); });
-  if (c.values.empty() || !uniform)
-    failNode("operand '" + name +
-             "' is a constant tensor of differing values; this remat has "
-             "no op for it yet (only uniform constants and float "
-             "initializers are tensor operands)");
+  if (c.values.empty() || !uniform || !c.isFloat ||
+      !std::isfinite(c.values.front()))
+    return fixedInput(name, c);
   std::string helper =
       nodeName + "/constant" +
       (nodeConstants ? std::to_string(nodeConstants) : std::string());
@@ -883,16 +1006,73 @@ void OnnxReader::importNode() {
                     : didYouMean(a.name(), std::vector<std::string>(
                                                entry->second.begin(),
                                                entry->second.end()))));
-  for (int i = 1; i < node->output_size(); ++i)
-    if (!node->output(i).empty())
+  // Split defines every output; Dropout's mask and LayerNormalization's
+  // saved statistics are not computed: an error only if a node reads them.
+  for (int i = 1; i < node->output_size() && op != "Split"; ++i) {
+    if (node->output(i).empty())
+      continue;
+    if (op != "Dropout" && op != "LayerNormalization")
       failNode("a second output ('" + node->output(i) +
                "') is not supported");
+    unavailable[node->output(i)] =
+        "output " + std::to_string(i) + " of node '" + nodeName + "' (" +
+        op + "), which remat does not compute (" +
+        (op == "Dropout" ? "the mask" : "the saved statistics") + ")";
+  }
   if (op == "Constant" && node->attribute_size() != 1)
     failNode("a Constant needs exactly one value attribute");
 
+  // Gather and Concat of computed tensors (or parameters) are compute ops;
+  // of constant data they are folded like the other shape ops.
+  bool readsValue = false;
+  for (int i = 0; i < node->input_size(); ++i)
+    readsValue |= hasInput(i) && symbolOf(i).value >= 0;
+  if (op == "Gather" && readsValue) {
+    importEmbedding();
+    return;
+  }
+  if (op == "Concat" && readsValue) {
+    importConcat();
+    return;
+  }
   if (op == "Constant" || op == "Shape" || op == "Gather" ||
       op == "Unsqueeze" || op == "Squeeze" || op == "Concat" || op == "Cast") {
     importShapeOp();
+    return;
+  }
+  if (op == "Slice") {
+    importSlice();
+    return;
+  }
+  if (op == "Split") {
+    importSplit();
+    return;
+  }
+  if (op == "LayerNormalization") {
+    importLayerNorm();
+    return;
+  }
+  if (op == "ReduceMean") {
+    importReduceMean();
+    return;
+  }
+  if (op == "Dropout") {
+    importDropout();
+    return;
+  }
+  if (op == "Pow") {
+    importPow();
+    return;
+  }
+  if (op == "Erf") {
+    int x = valueInput(0);
+    define(0, emit(uniqueName(nodeName), "erf", {x}));
+    return;
+  }
+  if (op == "Sqrt") { // x^0.5: the C library's pow, within an ulp of sqrt
+    int x = valueInput(0);
+    define(0, emit(uniqueName(nodeName), "pow", {x},
+                   json{{"exponent", 0.5}}));
     return;
   }
   if (op == "Identity") {
@@ -905,6 +1085,11 @@ void OnnxReader::importNode() {
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
     importArithmetic();
+    return;
+  }
+  if (op == "Conv" || op == "MaxPool" || op == "AveragePool" ||
+      op == "GlobalAveragePool") {
+    importWindowOp();
     return;
   }
   if (op == "Reshape" || op == "Flatten") {
@@ -1031,6 +1216,413 @@ void OnnxReader::importNode() {
   }
 }
 
+/// Conv, MaxPool, AveragePool (2-D, NCHW) and GlobalAveragePool: conv2d
+/// (+ add of the bias reshaped to [O, 1, 1]), max_pool2d, avg_pool2d,
+/// reduce_mean over H and W. auto_pad SAME_* becomes explicit pads, the
+/// extra one at the end (SAME_UPPER) or the beginning (SAME_LOWER).
+void OnnxReader::importWindowOp() {
+  const std::string &op = node->op_type();
+  int x = valueInput(0);
+  std::vector<int64_t> xs = typeOf(x).shape;
+  if (xs.size() != 4)
+    failNode("input '" + node->input(0) + "' has shape " +
+             ops::formatShape(xs) + "; this remat supports 2-D " + op +
+             " only (a rank-4 [N,C,H,W] input)");
+  if (op == "GlobalAveragePool") {
+    define(0, emit(uniqueName(nodeName), "reduce_mean", {x},
+                   json{{"axes", std::vector<int64_t>{2, 3}},
+                        {"keep_dims", true}}));
+    return;
+  }
+  auto ints = [&](const char *name, std::vector<int64_t> fallback,
+                  size_t size) {
+    const onnx::AttributeProto *a = attribute(name);
+    if (!a)
+      return fallback;
+    if (a->type() != onnx::AttributeProto::INTS)
+      failNode(std::string("attribute '") + name +
+               "' must be a list of integers");
+    std::vector<int64_t> v(a->ints().begin(), a->ints().end());
+    if (v.size() != size)
+      failNode(std::string("attribute '") + name + "' " + ops::formatShape(v) +
+               " has " + std::to_string(v.size()) + " entries, expected " +
+               std::to_string(size) + " (this remat supports 2-D " + op +
+               " only)");
+    return v;
+  };
+
+  int w = -1;
+  std::vector<int64_t> kernel;
+  if (op == "Conv") {
+    w = valueInput(1);
+    const std::vector<int64_t> &ws = typeOf(w).shape;
+    if (ws.size() != 4)
+      failNode("weight '" + node->input(1) + "' has shape " +
+               ops::formatShape(ws) +
+               "; this remat supports 2-D Conv only ([O,C/group,kh,kw])");
+    kernel = {ws[2], ws[3]};
+    if (attribute("kernel_shape") && ints("kernel_shape", {}, 2) != kernel)
+      failNode("attribute 'kernel_shape' " +
+               ops::formatShape(ints("kernel_shape", {}, 2)) +
+               " differs from the weight's " + ops::formatShape(kernel));
+  } else {
+    if (!attribute("kernel_shape"))
+      failNode("attribute 'kernel_shape' is missing");
+    kernel = ints("kernel_shape", {}, 2);
+  }
+  std::vector<int64_t> strides = ints("strides", {1, 1}, 2);
+  std::vector<int64_t> dilations = ints("dilations", {1, 1}, 2);
+  for (size_t d = 0; d < 2; ++d)
+    if (strides[d] < 1 || dilations[d] < 1 || kernel[d] < 1)
+      failNode("strides " + ops::formatShape(strides) + ", dilations " +
+               ops::formatShape(dilations) + " and kernel " +
+               ops::formatShape(kernel) + " must be positive");
+
+  std::string autoPad = "NOTSET";
+  if (const onnx::AttributeProto *a = attribute("auto_pad")) {
+    if (a->type() != onnx::AttributeProto::STRING)
+      failNode("attribute 'auto_pad' must be a string");
+    autoPad = a->s();
+  }
+  std::vector<int64_t> pads = {0, 0, 0, 0};
+  if (autoPad == "NOTSET") {
+    pads = ints("pads", pads, 4);
+    for (int64_t p : pads)
+      if (p < 0)
+        failNode("attribute 'pads' " + ops::formatShape(pads) +
+                 " has a negative pad");
+  } else if (autoPad == "VALID" || autoPad == "SAME_UPPER" ||
+             autoPad == "SAME_LOWER") {
+    if (attribute("pads"))
+      failNode("attribute 'pads' is given with auto_pad '" + autoPad +
+               "'; ONNX allows only one of them");
+    if (autoPad != "VALID")
+      for (size_t d = 0; d < 2; ++d) {
+        int64_t in = xs[2 + d], s = strides[d];
+        int64_t out = (in + s - 1) / s;
+        int64_t total = std::max<int64_t>(
+            0, (out - 1) * s + (kernel[d] - 1) * dilations[d] + 1 - in);
+        int64_t begin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        pads[d] = begin;
+        pads[2 + d] = total - begin;
+      }
+  } else {
+    failNode("auto_pad '" + autoPad +
+             "' is not supported (NOTSET, VALID, SAME_UPPER, SAME_LOWER)");
+  }
+
+  json attrs = {{"strides", strides}, {"pads", pads}};
+  if (op == "Conv") {
+    int64_t group = intAttribute("group", 1);
+    if (group < 1)
+      failNode("attribute 'group' " + std::to_string(group) +
+               " must be positive");
+    attrs["dilations"] = dilations;
+    attrs["groups"] = group;
+    bool bias = hasInput(2);
+    int y = emit(uniqueName(bias ? nodeName + "/conv" : nodeName), "conv2d",
+                 {x, w}, attrs);
+    if (bias) {
+      int b = valueInput(2);
+      int64_t channels = typeOf(w).shape[0];
+      if (typeOf(b).shape != std::vector<int64_t>{channels})
+        failNode("bias '" + node->input(2) + "' has shape " +
+                 ops::formatShape(typeOf(b).shape) + " but expects [" +
+                 std::to_string(channels) + "]");
+      std::vector<int64_t> column = {channels, 1, 1};
+      int b3 = reshapeTo(b, column, uniqueName(nodeName + "/bias"));
+      y = emit(uniqueName(nodeName), "add", {y, b3});
+    }
+    define(0, y);
+    return;
+  }
+  attrs["kernel_shape"] = kernel;
+  attrs["ceil_mode"] = intAttribute("ceil_mode", 0) != 0;
+  if (op == "MaxPool") {
+    if (intAttribute("storage_order", 0) != 0)
+      failNode("storage_order 1 (column-major indices) is not supported");
+    attrs["dilations"] = dilations;
+    define(0, emit(uniqueName(nodeName), "max_pool2d", {x}, attrs));
+    return;
+  }
+  attrs["count_include_pad"] = intAttribute("count_include_pad", 0) != 0;
+  define(0, emit(uniqueName(nodeName), "avg_pool2d", {x}, attrs));
+}
+
+//===----------------------------------------------------------------------===//
+// 3b. Nodes of transformer models
+//===----------------------------------------------------------------------===//
+
+/// Input `i` as one number: constant data whose elements are all equal
+/// (`fallback` when the input is absent).
+double OnnxReader::scalarInput(int i, const std::string &what,
+                               double fallback) {
+  if (!hasInput(i))
+    return fallback;
+  const Constant &c = requireConstant(i, what);
+  if (c.values.empty() ||
+      !std::all_of(c.values.begin(), c.values.end(),
+                   [&](double v) { return v == c.values.front(); }))
+    failNode(what + " '" + node->input(i) +
+             "' must be one number (a constant of equal elements)");
+  return c.values.front();
+}
+
+/// Gather of rows of a table (a parameter, or computed) by integer
+/// indices: `embedding`. Indices that are a model input without a
+/// generator get randint in [0, rows).
+void OnnxReader::importEmbedding() {
+  std::vector<int64_t> table = shapeOfInput(0);
+  int64_t rank = int64_t(table.size());
+  int64_t axis = intAttribute("axis", 0);
+  if (rank != 2 || (axis != 0 && axis != -2))
+    failNode("Gather of a computed tensor or parameter is supported as an "
+             "embedding lookup only: data of rank 2, axis 0 (got " +
+             ops::formatShape(table) + ", axis " + std::to_string(axis) + ")");
+  int data = valueInput(0), indices = valueInput(1);
+  Value &ids = graph.values[size_t(indices)];
+  if (ids.kind == ValueKind::Input && ids.data.is_null() &&
+      !fixedInputs.count(node->input(1)))
+    ids.data = json{{"kind", "randint"}, {"low", 0}, {"high", table[0]}};
+  define(0, emit(uniqueName(nodeName), "embedding", {data, indices}));
+}
+
+namespace {
+/// The element of `values` (row-major `shape`) that element `index` of a
+/// slice with per-dim `starts` and `steps` and result `result` reads.
+int64_t slicedIndex(int64_t index, const std::vector<int64_t> &shape,
+                    const std::vector<int64_t> &result,
+                    const std::vector<int64_t> &starts,
+                    const std::vector<int64_t> &steps) {
+  int64_t source = 0, stride = 1;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    size_t d = shape.size() - 1 - k;
+    int64_t i = index % result[d];
+    index /= result[d];
+    source += (starts[d] + i * steps[d]) * stride;
+    stride *= shape[d];
+  }
+  return source;
+}
+} // namespace
+
+/// Slice with constant starts/ends/axes/steps: folded on constant data,
+/// else `slice` (nothing when it keeps the whole tensor).
+void OnnxReader::importSlice() {
+  std::vector<int64_t> shape = shapeOfInput(0);
+  int64_t rank = int64_t(shape.size());
+  const Constant &starts = requireConstant(1, "the starts");
+  const Constant &ends = requireConstant(2, "the ends");
+  size_t n = starts.values.size();
+  std::vector<double> axes, steps(n, 1.0);
+  if (hasInput(3))
+    axes = requireConstant(3, "the axes").values;
+  else
+    for (size_t k = 0; k < n; ++k)
+      axes.push_back(double(k));
+  if (hasInput(4))
+    steps = requireConstant(4, "the steps").values;
+  if (ends.values.size() != n || axes.size() != n || steps.size() != n)
+    failNode("starts, ends, axes and steps have different lengths");
+  std::vector<int64_t> begin(size_t(rank), 0), end = shape,
+                                               stride(size_t(rank), 1);
+  std::set<int64_t> seen;
+  for (size_t k = 0; k < n; ++k) {
+    auto axis = normalizeAxis(int64_t(axes[k]), rank);
+    if (!axis || !seen.insert(*axis).second)
+      failNode("axis " + std::to_string(int64_t(axes[k])) +
+               " is out of range or repeated");
+    int64_t dim = shape[size_t(*axis)];
+    if (steps[k] < 1)
+      failNode("step " + std::to_string(int64_t(steps[k])) + " on axis " +
+               std::to_string(*axis) +
+               " is not supported (only positive steps)");
+    // ONNX: negative positions count from the end; then clamp to [0, dim].
+    auto clampPosition = [&](double v) {
+      if (v < 0)
+        v += double(dim);
+      return int64_t(std::clamp(v, 0.0, double(dim)));
+    };
+    size_t a = size_t(*axis);
+    begin[a] = clampPosition(starts.values[k]);
+    end[a] = clampPosition(ends.values[k]);
+    stride[a] = int64_t(steps[k]);
+    if (end[a] <= begin[a])
+      failNode("the slice of axis " + std::to_string(*axis) +
+               " is empty, which remat does not support");
+  }
+  std::vector<int64_t> result;
+  for (size_t d = 0; d < size_t(rank); ++d)
+    result.push_back((end[d] - begin[d] + stride[d] - 1) / stride[d]);
+  if (const Constant *c = constantInput(0)) {
+    Constant r;
+    r.isFloat = c->isFloat;
+    r.shape = result;
+    int64_t count = product(result, 0, result.size());
+    for (int64_t i = 0; i < count; ++i)
+      r.values.push_back(
+          c->values[size_t(slicedIndex(i, shape, result, begin, stride))]);
+    defineConstant(0, std::move(r));
+    return;
+  }
+  int x = valueInput(0);
+  if (result == shape) {
+    define(0, x);
+    return;
+  }
+  define(0, emit(uniqueName(nodeName), "slice", {x},
+                 json{{"starts", begin}, {"ends", end}, {"steps", stride}}));
+}
+
+/// Split into consecutive parts along an axis: one `slice` per output.
+void OnnxReader::importSplit() {
+  int x = valueInput(0);
+  std::vector<int64_t> shape = typeOf(x).shape;
+  int64_t rank = int64_t(shape.size());
+  auto axis = normalizeAxis(intAttribute("axis", 0), rank);
+  if (!axis)
+    failNode("axis " + std::to_string(intAttribute("axis", 0)) +
+             " is out of range");
+  int64_t dim = shape[size_t(*axis)];
+  int parts = node->output_size();
+  std::vector<int64_t> sizes;
+  if (hasInput(1)) {
+    for (double v : requireConstant(1, "the split sizes").values)
+      sizes.push_back(int64_t(v));
+  } else {
+    if (dim % parts != 0)
+      failNode("dimension " + std::to_string(dim) + " of axis " +
+               std::to_string(*axis) + " does not split into " +
+               std::to_string(parts) + " equal parts");
+    sizes.assign(size_t(parts), dim / parts);
+  }
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size <= 0)
+      failNode("split sizes must be positive");
+    total += size;
+  }
+  if (int(sizes.size()) != parts || total != dim)
+    failNode("split sizes do not add up to dimension " + std::to_string(dim) +
+             " in " + std::to_string(parts) + " parts");
+  std::vector<int64_t> begin(size_t(rank), 0), end = shape,
+                                               steps(size_t(rank), 1);
+  int64_t offset = 0;
+  for (int k = 0; k < parts; ++k) {
+    begin[size_t(*axis)] = offset;
+    end[size_t(*axis)] = offset + sizes[size_t(k)];
+    offset += sizes[size_t(k)];
+    if (node->output(k).empty())
+      continue;
+    std::string name = k + 1 == parts ? nodeName
+                                      : nodeName + "/part" + std::to_string(k);
+    define(k, emit(uniqueName(name), "slice", {x},
+                   json{{"starts", begin}, {"ends", end}, {"steps", steps}}));
+  }
+}
+
+/// Concat with a computed (or parameter) part: a chain of `concat`s.
+void OnnxReader::importConcat() {
+  std::vector<int64_t> shape = shapeOfInput(0);
+  auto axis = normalizeAxis(intAttribute("axis", 0), int64_t(shape.size()));
+  if (!axis)
+    failNode("axis " + std::to_string(intAttribute("axis", 0)) +
+             " is out of range");
+  int joined = valueInput(0);
+  for (int i = 1; i < node->input_size(); ++i) {
+    std::string name = i + 1 == node->input_size()
+                           ? nodeName
+                           : nodeName + "/concat" + std::to_string(i);
+    joined = emit(uniqueName(name), "concat", {joined, valueInput(i)},
+                  json{{"axis", *axis}});
+  }
+  define(0, joined);
+}
+
+/// LayerNormalization over the last axis: `layer_norm` (a zero bias when
+/// the node has none).
+void OnnxReader::importLayerNorm() {
+  int x = valueInput(0);
+  std::vector<int64_t> shape = typeOf(x).shape;
+  int64_t rank = int64_t(shape.size());
+  int64_t axisAttr = intAttribute("axis", -1);
+  auto axis = normalizeAxis(axisAttr, rank);
+  if (!axis || *axis != rank - 1)
+    failNode("normalization from axis " + std::to_string(axisAttr) +
+             " is not supported (only over the last axis, axis -1)");
+  int gamma = valueInput(1);
+  int beta = -1;
+  if (hasInput(2)) {
+    beta = valueInput(2);
+  } else {
+    std::vector<int64_t> d = {shape.back()};
+    beta = emit(uniqueName(nodeName + "/zero_bias"), "constant", {},
+                json{{"value", 0.0}}, &d);
+  }
+  double epsilon = floatAttribute("epsilon", 1e-5);
+  define(0, emit(uniqueName(nodeName), "layer_norm", {x, gamma, beta},
+                 json{{"epsilon", epsilon}}));
+}
+
+/// ReduceMean over the `axes` attribute (opsets 13-17; all axes without
+/// it): `reduce_mean`.
+void OnnxReader::importReduceMean() {
+  int x = valueInput(0);
+  int64_t rank = int64_t(typeOf(x).shape.size());
+  std::set<int64_t> axes;
+  if (const onnx::AttributeProto *a = attribute("axes")) {
+    for (int64_t axis : a->ints()) {
+      auto normalized = normalizeAxis(axis, rank);
+      if (!normalized)
+        failNode("axis " + std::to_string(axis) + " is out of range");
+      axes.insert(*normalized);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.insert(d);
+  }
+  bool keep = intAttribute("keepdims", 1) != 0;
+  define(0, emit(uniqueName(nodeName), "reduce_mean", {x},
+                 json{{"axes", std::vector<int64_t>(axes.begin(), axes.end())},
+                      {"keep_dims", keep}}));
+}
+
+/// Dropout: `dropout` in training mode with a positive ratio, else the
+/// identity (inference mode, or ratio 0). The seed is the node's `seed`
+/// attribute, or a hash of its name.
+void OnnxReader::importDropout() {
+  int x = valueInput(0);
+  double ratio = scalarInput(1, "the ratio", 0.5);
+  bool training = scalarInput(2, "training_mode", 0.0) != 0.0;
+  if (!training || ratio == 0.0) {
+    define(0, x);
+    return;
+  }
+  if (!(ratio > 0.0 && ratio < 1.0))
+    failNode("ratio " + std::to_string(ratio) + " is outside [0, 1)");
+  uint64_t hash = 1469598103934665603ull; // FNV-1a of the node's name
+  for (unsigned char ch : nodeName)
+    hash = (hash ^ ch) * 1099511628211ull;
+  int64_t seed = intAttribute("seed", int64_t(hash >> 1));
+  define(0, emit(uniqueName(nodeName), "dropout", {x},
+                 json{{"rate", ratio}, {"seed", seed}}));
+}
+
+/// Pow by a constant exponent: `pow` (folded on constant data).
+void OnnxReader::importPow() {
+  double exponent = scalarInput(1, "the exponent", 1.0);
+  if (const Constant *c = constantInput(0)) {
+    Constant r = *c;
+    for (double &v : r.values)
+      v = std::pow(v, exponent);
+    defineConstant(0, std::move(r));
+    return;
+  }
+  int x = valueInput(0);
+  define(0, emit(uniqueName(nodeName), "pow", {x},
+                 json{{"exponent", exponent}}));
+}
+
 //===----------------------------------------------------------------------===//
 // 4. Loss, pruning, optimizer
 //===----------------------------------------------------------------------===//
@@ -1070,17 +1662,36 @@ void OnnxReader::addLoss() {
   // whose rows match, so that the loss can fall (docs/model-format.md).
   std::string teacherOf;
   for (const Value &v : graph.values)
-    if (v.kind == ValueKind::Input && !v.type.shape.empty() &&
+    if (v.kind == ValueKind::Input && isFloatDType(v.type.dtype) &&
+        !v.type.shape.empty() &&
         std::vector<int64_t>(v.type.shape.begin(), v.type.shape.end() - 1) ==
             rows) {
       teacherOf = v.name;
       break;
     }
+  // A language model: token ids of the labels' shape drawn from the
+  // output's classes. They become sequences and the labels the next
+  // tokens, a task the model can learn.
+  Value *tokens = nullptr;
+  if (loss == "cross_entropy")
+    for (Value &v : graph.values)
+      if (v.kind == ValueKind::Input && v.type.shape == rows &&
+          v.data.is_object() && v.data.value("kind", "") == "randint" &&
+          v.data.value("high", int64_t(0)) == outType.shape.back()) {
+        tokens = &v;
+        break;
+      }
   Value labels;
   labels.kind = ValueKind::Input;
   labels.name = labelsName;
   labels.pointer = "input 'labels'";
-  if (loss == "cross_entropy") {
+  if (tokens) {
+    int64_t vocab = outType.shape.back();
+    tokens->data = json{{"kind", "sequence"}, {"vocab", vocab}};
+    labels.type = ValueType{"i64", rows};
+    labels.data = json{{"kind", "labels_of"}, {"of", tokens->name}};
+    graph.tokensPerSample = product(rows, 1, rows.size());
+  } else if (loss == "cross_entropy") {
     labels.type = ValueType{"i64", rows};
     int64_t classes = outType.shape.back();
     labels.data = teacherOf.empty()
@@ -1116,11 +1727,10 @@ void OnnxReader::pruneToLoss() {
     const Value &v = graph.values[i];
     bool teacherSource = false;
     for (const Value &u : graph.values)
-      teacherSource |= u.kind == ValueKind::Input &&
+      teacherSource |= u.kind == ValueKind::Input && u.data.is_object() &&
                        u.data.value("of", "") == v.name;
     if (!needed[i] && !(v.kind == ValueKind::Input && teacherSource)) {
-      if (v.kind == ValueKind::Param)
-        out.weights.erase(v.name);
+      out.weights.erase(v.name); // a parameter's or a fixed input's values
       continue;
     }
     newId[i] = int(values.size());
@@ -1167,6 +1777,7 @@ OnnxModel OnnxReader::read() {
   // 1.
   parse();
   checkAndInferShapes();
+  checkFrozen();
   // 2.
   readInputs();
   for (const Value &v : graph.values)

@@ -23,7 +23,9 @@ constexpr int kMinOnnxOpset = 13;
 constexpr int kMaxOnnxOpset = 17;
 
 /// An imported ONNX model: the flattened training step and the value of
-/// every parameter (its initializer), named as the graph names it.
+/// every parameter (its initializer) and of every input without a generator
+/// (constant data, fed every step: docs/onnx.md), named as the graph names
+/// it.
 struct OnnxModel {
   ModelGraph graph;
   std::map<std::string, runtime::NamedTensor> weights;

@@ -408,4 +408,106 @@ LogicalResult AttentionOp::buildGradient(OpBuilder &b,
   return success();
 }
 
+/// dx = erf_grad(x, dy) = dy·(2/√π)·exp(-x²).
+LogicalResult ErfOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0])
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(b.create<ErfGradOp>(getLoc(), getX().getType(),
+                                             getX(), resultGrads[0]));
+  return success();
+}
+
+/// dx = dy·(p·x^(p-1)), PyTorch's formula; for p = 1, dx = dy.
+LogicalResult PowOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return noGradients(getOperation(), operandGrads);
+  Location loc = getLoc();
+  Type type = getX().getType();
+  float p = getExponent();
+  if (p == 1.0f) {
+    operandGrads.push_back(dy);
+    return success();
+  }
+  Value power = p == 2.0f ? getX()
+                          : b.create<PowOp>(loc, type, getX(), p - 1.0f)
+                                .getResult();
+  Value derivative = b.create<MulOp>(loc, type, power, scalar(b, loc, power, p));
+  operandGrads.push_back(b.create<MulOp>(loc, type, dy, derivative));
+  return success();
+}
+
+/// dx = slice_grad(dy): dy placed in zeros of x's shape.
+LogicalResult SliceOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0])
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(b.create<SliceGradOp>(
+      getLoc(), getX().getType(), resultGrads[0], getStarts(), getEnds(),
+      getSteps()));
+  return success();
+}
+
+/// da and db: the two parts of dc, as slices along the axis.
+LogicalResult ConcatOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Value dc = resultGrads[0];
+  if (!dc)
+    return noGradients(getOperation(), operandGrads);
+  ArrayRef<int64_t> shape = tensorType(dc).getShape();
+  uint64_t axis = getAxis();
+  int64_t split = tensorType(getA()).getShape()[axis];
+  SmallVector<int64_t> starts(shape.size(), 0), ends(shape), steps(shape.size(), 1);
+  ends[axis] = split;
+  operandGrads.push_back(b.create<SliceOp>(getLoc(), getA().getType(), dc,
+                                           starts, ends, steps));
+  starts[axis] = split;
+  ends[axis] = shape[axis];
+  operandGrads.push_back(b.create<SliceOp>(getLoc(), getB().getType(), dc,
+                                           starts, ends, steps));
+  return success();
+}
+
+/// dx = conv2d_grad_input(w, dy), dw = conv2d_grad_weight(x, dy).
+LogicalResult Conv2dOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy)
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(b.create<Conv2dGradInputOp>(
+      getLoc(), getX().getType(), getW(), dy, getStridesAttr(), getPadsAttr(),
+      getDilationsAttr(), getGroupsAttr()));
+  operandGrads.push_back(b.create<Conv2dGradWeightOp>(
+      getLoc(), getW().getType(), getX(), dy, getStridesAttr(), getPadsAttr(),
+      getDilationsAttr(), getGroupsAttr()));
+  return success();
+}
+
+/// dx = max_pool2d_grad(x, dy): the argmax is recomputed from x.
+LogicalResult MaxPool2dOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0])
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(b.create<MaxPool2dGradOp>(
+      getLoc(), getX().getType(), getX(), resultGrads[0], getKernelShapeAttr(),
+      getStridesAttr(), getPadsAttr(), getDilationsAttr(), getCeilModeAttr()));
+  return success();
+}
+
+/// dx = avg_pool2d_grad(dy), x's type given.
+LogicalResult AvgPool2dOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0])
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(b.create<AvgPool2dGradOp>(
+      getLoc(), getX().getType(), resultGrads[0], getKernelShapeAttr(),
+      getStridesAttr(), getPadsAttr(), getCeilModeAttr(),
+      getCountIncludePadAttr()));
+  return success();
+}
+
 } // namespace remat::graph

@@ -44,6 +44,26 @@ bool attentionSizes(Value q, int64_t &scores, int64_t &scoresTimesHead) {
   return true;
 }
 
+/// 2·N·O·OH·OW·(C/groups)·kh·kw of a conv2d given y [N, O, OH, OW] and
+/// w [O, C/groups, kh, kw]; 0 for other ranks.
+int64_t convFlops(Value y, Value w) {
+  auto typeY = llvm::dyn_cast<RankedTensorType>(y.getType());
+  auto typeW = llvm::dyn_cast<RankedTensorType>(w.getType());
+  if (!typeY || !typeW || typeY.getRank() != 4 || typeW.getRank() != 4 ||
+      !typeY.hasStaticShape() || !typeW.hasStaticShape())
+    return 0;
+  ArrayRef<int64_t> dims = typeW.getShape();
+  int64_t window = times(times(dims[1], dims[2]), dims[3]);
+  return times(times(2, elements(y)), window);
+}
+
+/// One per window element of y [N, C, OH, OW] with a kh x kw window.
+int64_t poolFlops(Value y, ArrayRef<int64_t> kernelShape) {
+  if (kernelShape.size() != 2)
+    return 0;
+  return times(elements(y), times(kernelShape[0], kernelShape[1]));
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -220,7 +240,20 @@ int64_t AttentionOp::getFlops() {
 }
 
 /// 0: the fill is counted as bytes written.
+/// Copies only.
+int64_t SliceOp::getFlops() { return 0; }
+int64_t ConcatOp::getFlops() { return 0; }
+
 int64_t ConstantOp::getFlops() { return 0; }
+
+/// 2·N·O·OH·OW·(C/groups)·kh·kw.
+int64_t Conv2dOp::getFlops() { return convFlops(getY(), getW()); }
+
+/// One comparison per window element.
+int64_t MaxPool2dOp::getFlops() { return poolFlops(getY(), getKernelShape()); }
+
+/// One add per window element (the division is not counted).
+int64_t AvgPool2dOp::getFlops() { return poolFlops(getY(), getKernelShape()); }
 
 //===----------------------------------------------------------------------===//
 // Gradient ops
@@ -233,6 +266,12 @@ int64_t ReluGradOp::getFlops() { return elements(getX()); }
 /// plus the derivative 0.5·(1+t) + 0.5·x·(1-t²)·√(2/π)·(1+3·0.044715·x²) (9)
 /// and the product with dy (1).
 int64_t GeluGradOp::getFlops() { return times(16, elements(getX())); }
+
+/// 4 per element: x², exp(-x²) (counted as one), ·2/√π, ·dy.
+int64_t ErfGradOp::getFlops() { return times(4, elements(getX())); }
+
+/// A fill and a copy only.
+int64_t SliceGradOp::getFlops() { return 0; }
 
 /// 3 per element: y², 1 - y², product with dy.
 int64_t TanhGradOp::getFlops() { return times(3, elements(getY())); }
@@ -267,6 +306,23 @@ int64_t AttentionGradOp::getFlops() {
   if (!attentionSizes(getQ(), scores, scoresTimesHead))
     return 0;
   return plus(times(10, scoresTimesHead), times(9, scores));
+}
+
+/// The conv2d's FLOPs: dy [N, O, OH, OW] against w.
+int64_t Conv2dGradInputOp::getFlops() { return convFlops(getDy(), getW()); }
+
+/// The conv2d's FLOPs: dy [N, O, OH, OW] against dw.
+int64_t Conv2dGradWeightOp::getFlops() { return convFlops(getDy(), getDw()); }
+
+/// The argmax recomputed (one comparison per window element) and one add
+/// per dy element.
+int64_t MaxPool2dGradOp::getFlops() {
+  return plus(poolFlops(getDy(), getKernelShape()), elements(getDy()));
+}
+
+/// One add per window element.
+int64_t AvgPool2dGradOp::getFlops() {
+  return poolFlops(getDy(), getKernelShape());
 }
 
 //===----------------------------------------------------------------------===//

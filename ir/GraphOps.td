@@ -414,6 +414,77 @@ def Graph_AttentionOp : Graph_ForwardOp<"attention", [OwnFlops]> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Forward ops of transformer models imported from ONNX (erf for exact GELU,
+// pow, slice, concat)
+//===----------------------------------------------------------------------===//
+
+def Graph_ErfOp : Graph_UnaryOp<"erf", "erf(x), the error function",
+    "1 per element (erf counted as one)", [ElementwiseCost]>;
+
+def Graph_PowOp : Graph_ForwardOp<"pow", [ElementwiseCost]> {
+  let kernelFamily = "Unary";
+  let shapeRule = "Elementwise";
+  let inPlace = 1;
+  let summary = "elementwise x^exponent for a constant exponent";
+  let description = [{
+    `y = x^exponent` as `pow` of the C library (a negative `x` with a
+    non-integer exponent gives NaN); `y` has the type of `x`. FLOPs: 1 per
+    element.
+
+    ```mlir
+    %y = graph.pow %x {exponent = 2.000000e+00 : f32}
+        : tensor<2x3xf32> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, Graph_F32:$exponent);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_SliceOp : Graph_ForwardOp<"slice", [OwnFlops]> {
+  let kernelFamily = "Slice";
+  let shapeRule = "Slice";
+  let summary = "a strided box of x";
+  let description = [{
+    `starts`, `ends` and `steps` have one entry per dim of `x`:
+    `0 <= start <= end <= dim` and `step >= 1`; dim d of `y` has
+    `ceil((end - start) / step)` elements, element i reading
+    `x[start + i·step]`. FLOPs: 0.
+
+    ```mlir
+    %y = graph.slice %x {starts = array<i64: 0, 4>, ends = array<i64: 2, 8>,
+                         steps = array<i64: 1, 1>}
+        : tensor<2x12xf32> -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_ConcatOp : Graph_ForwardOp<"concat", [OwnFlops]> {
+  let kernelFamily = "Concat";
+  let shapeRule = "Concat";
+  let summary = "joins a and b along one axis";
+  let description = [{
+    `a` and `b` have one dtype and equal dims except `axis` (in
+    `[0, rank)`); `c` has their dims with `a`'s and `b`'s `axis` dims
+    summed, `a` first. FLOPs: 0.
+
+    ```mlir
+    %c = graph.concat %a, %b {axis = 1}
+        : tensor<2x3xf32>, tensor<2x5xf32> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$a, Graph_Tensor:$b, I64Attr:$axis);
+  let results = (outs Graph_Tensor:$c);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($c)
+  }];
+}
+
 def Graph_ConstantOp : Graph_Op<"constant", [OwnFlops]> {
   let kernelFamily = "Constant";
   let shapeRule = "Fill";
@@ -430,6 +501,94 @@ def Graph_ConstantOp : Graph_Op<"constant", [OwnFlops]> {
   let arguments = (ins Graph_F32:$value);
   let results = (outs Graph_Tensor:$y);
   let assemblyFormat = "$value attr-dict `:` type($y)";
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (NCHW)
+//===----------------------------------------------------------------------===//
+
+// Windows over the last two dims of an NCHW tensor: `strides` [sh, sw],
+// `pads` [top, left, bottom, right] (zeros outside, asymmetric allowed),
+// `dilations` [dh, dw]. Each output dim is
+// floor((in + pad_begin + pad_end - dilation·(k - 1) - 1) / stride) + 1
+// (pools with `ceil_mode` round up, as PyTorch does: the last window must
+// start inside the input or its begin padding).
+
+def Graph_Conv2dOp : Graph_ForwardOp<"conv2d", [OwnFlops]> {
+  let kernelFamily = "Conv";
+  let shapeRule = "Conv";
+  let summary = "2-D convolution (cross-correlation), NCHW";
+  let description = [{
+    `x` is `[N, C, H, W]`, `w` is `[O, C/groups, kh, kw]`, `y` is
+    `[N, O, OH, OW]`; input channels and output channels are split into
+    `groups` groups (`groups = C = O` is depthwise). No bias (add one with a
+    broadcasting `add` of an `[O, 1, 1]` tensor). FLOPs:
+    2·N·O·OH·OW·(C/groups)·kh·kw.
+
+    ```mlir
+    %y = graph.conv2d %x, %w {strides = array<i64: 2, 2>,
+        pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+        : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$w,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = [{
+    $x `,` $w attr-dict `:` type($x) `,` type($w) `->` type($y)
+  }];
+}
+
+def Graph_MaxPool2dOp : Graph_ForwardOp<"max_pool2d", [OwnFlops]> {
+  let kernelFamily = "Pool";
+  let shapeRule = "Pool";
+  let summary = "2-D max pooling, NCHW";
+  let description = [{
+    `x` is `[N, C, H, W]`, `y` is `[N, C, OH, OW]`: the maximum of each
+    `kernel_shape` window (padding never wins; a window with no input
+    element gives 0). Each pad is at most half its kernel dim. FLOPs: one
+    per window element.
+
+    ```mlir
+    %y = graph.max_pool2d %x {kernel_shape = array<i64: 3, 3>,
+        strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>,
+        dilations = array<i64: 1, 1>}
+        : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       Graph_FalseBool:$ceil_mode);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+}
+
+def Graph_AvgPool2dOp : Graph_ForwardOp<"avg_pool2d", [OwnFlops]> {
+  let kernelFamily = "Pool";
+  let shapeRule = "Pool";
+  let summary = "2-D average pooling, NCHW";
+  let description = [{
+    `x` is `[N, C, H, W]`, `y` is `[N, C, OH, OW]`: the mean of each
+    `kernel_shape` window. The divisor counts the window's input elements,
+    or with `count_include_pad` also its padding (up to the end padding, as
+    PyTorch). Each pad is at most half its kernel dim. FLOPs: one per
+    window element.
+
+    ```mlir
+    %y = graph.avg_pool2d %x {kernel_shape = array<i64: 2, 2>,
+        strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>}
+        : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       Graph_FalseBool:$ceil_mode,
+                       Graph_FalseBool:$count_include_pad);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
 }
 
 //===----------------------------------------------------------------------===//
@@ -606,6 +765,143 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [OwnFlops]> {
     $q `,` $k `,` $v `,` $dout attr-dict `:` type($q) `,` type($k) `,`
     type($v) `,` type($dout) `->` type($dq) `,` type($dk) `,` type($dv)
   }];
+}
+
+def Graph_Conv2dGradInputOp : Graph_Op<"conv2d_grad_input", [OwnFlops]> {
+  let kernelFamily = "Conv";
+  let shapeRule = "ConvGradInput";
+  let resultTypeGiven = 1;
+  let summary = "gradient of conv2d with respect to x";
+  let description = [{
+    `w` is `[O, C/groups, kh, kw]`, `dy` is `[N, O, OH, OW]`, `dx` is the
+    given `[N, C, H, W]` (conv2d of it with `w` has `dy`'s shape); the
+    attributes are conv2d's. FLOPs: those of the conv2d.
+
+    ```mlir
+    %dx = graph.conv2d_grad_input %w, %dy {strides = array<i64: 2, 2>,
+        pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+        : tensor<4x3x3x3xf32>, tensor<2x4x4x4xf32> -> tensor<2x3x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$w, Graph_Tensor:$dy,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs Graph_Tensor:$dx);
+  let assemblyFormat = [{
+    $w `,` $dy attr-dict `:` type($w) `,` type($dy) `->` type($dx)
+  }];
+}
+
+def Graph_Conv2dGradWeightOp : Graph_Op<"conv2d_grad_weight", [OwnFlops]> {
+  let kernelFamily = "Conv";
+  let shapeRule = "ConvGradWeight";
+  let resultTypeGiven = 1;
+  let summary = "gradient of conv2d with respect to w";
+  let description = [{
+    `x` is `[N, C, H, W]`, `dy` is `[N, O, OH, OW]`, `dw` is the given
+    `[O, C/groups, kh, kw]`, summed over the batch; the attributes are
+    conv2d's. FLOPs: those of the conv2d.
+
+    ```mlir
+    %dw = graph.conv2d_grad_weight %x, %dy {strides = array<i64: 2, 2>,
+        pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+        : tensor<2x3x8x8xf32>, tensor<2x4x4x4xf32> -> tensor<4x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$dy,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs Graph_Tensor:$dw);
+  let assemblyFormat = [{
+    $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dw)
+  }];
+}
+
+def Graph_MaxPool2dGradOp : Graph_Op<"max_pool2d_grad", [OwnFlops]> {
+  let kernelFamily = "PoolGrad";
+  let shapeRule = "PoolGrad";
+  let summary = "gradient of max_pool2d";
+  let description = [{
+    Each `dy` element goes to its window's maximum in `x`, the first in
+    row-major window order on ties; `dx` has the type of `x`. FLOPs: one per
+    window element.
+
+    ```mlir
+    %dx = graph.max_pool2d_grad %x, %dy {kernel_shape = array<i64: 3, 3>,
+        strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>,
+        dilations = array<i64: 1, 1>}
+        : tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$dy,
+                       DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       Graph_FalseBool:$ceil_mode);
+  let results = (outs Graph_Tensor:$dx);
+  let assemblyFormat = [{
+    $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
+  }];
+}
+
+def Graph_AvgPool2dGradOp : Graph_Op<"avg_pool2d_grad", [OwnFlops]> {
+  let kernelFamily = "PoolGrad";
+  let shapeRule = "PoolGradGiven";
+  let resultTypeGiven = 1;
+  let summary = "gradient of avg_pool2d";
+  let description = [{
+    Each `dy` element, divided by its window's divisor, is added to the
+    window's input elements; `dx` is the given `[N, C, H, W]`. FLOPs: one
+    per window element.
+
+    ```mlir
+    %dx = graph.avg_pool2d_grad %dy {kernel_shape = array<i64: 2, 2>,
+        strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>}
+        : tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$dy, DenseI64ArrayAttr:$kernel_shape,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       Graph_FalseBool:$ceil_mode,
+                       Graph_FalseBool:$count_include_pad);
+  let results = (outs Graph_Tensor:$dx);
+  let assemblyFormat = "$dy attr-dict `:` type($dy) `->` type($dx)";
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops of the transformer ops above
+//===----------------------------------------------------------------------===//
+
+def Graph_ErfGradOp : Graph_UnaryGradOp<"erf_grad", "x",
+    "dy·(2/√π)·exp(-x²)"> {
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$dy);
+  let assemblyFormat = [{
+    $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
+  }];
+}
+
+def Graph_SliceGradOp : Graph_Op<"slice_grad", [OwnFlops]> {
+  let kernelFamily = "Slice";
+  let shapeRule = "SliceGrad";
+  let resultTypeGiven = 1;
+  let summary = "gradient of slice: dy placed in zeros of x's shape";
+  let description = [{
+    `dx` (its type given: `x`'s) is zero except at the elements `slice`
+    read with the same `starts`, `ends` and `steps`, which hold `dy`.
+    FLOPs: 0.
+
+    ```mlir
+    %dx = graph.slice_grad %dy {starts = array<i64: 0, 4>,
+                                ends = array<i64: 2, 8>, steps = array<i64: 1, 1>}
+        : tensor<2x4xf32> -> tensor<2x12xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$dy, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs Graph_Tensor:$dx);
+  let assemblyFormat = "$dy attr-dict `:` type($dy) `->` type($dx)";
 }
 
 //===----------------------------------------------------------------------===//

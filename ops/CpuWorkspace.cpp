@@ -1,15 +1,20 @@
 //===- CpuWorkspace.cpp - The CPU backend's kernel scratch, by op ---------===//
 #include "ops/CpuWorkspace.h"
 
+#include <algorithm>
+
 namespace remat::ops {
 
-uint64_t cpuWorkspaceElements(OpKind op,
-                              const std::vector<Shape> &inputShapes) {
+uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                              const std::vector<Shape> &inputs,
+                              const std::vector<Shape> &outputs) {
+  if (op == OpKind::Conv2d || op == OpKind::Conv2dGradInput ||
+      op == OpKind::Conv2dGradWeight)
+    return convWorkspaceElements(op, attrs, inputs, outputs);
   if (op == OpKind::Attention || op == OpKind::AttentionGrad) {
-    if (inputShapes.empty() || inputShapes[0].size() < 3 ||
-        inputShapes[0][2] < 0)
+    if (inputs.empty() || inputs[0].size() < 3 || inputs[0][2] < 0)
       return 0;
-    uint64_t s = uint64_t(inputShapes[0][2]);
+    uint64_t s = uint64_t(inputs[0][2]);
     uint64_t factor = op == OpKind::Attention ? 1 : 2;
     // Saturates instead of wrapping: a wrapped count would let the
     // backend allocate too little scratch.
@@ -18,6 +23,30 @@ uint64_t cpuWorkspaceElements(OpKind op,
     return factor * s * s;
   }
   return 0;
+}
+
+int64_t convChunkColumns(int64_t k, int64_t positions) {
+  int64_t columns =
+      std::max<int64_t>(1, kConvScratchElements / std::max<int64_t>(k, 1));
+  return std::max<int64_t>(1, std::min(positions, columns));
+}
+
+uint64_t convWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                               const std::vector<Shape> &inputs,
+                               const std::vector<Shape> &outputs) {
+  // x [N,C,H,W], w [O,C/groups,kh,kw], y [N,O,OH,OW], wherever each op has
+  // them among its operands and result.
+  const Shape &w = op == OpKind::Conv2dGradWeight ? outputs[0]
+                   : op == OpKind::Conv2d         ? inputs[1]
+                                                  : inputs[0];
+  const Shape &y = op == OpKind::Conv2d ? outputs[0] : inputs[1];
+  bool pointwise = w[2] == 1 && w[3] == 1 &&
+                   attrs.strides == std::vector<int64_t>{1, 1} &&
+                   attrs.pads == std::vector<int64_t>{0, 0, 0, 0};
+  if (pointwise)
+    return 0;
+  int64_t k = w[1] * w[2] * w[3];
+  return uint64_t(k) * uint64_t(convChunkColumns(k, y[2] * y[3]));
 }
 
 uint64_t cpuWorkspaceBytes(uint64_t elements, uint64_t elementBytes) {

@@ -17,10 +17,28 @@
 namespace remat::ops {
 
 /// Scratch elements (of the float type the kernel computes in) the CPU
-/// kernel of `op` needs for these input shapes; UINT64_MAX when the count
-/// does not fit 64 bits. Attention: S*S (the scores of one batch and head);
-/// attention_grad: 2*S*S; every other op: 0.
-uint64_t cpuWorkspaceElements(OpKind op, const std::vector<Shape> &inputShapes);
+/// kernel of `op` needs for these operand and result shapes; UINT64_MAX when
+/// the count does not fit 64 bits. Attention: S*S (the scores of one batch
+/// and head); attention_grad: 2*S*S; conv2d and its gradients:
+/// convWorkspaceElements; every other op: 0.
+uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                              const std::vector<Shape> &inputs,
+                              const std::vector<Shape> &outputs);
+
+/// conv2d and its gradients unfold blocks of output positions into the
+/// workspace (runtime/backends/cpu/kernels/conv.cpp): K = C/groups·kh·kw
+/// rows of kConvScratchElements / K columns (4 MiB of f32), at least one.
+inline constexpr int64_t kConvScratchElements = int64_t(1) << 20;
+
+/// Output positions unfolded at once for a window of k elements and
+/// `positions` = OH·OW output positions.
+int64_t convChunkColumns(int64_t k, int64_t positions);
+
+/// Workspace elements of conv2d, conv2d_grad_input or conv2d_grad_weight:
+/// K x convChunkColumns, 0 for a pointwise (1x1, stride 1, unpadded) one.
+uint64_t convWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                               const std::vector<Shape> &inputs,
+                               const std::vector<Shape> &outputs);
 
 /// `elements` of `elementBytes` each, in bytes, saturating at UINT64_MAX.
 /// The CPU backend's workspace is the largest single op's need (ops run one

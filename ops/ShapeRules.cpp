@@ -2,6 +2,7 @@
 #include "ops/ShapeRules.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 
 namespace remat::ops {
@@ -87,6 +88,20 @@ private:
   std::vector<Expected> pairLoss(bool grad);
   std::vector<Expected> attention();
   std::vector<Expected> fill();
+  Shape sliceShape(const Shape &x) const;
+  std::vector<Expected> slice(bool grad);
+  std::vector<Expected> concat();
+  std::vector<Expected> conv();
+  std::vector<Expected> convGradInput();
+  std::vector<Expected> convGradWeight();
+  std::vector<Expected> pool();
+  std::vector<Expected> poolGrad(bool given);
+
+  // Convolution and pooling geometry (NCHW).
+  void expectRank4(size_t i, const char *dims) const;
+  void checkWindowAttrs(bool pool) const;
+  Shape convOutput(const Shape &x, const Shape &w) const;
+  Shape poolOutput(const Shape &x) const;
 
   OpKind op;
   const OpAttrs &attrs;
@@ -141,6 +156,24 @@ std::vector<Expected> Rule::apply() {
     return attention();
   case ShapeRule::Fill:
     return fill();
+  case ShapeRule::Slice:
+    return slice(false);
+  case ShapeRule::SliceGrad:
+    return slice(true);
+  case ShapeRule::Concat:
+    return concat();
+  case ShapeRule::Conv:
+    return conv();
+  case ShapeRule::ConvGradInput:
+    return convGradInput();
+  case ShapeRule::ConvGradWeight:
+    return convGradWeight();
+  case ShapeRule::Pool:
+    return pool();
+  case ShapeRule::PoolGrad:
+    return poolGrad(false);
+  case ShapeRule::PoolGradGiven:
+    return poolGrad(true);
   }
   fail("no type rule");
 }
@@ -377,6 +410,252 @@ std::vector<Expected> Rule::fill() {
     fail(outLabel(0) + " has dtype " + dtypeName(y.dtype) +
          " but expects a float dtype (f32|f16|bf16)");
   return {{y, ""}};
+}
+
+/// The shape `starts`, `ends` and `steps` select from a tensor of shape
+/// `x`: one entry per dim, 0 <= start <= end <= dim, step >= 1; each dim
+/// has ceil((end - start) / step) elements.
+Shape Rule::sliceShape(const Shape &x) const {
+  const std::vector<int64_t> *lists[] = {&attrs.starts, &attrs.ends,
+                                         &attrs.steps};
+  const char *names[] = {"starts", "ends", "steps"};
+  for (int k = 0; k < 3; ++k)
+    if (lists[k]->size() != x.size())
+      fail(std::string("attribute '") + names[k] + "' has " +
+           std::to_string(lists[k]->size()) + " entries but the sliced " +
+           "tensor " + formatShape(x) + " has rank " +
+           std::to_string(x.size()));
+  Shape y;
+  for (size_t d = 0; d < x.size(); ++d) {
+    int64_t start = attrs.starts[d], end = attrs.ends[d], step = attrs.steps[d];
+    if (step < 1)
+      fail("attribute 'steps' has " + std::to_string(step) + " at dim " +
+           std::to_string(d) + " but expects steps >= 1");
+    if (start < 0 || start > end || end > x[d])
+      fail("dim " + std::to_string(d) + " of the sliced tensor " +
+           formatShape(x) + " has start " + std::to_string(start) +
+           " and end " + std::to_string(end) + " but expects 0 <= start <= "
+           "end <= " + std::to_string(x[d]));
+    y.push_back((end - start + step - 1) / step);
+  }
+  return y;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+void Rule::expectRank4(size_t i, const char *dims) const {
+  if (in(i).shape.size() != 4)
+    fail(inLabel(i) + " has shape " + formatShape(in(i).shape) +
+         " but expects rank 4 " + dims);
+}
+
+/// strides [2] >= 1, pads [4] >= 0, dilations [2] >= 1 (pools without the
+/// attribute: 1), kernel_shape [2] >= 1 with every pad at most half its
+/// kernel dim (pools), groups >= 1 (convolutions).
+void Rule::checkWindowAttrs(bool pool) const {
+  auto expectSize = [&](const char *name, const std::vector<int64_t> &v,
+                        size_t size, int64_t least) {
+    bool ok = v.size() == size;
+    for (int64_t e : v)
+      ok &= e >= least;
+    if (!ok)
+      fail(std::string("attribute '") + name + "' " + formatShape(v) +
+           " must have " + std::to_string(size) +
+           " entries, each >= " + std::to_string(least));
+  };
+  expectSize("strides", attrs.strides, 2, 1);
+  expectSize("pads", attrs.pads, 4, 0);
+  bool hasDilations = false;
+  for (const AttrInfo &a : opInfo(op).attrs)
+    hasDilations |= std::string(a.name) == "dilations";
+  if (hasDilations)
+    expectSize("dilations", attrs.dilations, 2, 1);
+  if (!pool) {
+    if (attrs.groups < 1 || attrs.groups > uint64_t(INT64_MAX))
+      fail("attribute 'groups' must be >= 1");
+    return;
+  }
+  expectSize("kernel_shape", attrs.kernelShape, 2, 1);
+  for (size_t i = 0; i < 4; ++i)
+    if (attrs.pads[i] > attrs.kernelShape[i % 2] / 2)
+      fail("attribute 'pads' " + formatShape(attrs.pads) +
+           " has a pad larger than half of kernel_shape " +
+           formatShape(attrs.kernelShape));
+}
+
+namespace {
+/// One output dim of a window: floor (or ceil, PyTorch's rule: the last
+/// window starts inside the input or its begin padding) of
+/// (in + padBegin + padEnd - dilation·(k - 1) - 1) / stride, plus 1; 0 or
+/// less when no window fits. Saturated against overflow.
+int64_t windowOutputSize(int64_t in, int64_t k, int64_t stride,
+                         int64_t padBegin, int64_t padEnd, int64_t dilation,
+                         bool ceilMode) {
+  const int64_t limit = int64_t(1) << 30;
+  if (in > (int64_t(1) << 61) || k > limit || stride > limit ||
+      padBegin > limit || padEnd > limit || dilation > limit)
+    return 0;
+  int64_t span = in + padBegin + padEnd - dilation * (k - 1) - 1;
+  if (span < 0)
+    return 0;
+  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  if (ceilMode && (out - 1) * stride >= in + padBegin)
+    --out;
+  return out;
+}
+} // namespace
+
+Shape Rule::convOutput(const Shape &x, const Shape &w) const {
+  Shape y = {x[0], w[0], 0, 0};
+  for (size_t d = 0; d < 2; ++d) {
+    y[2 + d] =
+        windowOutputSize(x[2 + d], w[2 + d], attrs.strides[d], attrs.pads[d],
+                         attrs.pads[2 + d], attrs.dilations[d], false);
+    if (y[2 + d] < 1)
+      fail("the window " + formatShape({w[2], w[3]}) + " (dilations " +
+           formatShape(attrs.dilations) + ") does not fit the input " +
+           formatShape(x) + " with pads " + formatShape(attrs.pads));
+  }
+  return y;
+}
+
+/// slice: x -> the selected box; slice_grad: dy (the box) -> the given
+/// type of x.
+std::vector<Expected> Rule::slice(bool grad) {
+  expectFloat(0);
+  if (!grad)
+    return {{{in(0).dtype, sliceShape(in(0).shape)}, "the sliced box"}};
+  const TensorType &x = givenType(0);
+  expectShape(0, sliceShape(x.shape),
+              "the box starts/ends/steps select from the result shape " +
+                  formatShape(x.shape));
+  return {{{in(0).dtype, x.shape}, ""}};
+}
+
+/// a, b of one dtype and rank, equal dims but `axis` -> the joined tensor.
+std::vector<Expected> Rule::concat() {
+  expectFloat(0);
+  expectDType(1, in(0).dtype);
+  const Shape &a = in(0).shape, &b = in(1).shape;
+  if (attrs.axis >= a.size())
+    fail("attribute 'axis' is " + std::to_string(int64_t(attrs.axis)) +
+         " but " + inLabel(0) + " " + formatShape(a) + " has rank " +
+         std::to_string(a.size()));
+  Shape c = a;
+  c[attrs.axis] = 0;
+  if (b.size() == a.size())
+    c[attrs.axis] = a[attrs.axis] + b[attrs.axis];
+  Shape bExpected = c;
+  bExpected[attrs.axis] = b.size() == a.size() ? b[attrs.axis] : 0;
+  expectShape(1, bExpected,
+              "the dims of " + inLabel(0) + " but axis " +
+                  std::to_string(attrs.axis));
+  return {{{in(0).dtype, c}, ""}};
+}
+
+Shape Rule::poolOutput(const Shape &x) const {
+  Shape y = {x[0], x[1], 0, 0};
+  for (size_t d = 0; d < 2; ++d) {
+    int64_t dilation = attrs.dilations.empty() ? 1 : attrs.dilations[d];
+    y[2 + d] = windowOutputSize(x[2 + d], attrs.kernelShape[d],
+                                attrs.strides[d], attrs.pads[d],
+                                attrs.pads[2 + d], dilation, attrs.ceilMode);
+    if (y[2 + d] < 1)
+      fail("the window " + formatShape(attrs.kernelShape) +
+           " does not fit the input " + formatShape(x) + " with pads " +
+           formatShape(attrs.pads));
+  }
+  return y;
+}
+
+/// x [N, C, H, W], w [O, C/groups, kh, kw] -> y [N, O, OH, OW].
+std::vector<Expected> Rule::conv() {
+  checkWindowAttrs(false);
+  expectFloat(0);
+  expectDType(1, in(0).dtype);
+  expectRank4(0, "[N,C,H,W]");
+  expectRank4(1, "[O,C/groups,kh,kw]");
+  const Shape &x = in(0).shape, &w = in(1).shape;
+  int64_t groups = int64_t(attrs.groups);
+  if (x[1] % groups || w[0] % groups || w[1] * groups != x[1])
+    fail(inLabel(1) + " has shape " + formatShape(w) + " but expects [O," +
+         std::to_string(x[1] / groups) + ",kh,kw] with O divisible by " +
+         std::to_string(groups) + " (groups " + std::to_string(groups) + ", " +
+         inLabel(0) + " " + formatShape(x) + ")");
+  return {{{in(0).dtype, convOutput(x, w)}, ""}};
+}
+
+/// w, dy -> the given dx [N, C, H, W] with conv2d(dx, w) shaped like dy.
+std::vector<Expected> Rule::convGradInput() {
+  checkWindowAttrs(false);
+  expectFloat(0);
+  expectDType(1, in(0).dtype);
+  expectRank4(0, "[O,C/groups,kh,kw]");
+  expectRank4(1, "[N,O,OH,OW]");
+  const TensorType &dx = givenType(0);
+  if (dx.shape.size() != 4)
+    fail(outLabel(0) + " has shape " + formatShape(dx.shape) +
+         " but expects rank 4 [N,C,H,W]");
+  const Shape &w = in(0).shape;
+  int64_t groups = int64_t(attrs.groups);
+  if (w[0] % groups || w[1] * groups != dx.shape[1])
+    fail(inLabel(0) + " has shape " + formatShape(w) + " but expects [O," +
+         std::to_string(dx.shape[1] / groups) + ",kh,kw] with O divisible by " +
+         std::to_string(groups));
+  expectShape(1, convOutput(dx.shape, w), "the conv2d output");
+  return {{{in(0).dtype, dx.shape}, ""}};
+}
+
+/// x, dy -> the given dw [O, C/groups, kh, kw] with conv2d(x, dw) shaped
+/// like dy.
+std::vector<Expected> Rule::convGradWeight() {
+  checkWindowAttrs(false);
+  expectFloat(0);
+  expectDType(1, in(0).dtype);
+  expectRank4(0, "[N,C,H,W]");
+  expectRank4(1, "[N,O,OH,OW]");
+  const TensorType &dw = givenType(0);
+  if (dw.shape.size() != 4)
+    fail(outLabel(0) + " has shape " + formatShape(dw.shape) +
+         " but expects rank 4 [O,C/groups,kh,kw]");
+  const Shape &x = in(0).shape;
+  int64_t groups = int64_t(attrs.groups);
+  if (dw.shape[0] % groups || dw.shape[1] * groups != x[1])
+    fail(outLabel(0) + " has shape " + formatShape(dw.shape) +
+         " but expects [O," + std::to_string(x[1] / groups) +
+         ",kh,kw] with O divisible by " + std::to_string(groups));
+  expectShape(1, convOutput(x, dw.shape), "the conv2d output");
+  return {{{in(0).dtype, dw.shape}, ""}};
+}
+
+/// x [N, C, H, W] -> y [N, C, OH, OW].
+std::vector<Expected> Rule::pool() {
+  checkWindowAttrs(true);
+  expectFloat(0);
+  expectRank4(0, "[N,C,H,W]");
+  return {{{in(0).dtype, poolOutput(in(0).shape)}, ""}};
+}
+
+/// max: x, dy -> dx like x; avg (given): dy -> the given dx. dy has the
+/// pool's output shape.
+std::vector<Expected> Rule::poolGrad(bool given) {
+  checkWindowAttrs(true);
+  expectFloat(0);
+  TensorType x;
+  if (given) {
+    x = {in(0).dtype, givenType(0).shape};
+    if (x.shape.size() != 4)
+      fail(outLabel(0) + " has shape " + formatShape(x.shape) +
+           " but expects rank 4 [N,C,H,W]");
+  } else {
+    expectRank4(0, "[N,C,H,W]");
+    expectDType(1, in(0).dtype);
+    x = in(0);
+  }
+  expectShape(given ? 0 : 1, poolOutput(x.shape), "the pool's output");
+  return {{x, ""}};
 }
 
 void checkCount(OpKind op, const LabeledTypes &inputs) {

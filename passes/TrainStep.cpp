@@ -14,6 +14,7 @@
 #include "passes/TrainStep.h"
 
 #include "ir/GraphOps.h"
+#include "ops/CostKey.h"
 #include "ops/OpTable.h"
 
 #include "mlir/IR/Builders.h"
@@ -42,9 +43,9 @@ std::optional<DeviceProfile> builtinDeviceProfile(const std::string &name) {
   if (name == "cpu")
     return DeviceProfile{};
   if (name == "h200")
-    return DeviceProfile{"h200", 50e12, 3.6e12, 4e-6};
+    return DeviceProfile{"h200", 50e12, 3.6e12, 4e-6, {}};
   if (name == "h200-tf32")
-    return DeviceProfile{"h200-tf32", 370e12, 3.6e12, 4e-6};
+    return DeviceProfile{"h200-tf32", 370e12, 3.6e12, 4e-6, {}};
   return std::nullopt;
 }
 
@@ -61,6 +62,15 @@ void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile) {
                                       b.getF64FloatAttr(profile.bytesPerSecond)),
                        b.getNamedAttr("launch_seconds",
                                       b.getF64FloatAttr(profile.launchSeconds))}));
+  if (profile.measured.empty())
+    return;
+  llvm::SmallVector<mlir::NamedAttribute> table;
+  for (const auto &[key, seconds] : profile.measured)
+    table.push_back(b.getNamedAttr(key, b.getF64FloatAttr(seconds)));
+  auto attr = module->getAttrOfType<mlir::DictionaryAttr>(kDeviceProfileAttr);
+  llvm::SmallVector<mlir::NamedAttribute> fields(attr.begin(), attr.end());
+  fields.push_back(b.getNamedAttr("ops", b.getDictionaryAttr(table)));
+  module->setAttr(kDeviceProfileAttr, b.getDictionaryAttr(fields));
 }
 
 void TrainStep::reorder(const std::vector<int> &order) {
@@ -162,6 +172,10 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     profile.flopsPerSecond = number("flops_per_second", profile.flopsPerSecond);
     profile.bytesPerSecond = number("bytes_per_second", profile.bytesPerSecond);
     profile.launchSeconds = number("launch_seconds", profile.launchSeconds);
+    if (auto table = attr.getAs<mlir::DictionaryAttr>("ops"))
+      for (mlir::NamedAttribute entry : table)
+        if (auto f = mlir::dyn_cast<mlir::FloatAttr>(entry.getValue()))
+          profile.measured[entry.getName().str()] = f.getValueAsDouble();
   }
   step.profile = profile;
   auto func = module.lookupSymbol<mlir::func::FuncOp>("train_step");
@@ -292,6 +306,23 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
       info.bytes = cost.getBytesRead() + cost.getBytesWritten();
     }
     info.seconds = profile.opSeconds(info.flops, info.bytes);
+    if (!profile.measured.empty()) {
+      auto shapesOf = [](auto values) {
+        std::vector<ops::Shape> shapes;
+        for (mlir::Value v : values) {
+          auto t = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
+          shapes.push_back(t ? ops::Shape(t.getShape().begin(),
+                                          t.getShape().end())
+                             : ops::Shape());
+        }
+        return shapes;
+      };
+      auto it = profile.measured.find(
+          ops::opCostKey(info.kind, info.attrs, shapesOf(op.getOperands()),
+                         shapesOf(op.getResults())));
+      if (it != profile.measured.end())
+        info.seconds = it->second;
+    }
 
     std::optional<ops::OpKind> opKind = ops::parseOpKind(info.kind);
     bool isUpdate = opKind && ops::opInfo(*opKind).updatesParam;

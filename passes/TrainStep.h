@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -32,6 +33,9 @@ struct DeviceProfile {
   double flopsPerSecond = 100e9;
   double bytesPerSecond = 20e9;
   double launchSeconds = 2e-6;
+  /// Measured seconds by op call (ops::opCostKey): `remat profile`'s
+  /// table. An op found here costs what was measured, others the roofline.
+  std::map<std::string, double> measured;
   double opSeconds(int64_t flops, int64_t bytes) const;
 };
 
@@ -43,7 +47,7 @@ std::string builtinDeviceProfileNames();
 
 /// The module attribute that carries a profile into the passes
 /// (extractTrainStep reads it): {name, flops_per_second, bytes_per_second,
-/// launch_seconds}.
+/// launch_seconds, and with a measured table ops: {key: seconds}}.
 inline constexpr const char *kDeviceProfileAttr = "remat.device_profile";
 void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile);
 

@@ -21,6 +21,9 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
   const Plan &p = loaded.plan;
   backend.checkSupport(loaded);
   workspace = backend.workspaceBytes(loaded);
+  // The peak RSS from here on is the run's: what the process held before
+  // (remat train's compile, freed by now) does not count.
+  resetPeakRss();
   baselineRss = readCurrentRssBytes();
   try {
     arena = backend.allocateArena(p.arenaBytes, p.alignment);
@@ -90,6 +93,23 @@ void Executor::loadWeights(const SafetensorsFile &file) {
     if (b.role == BufferRole::Param ||
         (b.role == BufferRole::Optimizer && file.contains(b.name)))
       writeBuffer(i, file.getF32(b.name, b.shape).bytes);
+    // An input without a generator that the file holds: the same values
+    // every step (an imported model's constant tensors), unless --data
+    // replaces them.
+    if (b.role == BufferRole::Input && !b.data && file.contains(b.name) &&
+        !userData.count(i)) {
+      const NamedTensor &t = file.tensors().at(b.name);
+      std::string want = b.dtype == DType::F32   ? "F32"
+                         : b.dtype == DType::I64 ? "I64"
+                         : b.dtype == DType::I32 ? "I32"
+                                                 : dtypeName(b.dtype);
+      if (t.dtype != want || t.shape != b.shape)
+        throw PlanError(file.path() + ": tensor '" + b.name + "' is " +
+                        t.dtype + formatShape(t.shape) +
+                        " but input '" + b.name + "' is " + want +
+                        formatShape(b.shape));
+      userData[i] = NpyArray{b.dtype, b.shape, t.bytes};
+    }
   }
   backend.synchronize();
 }
@@ -308,6 +328,14 @@ uint64_t readCurrentRssBytes() {
     if (line.rfind("VmRSS:", 0) == 0)
       return uint64_t(std::stoull(line.substr(6))) * 1024;
   return 0;
+}
+
+bool resetPeakRss() {
+  // Linux >= 4.0: writing 5 to clear_refs resets VmHWM to the current RSS.
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return bool(out);
 }
 
 uint64_t readPeakRssBytes() {

@@ -61,8 +61,10 @@ public:
   Executor &operator=(const Executor &) = delete;
 
   /// Loads every param (required: a missing or mis-shaped tensor is a
-  /// PlanError) and every optimizer state present in the file. Other
-  /// tensors in the file are ignored.
+  /// PlanError) and every optimizer state present in the file; an input
+  /// without a generator that the file holds is fed its tensor every step
+  /// (as by setInputData, unless that was called first). Other tensors in
+  /// the file are ignored.
   void loadWeights(const SafetensorsFile &file);
   /// Params and optimizer state by buffer name, as F32 tensors.
   std::map<std::string, NamedTensor> stateTensors() const;
@@ -131,6 +133,10 @@ private:
 uint64_t readPeakRssBytes();
 /// The process's current resident set (VmRSS), 0 where unknown.
 uint64_t readCurrentRssBytes();
+/// Resets the process's peak RSS (VmHWM) to its current RSS, so that a
+/// later readPeakRssBytes measures from now; false where the kernel does
+/// not allow it (the peak then stays the process's).
+bool resetPeakRss();
 
 } // namespace remat::runtime
 

@@ -53,6 +53,35 @@ inline bool isSuffix(const Shape &small, const Shape &big) {
   return true;
 }
 
+/// A box inside a row-major tensor: the offset of its first element and
+/// the strides that walk it (slice reads one, slice_grad and concat write
+/// one).
+struct StridedBox {
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+};
+
+/// The box a slice with `starts` and `steps` reads in a tensor of `shape`.
+inline StridedBox sliceBox(const Shape &shape,
+                           const std::vector<int64_t> &starts,
+                           const std::vector<int64_t> &steps) {
+  StridedBox box{0, stridesOf(shape)};
+  for (size_t d = 0; d < shape.size(); ++d) {
+    box.offset += starts[d] * box.strides[d];
+    box.strides[d] *= steps[d];
+  }
+  return box;
+}
+
+/// The box where operand `b` of `concat` lands in the result of `shape`,
+/// `a` having `aDim` elements along `axis` (a's box: offset 0).
+inline StridedBox concatSecondBox(const Shape &shape, size_t axis,
+                                  int64_t aDim) {
+  StridedBox box{0, stridesOf(shape)};
+  box.offset = aDim * box.strides[axis];
+  return box;
+}
+
 } // namespace remat::runtime
 
 #endif // REMAT_RUNTIME_STRIDES_H

@@ -53,7 +53,7 @@ Normalized away before comparing (nondeterministic: timings and the
 process's memory), at any depth of any JSON item:
   - keys named `solve_seconds`, `seconds`, `ms`, `tok_s`, `tokens_per_s`,
     `samples_per_s`, `peak_rss_bytes`, `rss_growth_bytes`,
-    `device_peak_bytes`, `device_context_bytes`;
+    `device_peak_bytes`, `device_context_bytes`, `device_memory`;
   - keys ending in `_seconds` or `_ms`, and keys starting with `wall` or
     `time`;
   except the modeled, deterministic `modeled_step_seconds` and
@@ -82,7 +82,7 @@ STEPS = 5
 # Normalization (see the docstring).
 IGNORED_KEYS = {"solve_seconds", "seconds", "ms", "tok_s", "tokens_per_s",
                 "samples_per_s", "peak_rss_bytes", "rss_growth_bytes",
-                "device_peak_bytes", "device_context_bytes"}
+                "device_peak_bytes", "device_context_bytes", "device_memory"}
 IGNORED_SUFFIXES = ("_seconds", "_ms")
 IGNORED_PREFIXES = ("wall", "time")
 KEPT_KEYS = {"modeled_step_seconds", "launch_seconds"}

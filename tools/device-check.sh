@@ -1,288 +1,644 @@
 #!/usr/bin/env bash
-# device-check.sh: the one prepared check for the GPU machine (CUDA, CMake,
-# Ninja, PyTorch with CUDA; no MLIR, no network). Run from anywhere:
+# device-check.sh: the one prepared check for a GPU machine (CUDA, CMake,
+# Ninja, PyTorch with CUDA; no MLIR, no network). A GPU machine comes with
+# about 15 minutes, its start included: this run stays under TOTAL_S = 300 s
+# (5 minutes), so a second try fits.
 #
-#   tools/device-check.sh                 # results under $OUT (or ./device-check-out)
+#   tools/device-plans.sh            # here, first: fills .plans and .deps
+#   run(command="tools/device-check.sh", carry=[".plans", ".deps"],
+#       timeout_s=360)
 #
-# Stages, each under `timeout` and a global deadline (TOTAL_S, default 465 s,
-# so the whole run stays under 8 minutes):
-#   1. nvidia-smi                                     (   5 s)
-#   2. configure the runtime-only build               (  45 s)
-#      -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_CUDA=ON in $BUILD (build-device);
-#      nlohmann_json and Catch2 come from .deps/ where the machine lacks them
-#   3. build remat (run only), remat-unit-cuda        ( 150 s)
-#   4. the [cuda] unit tests                          (  90 s)
-#   5. every plan under .plans/*.plan (filled here by tools/device-plans.sh,
-#      passed with the run tool's carry option):
-#      remat run PLAN --backend cuda --steps $STEPS --log  ( 150 s in all;
-#      $STEPS_LARGE steps for the *-maxb32 plans)
-#   6. the PyTorch peer tools/bench/torch_gpu_bench.py, seed_mlp at batch
-#      1,000,000: eager and checkpoint timed, then the largest batch under
-#      32 GiB, then torch.compile (what is left of the time; configurations
-#      not started 40 s before the stage's end are recorded as skipped)
-#   5b. compute-sanitizer --tool memcheck over the [cuda] tests   ( 60 s)
-#   7. summary table (printed last, also $OUT/summary.md); every log is
-#      packed into $OUT/logs.tgz (the run tool brings back 8 files at most)
-# Environment: OUT, BUILD, PLANS_DIR (.plans), STEPS (20), STEPS_LARGE (6),
-# TOTAL_S (465), BACKEND (cuda; cpu for a dry run of the script on a machine
-# without GPU), PYTHON (python3: the one with PyTorch), TORCH_ARGS (extra
-# arguments for the peer script, after the defaults, e.g. "--batch 4096"),
-# REMAT_CUDA_* (passed through to the backend, see docs/cuda.md).
-# EMULATOR=1 builds the backend for the CPU emulator (docs/cuda.md) instead
-# of nvcc: the whole script, cuda backend included, runs without a GPU
-# (memcheck skipped; the PyTorch peer on the CPU unless TORCH_DEVICE says).
-# Dry runs here: EMULATOR=1 (or BACKEND=cpu) PYTHON=/usr/bin/python3
-#   PLANS_DIR=<tiny plans> TORCH_ARGS="--tiny --batch 8" tools/device-check.sh
+# Stages, cheapest and most informative first; each prints one line
+#   RESULT <stage>: PASS|FAIL|SKIP (<seconds>s) <what it found>
+# and the run stops at the first FAIL, leaving the evidence (the stage's
+# log, its CUDA_LAUNCH_BLOCKING=1 rerun where it ran device code) in
+# $OUT/logs.tgz and $OUT/summary.md. The limits (seconds; what a GPU run
+# should take in brackets):
+#   environment  20 ( 5)  nvidia-smi, nvcc, cmake, python/torch, the plans
+#   configure    60 (15)  -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_CUDA=ON in
+#                         $BUILD (build-device); nlohmann_json and Catch2
+#                         from .deps where the machine lacks them
+#   build       150 (90)  remat-run, remat-unit-cuda
+#   kernels      40 (10)  the kernel-vs-CPU cases (CudaOpsTest.cpp: every
+#                         op family against the CPU backend)
+#   whole-model  75 (30)  $WHOLE-all (store-all) and $WHOLE-50 (half the
+#                         activations; GPT-2 124M), $STEPS_WHOLE steps each
+#                         with --dump-grads: arena + workspace within the
+#                         budget, the device's used bytes accounted for
+#                         (arena + workspace + runtime overhead), losses and
+#                         step-1 gradients bitwise equal across the budgets
+#                         (a finding either way: if not, the largest
+#                         difference, and a rerun of store-all with the
+#                         budget's workspace says why)
+#   unit-cuda    45 (20)  every [cuda] test case (the emulator: kernels 60,
+#                         unit-cuda 120; it runs them far slower)
+#   sanitizer    50 (40)  compute-sanitizer racecheck, then synccheck, on
+#                         the cases of the kernels with shared memory or
+#                         warp shuffles (SANITIZE_CASES); half the limit
+#                         each; a tool that runs out of time is reported
+#                         "incomplete", not failed
+#   bench      rest       the other plans of $PLANS_DIR ($STEPS steps,
+#                         $STEPS_LARGE for *maxb* plans, at most 45 s each;
+#                         the largest batches, whose tensors pass 2^31
+#                         elements, before the PyTorch peer), then
+#                         tools/bench/torch_gpu_bench.py (eager and
+#                         checkpoint) with what is left
+# then summary.md (stages, memory and bitwise tables, the PyTorch peer).
+# A stage that ran device code and failed is rerun once with
+# CUDA_LAUNCH_BLOCKING=1 REMAT_CUDA_GRAPHS=0 (a fault then surfaces at the
+# launch that caused it: the error names the kernel); for the unit tests
+# only the first failing case is rerun (a sticky fault fails every later
+# case). A failing bench plan gets the same rerun and the others still run.
 #
-# Here, before the call:  tools/device-plans.sh   (fills .plans and .deps)
-# The call:  run(command="tools/device-check.sh", carry=[".plans", ".deps"],
-#                timeout_s=540)
-# Exit status: 0 when the build and the unit tests passed, 1 otherwise
-# (benchmark failures are reported in the table, not in the status).
+# EMULATOR=1 runs the same stages against the CPU emulator (docs/cuda.md):
+# the backend is built with REMAT_CUDA_EMULATOR=ON, WHOLE defaults to
+# gpt2-tiny (PLAN_SET=emulator tools/device-plans.sh compiles the plans),
+# the sanitizer is skipped (it needs a GPU) and the PyTorch peer runs tiny
+# on the CPU. .ci/run does this; it proves the script.
+#
+# Environment: OUT (results; default ./device-check-out), BUILD, PLANS_DIR
+# (.plans), WHOLE, STEPS (10), STEPS_WHOLE (6), STEPS_LARGE (4), TOTAL_S
+# (300), PYTHON (python3, the one with PyTorch), TORCH_ARGS (extra peer
+# arguments, after the defaults), SANITIZE_CASES, REMAT_CUDA_* (passed to
+# the backend). BREAK_BUILD=1 makes every compile fail (a compiler launcher
+# that refuses), to check that a broken build stops the run at "build"
+# within a minute (tests/e2e/device_check.py).
+# Exit status: 0 when every stage passed or was skipped as it should be,
+# 1 when one failed (the run stopped there; bench failures are counted at
+# the end).
 set -uo pipefail
+
+# BREAK_BUILD=1 configures this as the compiler launcher: a compile error.
+if [[ "${1:-}" == --broken-compiler ]]; then
+  echo "error: a compile error injected by BREAK_BUILD=1 (tools/device-check.sh)" >&2
+  exit 1
+fi
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${OUT:-$PWD/device-check-out}"
+emulator="${EMULATOR:-0}"
 build="${BUILD:-$root/build-device}"
 plans_dir="${PLANS_DIR:-$root/.plans}"
-steps="${STEPS:-20}"
-steps_large="${STEPS_LARGE:-6}"
+whole="${WHOLE:-$([[ $emulator == 1 ]] && echo gpt2-tiny || echo gpt2-124M)}"
+steps="${STEPS:-10}"
+steps_whole="${STEPS_WHOLE:-6}"
+steps_large="${STEPS_LARGE:-4}"
+total_s="${TOTAL_S:-300}"
 python="${PYTHON:-python3}"
-backend="${BACKEND:-cuda}"
-emulator="${EMULATOR:-0}"
-torch_device="${TORCH_DEVICE:-$backend}"
-[[ "$emulator" == 1 && -z "${TORCH_DEVICE:-}" ]] && torch_device=cpu
-total_s="${TOTAL_S:-465}"
-# Everything goes to $out/logs, packed into $out/logs.tgz at the end (the
-# run tool brings back at most 8 files): $out holds summary.md and logs.tgz.
+sanitize_cases="${SANITIZE_CASES:-cuda softmax and softmax_grad match the cpu,cuda layer_norm and layer_norm_grad match the cpu,cuda losses and their gradients match the cpu,cuda attention and attention_grad match the cpu,cuda row kernels match the cpu on rows wider than a block*}"
+
 logs="$out/logs"
-rm -rf "$logs" "$out/logs.tgz"
+mkdir -p "$out"
+rm -rf "$logs" "$out/logs.tgz" "$out/summary.md"
 mkdir -p "$logs/bench"
-pack() {
-  [[ -d "$logs" ]] || return 0
-  tar -czf "$out/logs.tgz" -C "$out" logs && rm -rf "$logs"
-}
-trap pack EXIT
+results="$logs/results.tsv"
+printf 'stage\tresult\tseconds\tdetail\n' > "$results"
 start=$(date +%s)
-status_file="$logs/stages.tsv"
-printf 'stage\trc\tseconds\n' > "$status_file"
+failed_stage=""
+unit="$build/tests/unit/cuda/remat-unit-cuda"
+runner="$build/runtime/remat-run"
 
-remaining() { echo $(( total_s - ($(date +%s) - start) )); }
+now() { date +%s; }
+elapsed() { echo $(( $(now) - start )); }
+# Seconds left before the summary (kept 10 s for it).
+left() { echo $(( total_s - 10 - $(elapsed) )); }
 
-# stage NAME BUDGET_S LOGFILE CMD...: runs CMD under timeout min(BUDGET,
-# remaining), records rc and seconds; rc 124 = timed out.
+# result STAGE PASS|FAIL|SKIP SECONDS DETAIL
+result() {
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$results"
+  echo "RESULT $1: $2 (${3}s) $4"
+}
+
+# tmo SECONDS CMD...: CMD under timeout (rc 124 when it ran out of time).
+tmo() {
+  local s="$1"
+  shift
+  (( s < 1 )) && s=1
+  timeout --kill-after=5 "$s" "$@"
+}
+
+# stage NAME LIMIT FUNCTION: runs FUNCTION (output to logs/NAME.log) with
+# stage_end = now + min(LIMIT, what is left); FUNCTION sets `detail` and
+# returns 0 (PASS), 77 (SKIP) or anything else (FAIL; 124: out of time).
 stage() {
-  local name="$1" budget="$2" log="$3"
-  shift 3
-  local left
-  left=$(remaining)
-  (( budget > left )) && budget=$left
+  local name="$1" limit="$2" fn="$3" budget t0 rc
+  budget=$(left)
+  (( limit < budget )) && budget=$limit
   if (( budget < 5 )); then
-    printf '%s\tskipped\t0\n' "$name" >> "$status_file"
-    echo "== $name: skipped (global deadline)"
-    return 125
+    result "$name" FAIL 0 "no time left of the ${total_s}s run"
+    failed_stage="$name"
+    return 1
   fi
+  stage_end=$(( $(now) + budget ))
+  detail=""
   echo "== $name (limit ${budget}s)"
-  local t0 rc
-  t0=$(date +%s)
-  timeout --kill-after=5 "$budget" "$@" > "$log" 2>&1
+  t0=$(now)
+  "$fn" > "$logs/$name.log" 2>&1
   rc=$?
-  printf '%s\t%s\t%s\n' "$name" "$rc" "$(( $(date +%s) - t0 ))" >> "$status_file"
-  tail -n 5 "$log" | sed 's/^/   /'
+  local took=$(( $(now) - t0 ))
+  if (( rc == 0 )); then
+    result "$name" PASS "$took" "$detail"
+  elif (( rc == 77 )); then
+    result "$name" SKIP "$took" "$detail"
+  else
+    (( rc == 124 )) && detail="out of time after ${budget}s; $detail"
+    result "$name" FAIL "$took" "${detail:-exit $rc} (logs/$name.log)"
+    tail -n 15 "$logs/$name.log" | sed 's/^/   /'
+    failed_stage="$name"
+    return 1
+  fi
+}
+stage_left() { echo $(( stage_end - $(now) )); }
+
+# The first failing test case of a Catch2 JUnit report, as a test spec
+# (its commas and brackets escaped).
+first_failed_case() {
+  "$python" - "$1" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    sys.exit(0)
+cases = list(root.iter("testcase"))
+names = {c.get("name") for c in cases}
+for case in cases:
+    if case.find("failure") is not None or case.find("error") is not None:
+        name = case.get("name")
+        # A section's failure is reported as "test case/section": the
+        # shortest "/"-prefix that is a test case of its own.
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            if "/".join(parts[:i]) in names:
+                name = "/".join(parts[:i])
+                break
+        for c in "\\,[]":
+            name = name.replace(c, "\\" + c)
+        print(name)
+        break
+PY
+}
+
+# A Catch2 JUnit report: the first failures' messages, then one line
+# "N cases, F failed[: first case]".
+junit_summary() {
+  "$python" - "$1" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception as e:
+    print("no report (%s: the tests crashed?)" % e.__class__.__name__)
+    sys.exit(0)
+cases = list(root.iter("testcase"))
+bad = [c for c in cases
+       if c.find("failure") is not None or c.find("error") is not None]
+for c in bad[:3]:
+    for f in list(c.iter("failure")) + list(c.iter("error")):
+        print("FAILED %s: %s\n%s" % (c.get("name"), f.get("message", ""),
+                                     (f.text or "").strip()[:600]))
+print("%d cases, %d failed%s" % (len(cases), len(bad),
+      (": " + bad[0].get("name")) if bad else ""))
+PY
+}
+
+# blocking_rerun NAME SECONDS CMD...: CMD again with launches synchronous
+# and graphs off, so a device fault names the kernel that caused it.
+blocking_rerun() {
+  local name="$1" s="$2"
+  shift 2
+  local budget
+  budget=$(left)
+  (( s < budget )) && budget=$s
+  if (( budget < 5 )); then
+    echo "   (no time left for the CUDA_LAUNCH_BLOCKING=1 rerun of $name)"
+    return
+  fi
+  echo "   rerun with CUDA_LAUNCH_BLOCKING=1 REMAT_CUDA_GRAPHS=0 -> logs/$name.blocking.log"
+  CUDA_LAUNCH_BLOCKING=1 REMAT_CUDA_GRAPHS=0 tmo "$budget" "$@" \
+    > "$logs/$name.blocking.log" 2>&1
+  grep -E -m 3 "launch of|failed:|error|FAILED" "$logs/$name.blocking.log" |
+    sed 's/^/   /'
+}
+
+# Catch2 cases: NAME SPEC... (JUnit report in logs/NAME.xml). On failure the
+# first failing case is rerun alone, blocking.
+run_cases() {
+  local name="$1"
+  shift
+  echo "remat-unit-cuda $*"
+  # --skip-without-device: exit 77 where the tests see no device, which is
+  # a failure here (the GPU tests must not pass by skipping).
+  tmo "$(stage_left)" "$unit" --skip-without-device "$@" -# -r junit \
+    -o "$logs/$name.xml"
+  local rc=$?
+  if (( rc == 77 )); then
+    detail="the tests see no CUDA device"
+    return 1
+  fi
+  local report
+  report="$(junit_summary "$logs/$name.xml")"
+  echo "$report"
+  detail="$(tail -n 1 <<< "$report")"
   return $rc
 }
 
-ok=1
-
-# 1. The device.
-stage nvidia-smi 5 "$logs/nvidia-smi.txt" nvidia-smi
-
-# 1b. What the toolchain looks like (for a configure that fails: where nvcc
-# and cuBLAS are; CMake also looks in the wheels' nvidia/cu13).
-toolchain() {
-  echo "nvcc: $(command -v nvcc || echo 'not on PATH')"
-  ls -d /usr/local/cuda* 2>&1
-  { nvcc --version || /usr/local/cuda/bin/nvcc --version; } 2>&1 | tail -2
-  ls /usr/local/cuda/lib64 2>&1 | grep -i -E "cublas|cudart" | head
-  "$python" -c "import torch, site; print('torch', torch.__version__, 'cuda', torch.version.cuda); print(site.getsitepackages())" 2>&1
-  "$python" -c "import site, glob; [print(p) for d in site.getsitepackages() for p in glob.glob(d + '/nvidia/*/lib/libcublas.so*')]" 2>&1
-  cmake --version | head -1; g++ --version | head -1
+finish() {
+  summarize
+  if [[ -d "$logs" ]]; then
+    cp "$out/summary.md" "$logs/" 2>/dev/null
+    tar -czf "$out/logs.tgz" -C "$out" logs && cp "$results" "$out/results.tsv" &&
+      rm -rf "$logs"
+  fi
+  echo
+  cat "$out/summary.md"
+  echo
+  echo "device-check: $( [[ -z $failed_stage ]] && echo PASS || echo "FAIL at $failed_stage") in $(elapsed)s (budget ${total_s}s); $out/summary.md, $out/logs.tgz"
 }
-stage toolchain 20 "$logs/toolchain.txt" bash -c "$(declare -f toolchain); python=$python; toolchain"
 
-# 2. Configure: runtime-only, CUDA on; tests off only if Catch2 is missing.
-generator=()
-command -v ninja > /dev/null && generator=(-G Ninja)
-cuda_option=-DREMAT_ENABLE_CUDA=ON
-[[ "$emulator" == 1 ]] && cuda_option=-DREMAT_CUDA_EMULATOR=ON
-configure=(cmake "${generator[@]}" -S "$root" -B "$build"
-  -DCMAKE_BUILD_TYPE=Release -DREMAT_ENABLE_MLIR=OFF "$cuda_option")
-if ! stage configure 45 "$logs/configure.log" "${configure[@]}" \
-    -DREMAT_ENABLE_TESTS=ON; then
-  echo "   configure failed; retrying without tests (Catch2 missing?)"
-  stage configure-no-tests 45 "$logs/configure-no-tests.log" \
-    "${configure[@]}" -DREMAT_ENABLE_TESTS=OFF || ok=0
-fi
+#===--------------------------------------------------------------------===#
+# Stages
+#===--------------------------------------------------------------------===#
 
-# 3. Build.
-targets=(remat)
-grep -q remat-unit-cuda "$build/build.ninja" "$build/Makefile" 2>/dev/null &&
-  targets+=(remat-unit-cuda)
-stage build 150 "$logs/build.log" \
-  cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" || ok=0
-grep -i "warning" "$logs/build.log" > "$logs/build-warnings.txt" || true
-
-# 4. Unit tests ([cuda]).
-unit="$build/tests/unit/cuda/remat-unit-cuda"
-if [[ -x "$unit" ]]; then
-  stage unit-cuda 90 "$logs/unit-cuda.txt" \
-    "$unit" "[cuda]" --durations yes || ok=0
-  if grep -q "no CUDA device; skipping" "$logs/unit-cuda.txt"; then
-    echo "   WARNING: the GPU tests SKIPPED (no CUDA device visible)"
-    [[ "$backend" == cuda ]] && ok=0
+stage_environment() {
+  local ok=0
+  if [[ $emulator == 1 ]]; then
+    echo "EMULATOR=1: no GPU needed (nvidia-smi skipped)"
+  else
+    tmo 10 nvidia-smi || { echo "nvidia-smi failed: no GPU visible"; ok=1; }
+    [[ -x /usr/local/cuda/bin/nvcc ]] && export PATH="$PATH:/usr/local/cuda/bin"
+    echo "nvcc: $(command -v nvcc || echo 'not on PATH')"
+    nvcc --version 2>&1 | tail -2
+    command -v nvcc > /dev/null || ok=1
   fi
-else
-  echo "== unit-cuda: not built"
-  ok=0
-fi
-
-# 5. Benchmark plans on the cuda backend.
-remat="$build/tools/remat/remat"
-bench_deadline=$(( $(date +%s) + 150 ))
-shopt -s nullglob
-# The forum's model and GPT-2 at store-all first (the targets), then the
-# budgets, the max-batch plans last; anything else after them.
-plans=()
-for name in seed_mlp-1M gpt2-124M-all gpt2-124M-50 gpt2-124M-75 \
-    gpt2-124M-min seed_mlp-maxb32 gpt2-124M-maxb32; do
-  [[ -f "$plans_dir/$name.plan" ]] && plans+=("$plans_dir/$name.plan")
-done
-for plan in "$plans_dir"/*.plan; do
-  [[ " ${plans[*]} " == *" $plan "* ]] || plans+=("$plan")
-done
-if (( ${#plans[@]} == 0 )); then
-  echo "== bench: no plans under $plans_dir"
-fi
-for plan in "${plans[@]}"; do
-  name="$(basename "$plan" .plan)"
-  n=$steps
-  [[ "$name" == *maxb* ]] && n=$steps_large
-  left=$(( bench_deadline - $(date +%s) ))
-  (( left > 60 )) && left=60
-  if [[ ! -x "$remat" ]] || (( left < 5 )); then
-    printf 'bench:%s\tskipped\t0\n' "$name" >> "$status_file"
-    continue
+  cmake --version | head -1 || ok=1
+  command -v ninja > /dev/null && echo "ninja $(ninja --version)"
+  g++ --version | head -1
+  tmo "$(stage_left)" "$python" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())" 2>&1 | tail -1
+  local missing=()
+  for p in "$whole-all" "$whole-50"; do
+    [[ -f "$plans_dir/$p.plan" ]] || missing+=("$p.plan")
+  done
+  if (( ${#missing[@]} )); then
+    echo "missing under $plans_dir: ${missing[*]} (run tools/device-plans.sh here and carry .plans)"
+    ok=1
   fi
-  stage "bench:$name" "$left" "$logs/bench/$name.txt" \
-    "$remat" run "$plan" --backend "$backend" --steps "$n" \
-    --log "$logs/bench/$name.jsonl"
-done
+  local gpu
+  gpu=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1)
+  detail="${gpu:-$([[ $emulator == 1 ]] && echo 'CPU emulator' || echo 'no GPU')}; $(ls "$plans_dir"/*.plan 2>/dev/null | wc -l) plans${missing:+; missing ${missing[*]}}"
+  return $ok
+}
 
-# 5b. compute-sanitizer memcheck over the [cuda] tests (out-of-bounds
-# accesses that do not change a result), where the tool exists.
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [[ "$backend" == cuda && "$emulator" != 1 && -x "$unit" && -x "$sanitizer" ]]; then
-  stage memcheck 60 "$logs/memcheck.txt" "$sanitizer" --tool memcheck \
-    --error-exitcode 3 "$unit" "[cuda]" || true
-fi
+stage_configure() {
+  local generator=() option=-DREMAT_ENABLE_CUDA=ON launcher=()
+  command -v ninja > /dev/null && generator=(-G Ninja)
+  [[ $emulator == 1 ]] && option=-DREMAT_CUDA_EMULATOR=ON
+  if [[ "${BREAK_BUILD:-0}" == 1 ]]; then
+    # Every compile fails (CMake's own compiler checks do not use it).
+    launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=$root/tools/device-check.sh;--broken-compiler"
+              "-DCMAKE_CUDA_COMPILER_LAUNCHER=$root/tools/device-check.sh;--broken-compiler")
+  fi
+  tmo "$(stage_left)" cmake "${generator[@]}" -S "$root" -B "$build" \
+    -DCMAKE_BUILD_TYPE=Release -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_TESTS=ON \
+    "$option" "${launcher[@]}"
+  local rc=$?
+  detail="$build$([[ $emulator == 1 ]] && echo ' (emulator)')"
+  return $rc
+}
 
-# 6. The PyTorch peer (TORCH_ARGS: extra arguments, split on spaces, after
-# the defaults so they override them).
-torch_budget=$(( $(remaining) - 15 ))
-read -r -a torch_args <<< "${TORCH_ARGS:-}"
-stage torch "$torch_budget" "$logs/torch.log" \
-  "$python" "$root/tools/bench/torch_gpu_bench.py" --device "$torch_device" \
-  --batch 1000000 --max-batch-budget $((32 << 30)) \
-  --deadline $(( torch_budget > 60 ? torch_budget - 40 : 20 )) \
-  --out "$logs/torch.json" "${torch_args[@]}"
+stage_build() {
+  tmo "$(stage_left)" cmake --build "$build" -j "$(nproc)" --target remat-run \
+    remat-unit-cuda
+  local rc=$?
+  local warnings
+  warnings=$(grep -c -i "warning:" "$logs/build.log")
+  local first_error
+  first_error=$(grep -m 1 -E "error:|Error " "$logs/build.log" | cut -c1-160)
+  detail="$warnings warnings${first_error:+; first error: $first_error}"
+  return $rc
+}
 
-# 7. Summary table (last).
-BACKEND="$backend" "$python" - "$logs" "$plans_dir" > "$out/summary.md" <<'PY'
-import glob, json, os, re, statistics, sys
-out, plans_dir = sys.argv[1], sys.argv[2]
+stage_kernels() {
+  run_cases kernels "[#CudaOpsTest]"
+  local rc=$?
+  if (( rc != 0 && rc != 124 )); then
+    local case
+    case=$(first_failed_case "$logs/kernels.xml")
+    blocking_rerun kernels 30 "$unit" "${case:-[#CudaOpsTest]}" -# -d yes
+  fi
+  return $rc
+}
+
+# run_plan TAG PLAN STEPS [remat-run args]: PLAN.plan for STEPS steps, its
+# output in logs/bench/TAG.{txt,jsonl}.
+run_plan() {
+  local tag="$1" plan="$2" n="$3"
+  shift 3
+  tmo "$(stage_left)" "$runner" "$plans_dir/$plan.plan" --backend cuda \
+    --steps "$n" --log "$logs/bench/$tag.jsonl" "$@" > "$logs/bench/$tag.txt" 2>&1
+}
+
+# The memory check of a run's log: arena + workspace within the budget, the
+# used bytes accounted for. Prints a line; fails on OVER.
+check_memory() {
+  "$python" - "$logs/bench/$1.jsonl" "$plans_dir/$1.plan" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+plan = json.load(open(sys.argv[2]))
+m = rows[-1].get("device_memory")
+if not m:
+    print("no device_memory in the log"); sys.exit(1)
+budget = plan.get("report", {}).get("budget_bytes")
+inside = m["arena_bytes"] + m["workspace_bytes"]
+measured = m["used_bytes"] - m["context_bytes"]
+adds_up = measured == inside + m["overhead_bytes"]
+MiB = 2 ** 20
+text = ("arena + workspace %.1f MiB%s; measured %.1f MiB = that + overhead "
+        "%.1f MiB (handles %.1f, rounding %.1f, modules %.1f, graphs %.1f, "
+        "unattributed %.1f)%s" % (
+            inside / MiB,
+            "" if budget is None else " of budget %.1f MiB (%s)" % (
+                budget / MiB, "within" if inside <= budget else "OVER"),
+            measured / MiB, m["overhead_bytes"] / MiB, m["handle_bytes"] / MiB,
+            m["allocation_bytes"] / MiB, m["module_bytes"] / MiB,
+            m["graph_bytes"] / MiB, m["unattributed_bytes"] / MiB,
+            "" if adds_up else " DOES NOT ADD UP"))
+print(text)
+sys.exit(0 if adds_up and (budget is None or inside <= budget) else 1)
+PY
+}
+
+# The workspace split a run printed: "CUBLAS SCRATCH".
+workspace_split() {
+  sed -n 's/.*cuda workspace: cuBLAS \([0-9]*\) B, kernel scratch \([0-9]*\) B.*/\1 \2/p' \
+    "$logs/bench/$1.txt" | head -1
+}
+
+stage_whole_model() {
+  local all="$whole-all" half="$whole-50" rc=0 name
+  for name in "$all" "$half"; do
+    echo "remat-run $name.plan --steps $steps_whole --dump-grads"
+    run_plan "$name" "$name" "$steps_whole" --dump-grads \
+      "$logs/bench/$name.grads.safetensors"
+    rc=$?
+    tail -n 4 "$logs/bench/$name.txt"
+    if (( rc != 0 )); then
+      detail="$name failed: $(grep -m 1 'error' "$logs/bench/$name.txt" | cut -c1-200)"
+      (( rc != 124 )) && blocking_rerun "whole-model-$name" 40 "$runner" \
+        "$plans_dir/$name.plan" --backend cuda --steps 2
+      return $rc
+    fi
+  done
+  local memory_all memory_half
+  memory_all=$(check_memory "$all") || rc=1
+  memory_half=$(check_memory "$half") || rc=1
+  echo "$all: $memory_all"
+  echo "$half: $memory_half"
+  local bitwise
+  bitwise=$("$python" "$root/tools/bench/budgets_bitwise.py" \
+    --a "$all=$logs/bench/$all.jsonl,$logs/bench/$all.grads.safetensors" \
+    --b "$half=$logs/bench/$half.jsonl,$logs/bench/$half.grads.safetensors" \
+    --out "$logs/bitwise.json")
+  echo "$bitwise"
+  if grep -q "bitwise: NO" <<< "$bitwise"; then
+    # Why: store-all again with the budgeted run's cuBLAS workspace and
+    # attention scratch.
+    local split
+    split=($(workspace_split "$half"))
+    if (( ${#split[@]} == 2 )) && (( $(stage_left) > 10 )); then
+      echo "rerun $all with $half's workspace: cuBLAS ${split[0]} B, scratch ${split[1]} B"
+      REMAT_CUDA_CUBLAS_WORKSPACE_BYTES="${split[0]}" \
+        REMAT_CUDA_ATTENTION_SCRATCH_BYTES="${split[1]}" \
+        run_plan "$all-ws" "$all" "$steps_whole" --dump-grads \
+        "$logs/bench/$all-ws.grads.safetensors"
+      bitwise=$("$python" "$root/tools/bench/budgets_bitwise.py" \
+        --a "$all=$logs/bench/$all.jsonl,$logs/bench/$all.grads.safetensors" \
+        --b "$half=$logs/bench/$half.jsonl,$logs/bench/$half.grads.safetensors" \
+        --same-workspace "$logs/bench/$all-ws.jsonl,$logs/bench/$all-ws.grads.safetensors" \
+        --out "$logs/bitwise.json")
+      echo "$bitwise"
+    fi
+  fi
+  detail="$(head -1 <<< "$bitwise" | sed 's/^[^:]*: //')$(grep '^why:' <<< "$bitwise" | sed 's/^/; /'); $half: $memory_half"
+  return $rc
+}
+
+stage_unit_cuda() {
+  run_cases unit-cuda "[cuda]"
+  local rc=$?
+  if (( rc != 0 && rc != 124 )); then
+    local case
+    case=$(first_failed_case "$logs/unit-cuda.xml")
+    [[ -n "$case" ]] && blocking_rerun unit-cuda 30 "$unit" "$case" -d yes
+  fi
+  return $rc
+}
+
+stage_sanitizer() {
+  if [[ $emulator == 1 ]]; then
+    detail="skipped on the emulator: compute-sanitizer needs a GPU"
+    return 77
+  fi
+  local sanitizer
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  if [[ ! -x "$sanitizer" ]]; then
+    detail="compute-sanitizer not found"
+    return 1
+  fi
+  local tool rc failed=0 findings=()
+  for tool in racecheck synccheck; do
+    # racecheck gets half the stage, synccheck what is left.
+    local limit
+    limit=$(stage_left)
+    [[ $tool == racecheck ]] && limit=$(( limit / 2 ))
+    echo "== $tool (${limit}s): $sanitize_cases"
+    tmo "$limit" "$sanitizer" --tool "$tool" --error-exitcode 3 \
+      "$unit" "$sanitize_cases" > "$logs/$tool.txt" 2>&1
+    rc=$?
+    local summary
+    summary=$(grep -E "(RACECHECK|ERROR) SUMMARY" "$logs/$tool.txt" | tail -1 |
+      sed 's/^=* *//')
+    if (( rc == 124 )); then
+      findings+=("$tool incomplete (out of time; ${summary:-no summary})")
+    elif (( rc != 0 )); then
+      findings+=("$tool: ${summary:-exit $rc}")
+      failed=1
+    else
+      findings+=("$tool: ${summary:-clean}")
+    fi
+    tail -n 20 "$logs/$tool.txt"
+  done
+  detail="$(IFS=';'; echo "${findings[*]}")"
+  return $failed
+}
+
+stage_bench() {
+  local plans=() name plan failed=0 ran=0
+  for name in seed_mlp-1M gpt2-124M-75 gpt2-124M-min seed_mlp-maxb32 \
+      gpt2-124M-maxb32; do
+    [[ -f "$plans_dir/$name.plan" ]] && plans+=("$name")
+  done
+  shopt -s nullglob
+  for plan in "$plans_dir"/*.plan; do
+    name=$(basename "$plan" .plan)
+    [[ "$name" == "$whole-all" || "$name" == "$whole-50" ]] && continue
+    [[ " ${plans[*]} " == *" $name "* ]] || plans+=("$name")
+  done
+  # The PyTorch peer gets at least a third of what is left.
+  local plans_end=$(( $(now) + $(stage_left) * 2 / 3 ))
+  for name in "${plans[@]}"; do
+    local n=$steps limit=$(( plans_end - $(now) ))
+    [[ "$name" == *maxb* ]] && n=$steps_large
+    (( limit > 45 )) && limit=45
+    if (( limit < 5 )); then
+      echo "$name: skipped (time)"
+      printf '%s\tskipped\n' "$name" >> "$logs/bench/status.tsv"
+      continue
+    fi
+    echo "remat-run $name.plan --steps $n (limit ${limit}s)"
+    tmo "$limit" "$runner" "$plans_dir/$name.plan" --backend cuda --steps "$n" \
+      --log "$logs/bench/$name.jsonl" > "$logs/bench/$name.txt" 2>&1
+    local rc=$?
+    tail -n 3 "$logs/bench/$name.txt"
+    printf '%s\t%s\n' "$name" "$rc" >> "$logs/bench/status.tsv"
+    ran=$((ran + 1))
+    if (( rc != 0 )); then
+      failed=$((failed + 1))
+      (( rc != 124 )) && blocking_rerun "bench-$name" 30 "$runner" \
+        "$plans_dir/$name.plan" --backend cuda --steps 1
+    fi
+  done
+  local torch_budget=$(( $(stage_left) - 5 )) torch_rc=0
+  local torch_args=(--batch 1000000 --modes eager,checkpoint)
+  local device=cuda
+  if [[ $emulator == 1 ]]; then
+    torch_args=(--tiny --batch 8 --modes eager,checkpoint)
+    device=cpu
+  fi
+  read -r -a extra <<< "${TORCH_ARGS:-}"
+  if (( torch_budget >= 20 )); then
+    echo "torch_gpu_bench.py (limit ${torch_budget}s)"
+    tmo "$torch_budget" "$python" "$root/tools/bench/torch_gpu_bench.py" \
+      --device "$device" "${torch_args[@]}" --deadline $(( torch_budget - 15 )) \
+      --out "$logs/torch.json" "${extra[@]}" > "$logs/torch.log" 2>&1
+    torch_rc=$?
+    tail -n 6 "$logs/torch.log"
+  else
+    echo "torch: skipped (time)"
+    torch_rc=125
+  fi
+  detail="$ran of ${#plans[@]} plans ran, $failed failed; pytorch $( ((torch_rc == 0)) && echo ok || echo "rc $torch_rc")"
+  (( failed == 0 ))
+}
+
+#===--------------------------------------------------------------------===#
+# Summary
+#===--------------------------------------------------------------------===#
+
+summarize() {
+  "$python" - "$logs" "$plans_dir" "$total_s" "$(elapsed)" \
+    "${failed_stage:-}" > "$out/summary.md" <<'PY'
+import glob, json, os, statistics, sys
+logs, plans_dir, total, took, failed = sys.argv[1:6]
 MiB = 2 ** 20
 def mib(v):
     return "-" if v in (None, "") else "%.1f" % (v / MiB)
-print("## stages\n")
-print("| stage | rc | s |\n|---|---|---|")
-for line in open(os.path.join(out, "stages.tsv")).read().splitlines()[1:]:
-    print("| " + " | ".join(line.split("\t")) + " |")
-memcheck = os.path.join(out, "memcheck.txt")
-if os.path.exists(memcheck):
-    lines = [l.strip() for l in open(memcheck, errors="replace")
-             if "ERROR SUMMARY" in l]
-    print("\ncompute-sanitizer memcheck: %s" % (
-        lines[-1] if lines else "no ERROR SUMMARY line (see memcheck.txt)"))
-print("\n## remat run (--backend %s)\n" % os.environ.get("BACKEND", "cuda"))
-print("within budget: peak - context <= budget (the context is outside the "
-      "budget, DESIGN.md)\n")
-print("| plan | batch | budget MiB | planned peak MiB | arena MiB "
-      "| workspace MiB | device peak MiB | peak - context MiB "
-      "| within budget | ms (median, steps 3+) | loss first -> last |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
-for txt in sorted(glob.glob(os.path.join(out, "bench", "*.txt"))):
-    name = os.path.basename(txt)[:-len(".txt")]
-    log = os.path.join(out, "bench", name + ".jsonl")
-    rows = ([json.loads(l) for l in open(log) if l.strip()]
-            if os.path.exists(log) else [])
+print("# device check: %s in %ss (budget %ss)\n" % (
+    "FAIL at " + failed if failed else "PASS", took, total))
+print("| stage | result | s | detail |\n|---|---|---|---|")
+for line in open(os.path.join(logs, "results.tsv")).read().splitlines()[1:]:
+    cells = line.split("\t") + [""] * 4
+    print("| %s |" % " | ".join(c.replace("|", "/") for c in cells[:4]))
+bitwise = os.path.join(logs, "bitwise.json")
+if os.path.exists(bitwise):
+    b = json.load(open(bitwise))
+    print("\nbudgets bitwise (%s vs %s): %s%s" % (
+        b.get("a"), b.get("b"), "yes" if b.get("bitwise") else "NO",
+        "" if b.get("bitwise") else
+        "; largest loss difference %s, largest gradient difference %s in %s"
+        % (b.get("largest_loss_difference", 0),
+           b.get("largest_gradient_difference", 0),
+           b.get("largest_gradient_difference_in", "-"))))
+    if b.get("why"):
+        print("why: " + b["why"])
+print("\n## remat run (--backend cuda)\n")
+print("budget = the plan's report.budget_bytes; in budget = arena + "
+      "workspace (what the budget counts); overhead = measured device bytes "
+      "- context - arena - workspace (cuBLAS handle, allocation rounding, "
+      "modules, graphs, unattributed); docs/cuda.md, \"Memory\".\n")
+print("| plan | batch | budget MiB | arena + workspace MiB | within | "
+      "measured peak - context MiB | overhead MiB | unattributed MiB | "
+      "ms (median, steps 3+) | loss first -> last |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for txt in sorted(glob.glob(os.path.join(logs, "bench", "*.txt"))):
+    name = os.path.basename(txt)[:-4]
+    log = os.path.join(logs, "bench", name + ".jsonl")
+    rows = []
+    if os.path.exists(log):
+        for line in open(log):
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                pass
     plan = {}
     try:
         plan = json.load(open(os.path.join(plans_dir, name + ".plan")))
     except Exception:
         pass
-    report = plan.get("report", {})
-    header = open(txt).read()
-    ws = re.search(r"workspace (\d+) B", header)
+    budget = plan.get("report", {}).get("budget_bytes")
+    m = rows[-1].get("device_memory", {}) if rows else {}
+    inside = (m["arena_bytes"] + m["workspace_bytes"]) if m else None
+    within = "-" if budget is None or inside is None else (
+        "yes" if inside <= budget else "NO")
+    peak = (m["peak_bytes"] - m["context_bytes"]) if m else None
     timed = [r["ms"] for r in rows[2:]] or [r["ms"] for r in rows]
-    peak = max((r.get("device_peak_bytes", 0) for r in rows), default=0)
-    context = max((r.get("device_context_bytes", 0) for r in rows), default=0)
-    budget = report.get("budget_bytes")
-    within = "-"
-    if budget and peak and context:
-        within = "yes" if peak - context <= budget else "NO"
-    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-        name, plan.get("batch", "-"), mib(budget),
-        mib(report.get("planned_peak_bytes")), mib(plan.get("arena_bytes")),
-        mib(int(ws.group(1))) if ws else "-", mib(peak) if peak else "-",
-        mib(peak - context) if peak and context else "-", within,
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        name, plan.get("batch", "-"), mib(budget), mib(inside), within,
+        mib(peak), mib(m.get("overhead_bytes")),
+        mib(m.get("unattributed_bytes")),
         "%.2f" % statistics.median(timed) if timed else "-",
         "%.4g -> %.4g" % (rows[0]["loss"], rows[-1]["loss"]) if rows
-        else "failed (see bench/%s.txt)" % name))
+        else "failed (logs/bench/%s.txt)" % name))
+for tool in ("racecheck", "synccheck"):
+    path = os.path.join(logs, tool + ".txt")
+    if os.path.exists(path):
+        lines = [l.strip() for l in open(path, errors="replace")
+                 if "SUMMARY" in l]
+        print("\ncompute-sanitizer %s: %s" % (
+            tool, lines[-1] if lines else "no summary line (logs/%s.txt)" % tool))
 print("\n## pytorch peer\n")
 try:
-    torch = json.load(open(os.path.join(out, "torch.json")))
+    torch = json.load(open(os.path.join(logs, "torch.json")))
     print("torch %s on %s\n" % (torch["torch"], torch["device_name"]))
-    print("| model | mode | budget | batch | ms (median) "
-          "| max_memory_allocated MiB | status |")
-    print("|---|---|---|---|---|---|---|")
+    print("| model | mode | batch | ms (median) | max_memory_allocated MiB "
+          "| status |\n|---|---|---|---|---|---|")
     for r in torch["results"]:
-        print("| %s | %s | %s | %s | %s | %s | %s |" % (
-            r["model"], r["mode"], "" if r.get("budget") is None
-            else r["budget"], r.get("batch", ""),
+        print("| %s | %s | %s | %s | %s | %s |" % (
+            r["model"], r["mode"], r.get("batch", ""),
             "%.2f" % r["ms_median"] if "ms_median" in r else "-",
             mib(r.get("max_memory_allocated")),
             r["status"] + ("" if r["status"] == "ok"
                            else ": " + r.get("error", "")[:80])))
-    if torch.get("max_batch"):
-        print("\n## largest batch under the budget (pytorch)\n")
-        print("| model | mode | budget MiB | max batch | ms at it "
-              "| max_memory_allocated MiB | max_memory_reserved MiB "
-              "| trials | s | status |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
-        for r in torch["max_batch"]:
-            print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                r["model"], r["mode"], mib(r.get("budget_bytes")),
-                r.get("max_batch", "-"),
-                "%.1f" % r["step_ms"] if r.get("step_ms") else "-",
-                mib(r.get("max_memory_allocated")),
-                mib(r.get("max_memory_reserved")), r.get("trials", "-"),
-                "%.0f" % r.get("seconds", 0), r.get("status", "-")))
 except Exception as e:
     print("no PyTorch results (%s)" % e)
 PY
-echo
-cat "$out/summary.md"
-cp "$out/summary.md" "$logs/"
-echo
-echo "device-check: $( ((ok)) && echo PASS || echo FAIL ) in $(( $(date +%s) - start ))s; results in $out"
-exit $(( ok ? 0 : 1 ))
+}
+
+#===--------------------------------------------------------------------===#
+# The run
+#===--------------------------------------------------------------------===#
+
+trap finish EXIT
+echo "device-check: $([[ $emulator == 1 ]] && echo 'on the CPU emulator' || echo 'on the GPU'), ${total_s}s budget, results in $out"
+# The emulator runs the test cases far slower than a GPU (it has no
+# sanitizer stage to spend the time on): their stages get more of the run.
+emu_more() { [[ $emulator == 1 ]] && echo "$2" || echo "$1"; }
+stage environment 20 stage_environment &&
+  stage configure 60 stage_configure &&
+  stage build 150 stage_build &&
+  stage kernels "$(emu_more 40 60)" stage_kernels &&
+  stage whole-model 75 stage_whole_model &&
+  stage unit-cuda "$(emu_more 45 120)" stage_unit_cuda &&
+  stage sanitizer 50 stage_sanitizer &&
+  stage bench "$total_s" stage_bench
+status=$?
+[[ $status != 0 && -z $failed_stage ]] && failed_stage=bench
+exit $(( status == 0 ? 0 : 1 ))

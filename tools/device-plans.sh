@@ -12,6 +12,13 @@
 # Each plan's memory report sits beside it (NAME.json). Costs are modeled
 # with the h200 device profile (DEVICE_PROFILE overrides it).
 #
+# PLAN_SET=emulator compiles instead the small plans the dry run on the CPU
+# emulator uses (`EMULATOR=1 tools/device-check.sh`, .ci/run), same roles:
+#   gpt2-tiny-all / -50  GPT-2 tiny at store-all and half the activations
+#   seed_mlp-tiny        the forum's model at its tiny preset
+# PLANS_OUT (default .plans) and DEPS_OUT (default .deps; empty: not filled)
+# say where they go; REMAT names the compiler (default build/tools/remat/remat).
+#
 # It also fills .deps/ (ignored by git), a prefix laid out like /usr with
 # the header-only packages the GPU machine lacks (nlohmann_json, Catch2 v2),
 # copied from this machine's Debian packages; CMake falls back to it
@@ -20,16 +27,18 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 remat="${REMAT:-$root/build/tools/remat/remat}"
-out="$root/.plans"
-deps="$root/.deps"
+out="${PLANS_OUT:-$root/.plans}"
+deps="${DEPS_OUT-$root/.deps}"
 mkdir -p "$out"
 
-rm -rf "$deps"
-mkdir -p "$deps/include" "$deps/share/cmake" "$deps/lib/cmake"
-cp -r /usr/include/nlohmann /usr/include/catch2 "$deps/include/"
-cp -r /usr/share/cmake/nlohmann_json "$deps/share/cmake/"
-cp -r /usr/lib/cmake/Catch2 "$deps/lib/cmake/"
-cp /usr/lib/libCatch2WithMain.a "$deps/lib/"
+if [[ -n "$deps" ]]; then
+  rm -rf "$deps"
+  mkdir -p "$deps/include" "$deps/share/cmake" "$deps/lib/cmake"
+  cp -r /usr/include/nlohmann /usr/include/catch2 "$deps/include/"
+  cp -r /usr/share/cmake/nlohmann_json "$deps/share/cmake/"
+  cp -r /usr/lib/cmake/Catch2 "$deps/lib/cmake/"
+  cp /usr/lib/libCatch2WithMain.a "$deps/lib/"
+fi
 # Costs are modeled for the GPU the plans run on (docs/planner.md, "Device
 # profiles"); DEVICE_PROFILE=h200-tf32 for runs with REMAT_CUDA_TF32=1.
 profile=(--device-profile "${DEVICE_PROFILE:-h200}")
@@ -38,11 +47,36 @@ compile() {
   "$remat" compile "$@" "${profile[@]}" --emit=plan -o "$out/$name.plan" \
     --report "$out/$name.json"
 }
+# The budget of a plan at `share` (in %) of the store-all plan's activation
+# memory (activations + grads) plus `reserve` bytes of CUDA workspace, from
+# the store-all plan's report NAME.json.
+budget_at() {
+  local report="$1" share="$2" reserve="$3"
+  python3 -c "
+import json; r = json.load(open('$report')); b = r['breakdown']
+a = b['activations'] + b['grads']
+print(r['planned_peak_bytes'] - a + a * $share // 100 + $reserve)"
+}
+if [[ "${PLAN_SET:-gpu}" == emulator ]]; then
+  # 40 MiB holds the backend's default workspace for these models (32 MiB
+  # of cuBLAS workspace and the kernels' scratch), so nothing shrinks.
+  reserve=$((40 << 20))
+  tiny=("$root/models/gpt2.json" --preset tiny --set dropout=0)
+  compile gpt2-tiny-all "${tiny[@]}"
+  # Half the activations is below GPT-2 tiny's minimum: plan at the minimum
+  # then (as tests/e2e/cuda_emulator.py does).
+  half=$(budget_at "$out/gpt2-tiny-all.json" 50 "$reserve")
+  least=$({ "$remat" plan "${tiny[@]}" "${profile[@]}" --budget 1 2>&1 || true; } |
+    sed -n 's/.*minimum feasible budget: \([0-9]*\) bytes.*/\1/p')
+  (( least + reserve > half )) && half=$((least + reserve))
+  compile gpt2-tiny-50 "${tiny[@]}" --workspace-reserve "$reserve" \
+    --budget "$half"
+  compile seed_mlp-tiny "$root/models/seed_mlp.json" --preset tiny
+  du -sh "$out"
+  exit 0
+fi
 compile seed_mlp-1M "$root/models/seed_mlp.json" --set batch=1000000
 compile gpt2-124M-all "$root/models/gpt2.json" --set dropout=0
-read -r persistent acts < <(python3 -c "
-import json; r = json.load(open('$out/gpt2-124M-all.json')); b = r['breakdown']
-a = b['activations'] + b['grads']; print(r['planned_peak_bytes'] - a, a)")
 # Budgets count the CUDA backend's workspace too (docs/cuda.md): the arena
 # gets budget - $reserve (cuBLAS's 32 MiB and 32 MiB of kernel scratch,
 # which attention uses in chunks of what it holds).
@@ -51,9 +85,9 @@ budgeted() {
   local name="$1" budget="$2"; shift 2
   compile "$name" "$@" --budget "$budget" --workspace-reserve "$reserve"
 }
-budgeted gpt2-124M-75 $((persistent + acts * 3 / 4 + reserve)) \
+budgeted gpt2-124M-75 "$(budget_at "$out/gpt2-124M-all.json" 75 "$reserve")" \
   "$root/models/gpt2.json" --set dropout=0
-budgeted gpt2-124M-50 $((persistent + acts / 2 + reserve)) \
+budgeted gpt2-124M-50 "$(budget_at "$out/gpt2-124M-all.json" 50 "$reserve")" \
   "$root/models/gpt2.json" --set dropout=0
 # A 1-byte budget fails and names the minimum feasible (arena) budget.
 minimum=$({ "$remat" plan "$root/models/gpt2.json" --set dropout=0 "${profile[@]}" \
@@ -74,4 +108,4 @@ budgeted seed_mlp-maxb32 "$budget32" "$root/models/seed_mlp.json" \
 batch=$(maxbatch "$root/models/gpt2.json" --set dropout=0)
 budgeted gpt2-124M-maxb32 "$budget32" "$root/models/gpt2.json" \
   --set dropout=0 --set batch="$batch"
-du -sh "$out" "$deps"
+du -sh "$out" ${deps:+"$deps"}

@@ -13,9 +13,33 @@ one float input `x` and one output.
               Gemm with alpha/beta (addmm), Transpose, Reshape through a
               Shape/Gather/Unsqueeze/Concat computation, Sub/Div by
               constants, Sigmoid, Softmax, Identity
+  transformer a small pre-LN transformer language model from torch.nn:
+              token Embedding, learned positions (an Embedding read through
+              a `positions` buffer), 2 blocks of LayerNorm,
+              nn.MultiheadAttention with a causal float mask (the buffer
+              `mask`, -inf above the diagonal), GELU (exact, erf form),
+              Dropout; a final LayerNorm and a head tied to the token
+              embedding. Input `x`: int64 token ids [batch, side] in
+              [0, classes); output: logits [batch, side, classes]. At opset
+              17 LayerNorm exports as LayerNormalization, below as
+              ReduceMean/Sub/Pow/Sqrt/Div.
+  transformer-explicit
+              the same with attention written out: one Linear to q, k, v
+              split with Tensor.split (Split), each head's softmax(q kᵀ/√d +
+              mask) v, heads joined with torch.cat (Concat); an untied head
+
+The transformers' buffers (`mask`, `positions`) are initializers like the
+parameters; remat trains float initializers unless --frozen names them
+(docs/onnx.md), so compile them with `--frozen mask`.
+  cnn         a small CNN on 3 x `side` x `side` images (side >= 12):
+              Conv 3x3 stride 2, ReLU, MaxPool 3x3 stride 2 with ceil_mode,
+              Conv with 2 groups, ReLU, AveragePool 3x3 stride 2 pad 1
+              (count_include_pad off), depthwise Conv with dilation 2,
+              GlobalAveragePool, Flatten, Linear to `classes` logits
 
 usage: export_onnx.py MODEL OUT.onnx [--batch N] [--width W] [--classes C]
-                      [--opset 13..17] [--dynamic-batch] [--seed S]
+                      [--side S] [--opset 13..17] [--dynamic-batch]
+                      [--dropout P] [--seed S]
 
 Needs PyTorch (python3-torch); the onnx Python module is not needed.
 """
@@ -69,23 +93,128 @@ class Mixed(nn.Module):
         return self.head(h)
 
 
-def build(name, width, classes, side):
+class Block(nn.Module):
+    """A pre-LN transformer block: x + attn(ln1(x)), then + mlp(ln2(x))."""
+
+    def __init__(self, width, heads, dropout, explicit):
+        super().__init__()
+        self.heads = heads
+        self.explicit = explicit
+        self.ln1 = nn.LayerNorm(width)
+        if explicit:
+            self.qkv = nn.Linear(width, 3 * width)
+            self.proj = nn.Linear(width, width)
+        else:
+            self.attn = nn.MultiheadAttention(width, heads, dropout=dropout,
+                                              batch_first=True)
+        self.ln2 = nn.LayerNorm(width)
+        self.fc1 = nn.Linear(width, 4 * width)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(4 * width, width)
+        self.drop = nn.Dropout(dropout)
+
+    def attention(self, h, mask):
+        if not self.explicit:
+            a, _ = self.attn(h, h, h, attn_mask=mask, need_weights=False)
+            return a
+        width = h.shape[-1]
+        dh = width // self.heads
+        q, k, v = self.qkv(h).split(width, dim=-1)           # Split
+        outs = []
+        for i in range(self.heads):
+            part = slice(i * dh, (i + 1) * dh)
+            s = q[..., part] @ k[..., part].transpose(-2, -1) / dh ** 0.5
+            outs.append(torch.softmax(s + mask, dim=-1) @ v[..., part])
+        return self.proj(torch.cat(outs, dim=-1))             # Concat
+
+    def forward(self, x, mask):
+        x = x + self.drop(self.attention(self.ln1(x), mask))
+        return x + self.drop(self.fc2(self.act(self.fc1(self.ln2(x)))))
+
+
+class Transformer(nn.Module):
+    def __init__(self, vocab, seq, width, heads=2, layers=2, dropout=0.0,
+                 explicit=False):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, width)
+        self.pos = nn.Embedding(seq, width)
+        self.blocks = nn.ModuleList(
+            [Block(width, heads, dropout, explicit) for _ in range(layers)])
+        self.lnf = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab, bias=False)
+        if not explicit:
+            self.head.weight = self.tok.weight                # tied
+        self.register_buffer(
+            "mask", torch.triu(torch.full((seq, seq), float("-inf")), 1))
+        self.register_buffer("positions", torch.arange(seq))
+
+    def forward(self, x):
+        h = self.tok(x) + self.pos(self.positions)
+        for block in self.blocks:
+            h = block(h, self.mask)
+        return self.head(self.lnf(h))
+
+
+class Cnn(nn.Module):
+    def __init__(self, width, classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, width, 3, stride=2, padding=1)
+        self.pool1 = nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)
+        self.conv2 = nn.Conv2d(width, width, 3, padding=1, groups=2)
+        self.pool2 = nn.AvgPool2d(3, stride=2, padding=1,
+                                  count_include_pad=False)
+        self.conv3 = nn.Conv2d(width, width, 3, padding=2, dilation=2,
+                               groups=width, bias=False)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, x):
+        h = self.pool1(torch.relu(self.conv1(x)))
+        h = self.pool2(torch.relu(self.conv2(h)))
+        h = self.gap(self.conv3(h))
+        return self.fc(torch.flatten(h, 1))
+
+
+def sample_shape(name, width, side):
+    """The shape of one sample of model `name`'s input x."""
+    return {"forum": (width,), "cnn": (3, side, side)}.get(name, (side,))
+
+
+def build(name, width, classes, side, dropout=0.0):
     if name == "forum":
         return Forum(width), (width,)
     if name == "classifier":
         return Classifier(side, width, classes), (side,)
     if name == "mixed":
         return Mixed(side, width, classes), (side,)
+    if name == "cnn":
+        return Cnn(width, classes), (3, side, side)
+    if name in ("transformer", "transformer-explicit"):
+        return (Transformer(classes, side, width, dropout=dropout,
+                            explicit=name == "transformer-explicit"),
+                (side,))
     raise SystemExit(f"export_onnx.py: unknown model '{name}' "
-                     "(forum, classifier, mixed)")
+                     f"({', '.join(MODELS)})")
+
+
+MODELS = ["forum", "classifier", "mixed", "cnn", "transformer",
+          "transformer-explicit"]
+
+
+def is_token_model(name):
+    """Whether the model's input `x` holds int64 token ids."""
+    return name.startswith("transformer")
 
 
 def export(name, path, batch=8, width=16, classes=4, side=4, opset=17,
-           dynamic_batch=False, seed=0):
+           dynamic_batch=False, seed=0, dropout=0.0):
     """Exports model `name` to `path`; returns the torch module (float32)."""
     torch.manual_seed(seed)
-    model, sample_shape = build(name, width, classes, side)
-    x = torch.randn(batch, *sample_shape)
+    model, sample_shape = build(name, width, classes, side, dropout)
+    if is_token_model(name):
+        x = torch.randint(0, classes, (batch, *sample_shape))
+    else:
+        x = torch.randn(batch, *sample_shape)
     dynamic = {"x": {0: "batch"}, "y": {0: "batch"}} if dynamic_batch else None
     torch.onnx.export(model, x, path, input_names=["x"], output_names=["y"],
                       training=torch.onnx.TrainingMode.TRAINING,
@@ -96,22 +225,26 @@ def export(name, path, batch=8, width=16, classes=4, side=4, opset=17,
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("model", choices=["forum", "classifier", "mixed"])
+    p.add_argument("model", choices=MODELS)
     p.add_argument("out")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--width", type=int, default=None,
                    help="hidden width (default: 1024 for forum, else 16)")
     p.add_argument("--classes", type=int, default=4)
     p.add_argument("--side", type=int, default=4,
-                   help="input features of classifier and mixed")
+                   help="input features of classifier and mixed, the "
+                        "sequence length of the transformers, the image side "
+                        "of cnn")
     p.add_argument("--opset", type=int, default=17)
     p.add_argument("--dynamic-batch", action="store_true",
                    help="leave dim 0 of x dynamic ('batch')")
+    p.add_argument("--dropout", type=float, default=0.0,
+                   help="the transformers' dropout rate")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
     width = a.width or (1024 if a.model == "forum" else 16)
     export(a.model, a.out, a.batch, width, a.classes, a.side, a.opset,
-           a.dynamic_batch, a.seed)
+           a.dynamic_batch, a.seed, a.dropout)
     print(f"export_onnx.py: wrote {a.out}", file=sys.stderr)
 
 

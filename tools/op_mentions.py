@@ -63,7 +63,7 @@ def words(identifier):
 COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-MATH_CALL = re.compile(r"(?:std::)?\b(exp|tanh)\s*\(")
+MATH_CALL = re.compile(r"(?:std::)?\b(exp|tanh|erf|pow)\s*\(")
 
 
 def names_in(text, ops):

@@ -10,6 +10,10 @@ emu="${REMAT_EMU_BUILD_DIR:-$build-cuda-emu}"
 "$root/tools/setup.sh" "$build"
 cd "$build"
 ctest --output-on-failure -j"$(nproc)"
+# The GPU benchmark's plans (tools/device-plans.sh), for the emulator's
+# memory accounting test (ctest unit-cuda-device-plans below).
+PLANS_OUT="$build/device-plans" DEPS_OUT="" REMAT="$build/tools/remat/remat" \
+  "$root/tools/device-plans.sh" > /dev/null
 
 echo "test: the CUDA backend on the CPU emulator ($emu)"
 if [[ ! -f "$emu/build.ninja" ]]; then
@@ -18,7 +22,8 @@ if [[ ! -f "$emu/build.ninja" ]]; then
 fi
 ninja -C "$emu" -j"$(nproc)" remat-unit-cuda remat-run
 cd "$emu"
-ctest --output-on-failure -j"$(nproc)" -R '^unit-cuda'
+REMAT_DEVICE_PLANS="$build/device-plans" \
+  ctest --output-on-failure -j"$(nproc)" -R '^unit-cuda'
 # Every model's plans through `remat run --backend cuda` on the emulator,
 # against the CPU backend (the compiler comes from the main build).
 python3 "$root/tests/e2e/cuda_emulator.py" --remat "$build/tools/remat/remat" \

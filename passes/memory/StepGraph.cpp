@@ -3,6 +3,7 @@
 #include "passes/memory/StepGraph.h"
 
 #include <algorithm>
+#include <tuple>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -448,8 +449,14 @@ ArenaLayout assignOffsets(const StepGraph &graph, const Liveness &liveness,
     else
       transient.push_back(static_cast<int>(v));
   }
+  // Largest first; ties by live interval, which depends only on the op
+  // order, not on how the values happen to be numbered: the rematerialize
+  // pass lays out its own copy of the step and the driver the one it
+  // extracts from the rewritten IR, and both must get the same arena.
   std::stable_sort(transient.begin(), transient.end(), [&](int a, int b) {
-    return graph.values[a].bytes > graph.values[b].bytes;
+    const Interval &ia = liveness.intervals[a], &ib = liveness.intervals[b];
+    return std::make_tuple(-graph.values[a].bytes, ia.begin, ia.end) <
+           std::make_tuple(-graph.values[b].bytes, ib.begin, ib.end);
   });
   for (int v : transient)
     place(v);

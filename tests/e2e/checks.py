@@ -458,6 +458,53 @@ def check_bounds(remat, work):
               f"minimum budget {minimum} B keep to their buffers")
 
 
+def measured_profile(remat, work):
+    """remat profile times every op call of a step: one entry per distinct
+    call of the store-all plan, each a positive number of seconds; planning
+    with the profile (a file, or --device-profile measure) uses them: the
+    report counts them and the modeled step time changes."""
+    tiny = [model("gpt2.json"), "--preset", "tiny"]
+    path = os.path.join(work, "measured.json")
+    r = subprocess.run([remat, "profile"] + tiny + ["--steps", "2", "-o", path],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("remat profile failed: " + r.stderr)
+    with open(path) as f:
+        profile = json.load(f)
+    ops = profile["ops"]
+    plan, _ = compile_plan(remat, tiny, work, "profiled")
+    with open(plan) as f:
+        steps = json.load(f)["steps"]
+    kinds = {s["op"] for s in steps}
+    timed = {key.split(" ")[0] for key in ops}
+    if timed != kinds or not all(v > 0 for v in ops.values()):
+        fail("profile ops %r do not cover the plan's %r with positive times"
+             % (sorted(timed), sorted(kinds)))
+    for spec in (path, "measure"):
+        r = subprocess.run([remat, "plan"] + tiny + ["--device-profile", spec],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fail("plan --device-profile %s failed: %s" % (spec, r.stderr))
+        report = json.loads(r.stdout)
+        dp = report["device_profile"]
+        if dp.get("measured_ops", 0) < len(kinds) or \
+                not dp["name"].startswith("measured"):
+            fail("plan --device-profile %s: %r" % (spec, dp))
+    # The measured table, not the roofline, costs the ops.
+    measured = json.loads(subprocess.run(
+        [remat, "plan"] + tiny + ["--device-profile", path],
+        capture_output=True, text=True, check=True).stdout)
+    roofline = json.loads(subprocess.run(
+        [remat, "plan"] + tiny, capture_output=True, text=True,
+        check=True).stdout)
+    if measured["modeled_step_seconds"] == roofline["modeled_step_seconds"]:
+        fail("the measured profile did not change the modeled step (%r s)"
+             % roofline["modeled_step_seconds"])
+    report = measured
+    print("profile: %d op calls timed; plan models a step of %.3f ms"
+          % (len(ops), 1000 * report["modeled_step_seconds"]))
+
+
 def device_profile(remat, work):
     """--device-profile: the named rooflines and a JSON file reach the
     planner (the report records them; the modeled step time follows), and
@@ -557,6 +604,7 @@ def main():
               "loss-grad-in-place": loss_grad_in_place,
               "check-bounds": check_bounds,
               "device-profile": device_profile,
+              "measured-profile": measured_profile,
               "plans-deterministic": plans_deterministic}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")

@@ -16,7 +16,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 FLAG = re.compile(r"(?<![\w./-])(--[a-z][a-z0-9-]*|-o)(?![\w-])")
-COMMANDS = ["compile", "train", "plan", "run", "explain"]
+COMMANDS = ["compile", "train", "plan", "run", "explain", "profile"]
 
 
 def sections(text):

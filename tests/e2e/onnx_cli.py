@@ -8,6 +8,10 @@
   onnx_cli.py REMAT train-falls  remat train on the exported classifier MLP
                                  for 200 steps: the loss falls below half
                                  its start
+  onnx_cli.py REMAT lm-train-falls
+                                 the same for the transformer language model
+                                 (--frozen mask) on its default next-token
+                                 task
 Exit 0 on success, 1 with a message on failure, 77 (skipped) without
 PyTorch or without ONNX support in this remat.
 """
@@ -107,6 +111,14 @@ def errors(remat, work):
            "(LeakyRelu, opset 13)", "unsupported op 'LeakyRelu'",
            "supported: Add,")
 
+    # A 1-D convolution: the node, its op type and opset, and why.
+    conv1d = os.path.join(work, "conv1d.onnx")
+    torch.onnx.export(torch.nn.Conv1d(2, 3, 3), torch.randn(2, 2, 8), conv1d,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=17)
+    expect(run(remat, "compile", conv1d), 1, "(Conv, opset 17)",
+           "has shape [2,2,8]", "supports 2-D Conv only")
+
     old = os.path.join(work, "opset12.onnx")
     export_onnx.export("classifier", old, batch=4, opset=12)
     expect(run(remat, "compile", old), 1, "opset 12 is not supported",
@@ -143,6 +155,60 @@ def errors(remat, work):
     missing = os.path.join(work, "missing.onnx")
     expect(run(remat, "compile", missing), 1, "missing.onnx",
            "cannot open")
+
+    # A transformer's buffers: the float mask (-inf above the diagonal)
+    # cannot be trained, --frozen names float initializers only.
+    lm = os.path.join(work, "lm.onnx")
+    export_onnx.export("transformer", lm, batch=2, width=8, classes=10,
+                       side=4)
+    expect(run(remat, "compile", lm), 1, "initializer 'mask' holds inf or NaN",
+           "name it with --frozen mask", "(Unsqueeze, opset 17)")
+    expect(run(remat, "compile", lm, "--frozen", "mask", "--emit=graph",
+               "-o", os.devnull), 0)
+    expect(run(remat, "compile", lm, "--frozen", "mask,maks"), 2,
+           "--frozen maks: the model has no initializer 'maks'",
+           "did you mean 'mask'")
+    expect(run(remat, "compile", lm, "--frozen", "positions"), 2,
+           "initializer 'positions' is INT64, which is never trained")
+    expect(run(remat, "compile", lm, "--frozen", ""), 2,
+           "--frozen needs NAME[,NAME...]")
+
+    # Dropout in training mode keeps its rate (and trains); at ratio 0 it
+    # is the identity (the parity tests).
+    dropped = os.path.join(work, "lm_dropout.onnx")
+    export_onnx.export("transformer", dropped, batch=2, width=8, classes=10,
+                       side=4, dropout=0.25)
+    graph = os.path.join(work, "lm_dropout.mlir")
+    expect(run(remat, "compile", dropped, "--frozen", "mask", "--emit=graph",
+               "-o", graph), 0)
+    with open(graph) as f:
+        rates = f.read().count("graph.dropout")
+    expect(run(remat, "compile", lm, "--frozen", "mask", "--emit=graph",
+               "-o", graph), 0)
+    with open(graph) as f:
+        without = f.read().count("graph.dropout")
+    # Per block: attention weights, the attention output, the MLP output.
+    if rates != 6 or without != 0:
+        raise SystemExit(f"FAIL: {rates} dropout ops at rate 0.25 (expected "
+                         f"6), {without} at rate 0 (expected 0)")
+    print(f"ok: {rates} dropout ops at rate 0.25, none at rate 0")
+    expect(run(remat, "train", dropped, "--frozen", "mask", "--steps", "2"),
+           0)
+
+    class WideNorm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.LayerNorm((3, 4))
+
+        def forward(self, x):
+            return self.norm(x)
+
+    wide = os.path.join(work, "wide_norm.onnx")
+    torch.onnx.export(WideNorm(), torch.randn(2, 3, 4), wide,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=17)
+    expect(run(remat, "compile", wide), 1, "(LayerNormalization, opset 17)",
+           "normalization from axis -2 is not supported")
     return 0
 
 
@@ -166,8 +232,32 @@ def train_falls(remat, work):
     return 0
 
 
+def lm_train_falls(remat, work):
+    import export_onnx
+    model = os.path.join(work, "lm.onnx")
+    export_onnx.export("transformer", model, batch=16, width=32, classes=16,
+                       side=8)
+    log = os.path.join(work, "log.jsonl")
+    r = run(remat, "train", model, "--frozen", "mask", "--steps", "200",
+            "--optimizer", "adamw", "--lr", "0.01", "--log", log)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: remat train exit {r.returncode}:\n{r.stderr}")
+    with open(log) as f:
+        losses = [json.loads(line)["loss"] for line in f]
+    first, last = losses[0], sum(losses[-10:]) / 10
+    print(f"loss {first:.4f} at step 1, {last:.4f} averaged over steps "
+          f"191-200")
+    if len(losses) != 200 or not last < first / 2:
+        raise SystemExit("FAIL: the loss did not fall below half its start")
+    return 0
+
+
+CHECKS = {"errors": errors, "train-falls": train_falls,
+          "lm-train-falls": lm_train_falls}
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in ("errors", "train-falls"):
+    if len(sys.argv) != 3 or sys.argv[2] not in CHECKS:
         raise SystemExit(__doc__)
     remat, check = sys.argv[1], sys.argv[2]
     try:
@@ -181,8 +271,7 @@ def main():
         print("SKIP: " + r.stderr.strip())
         return SKIP
     with tempfile.TemporaryDirectory(prefix="remat-onnx-cli-") as work:
-        return errors(remat, work) if check == "errors" else \
-            train_falls(remat, work)
+        return CHECKS[check](remat, work)
 
 
 if __name__ == "__main__":

@@ -9,11 +9,16 @@ every parameter gradient (named by its ONNX initializer, i.e. the module's
 parameter name) the relative error ||remat - torch64|| / ||torch64|| must be
 at most max(1e-4, 4 x float32 PyTorch's own relative error on that tensor).
 
+The transformers take int64 token ids in [0, classes) of length `side`
+and their labels are [batch, side] (cross-entropy over every position);
+their float buffers (the attention mask) are compiled with --frozen.
+
 Exit codes: 0 parity holds, 1 it does not (or remat failed), 77 PyTorch is
 not installed or this remat has no ONNX support (ctest: skipped).
 
-usage: onnx_parity.py --remat REMAT --model forum|classifier|mixed
-           [--batch N] [--width W] [--opset K] [--loss L] [--dynamic-batch]
+usage: onnx_parity.py --remat REMAT --model MODEL (tools/export_onnx.py)
+           [--batch N] [--width W] [--classes C] [--side S] [--opset K]
+           [--loss L] [--dynamic-batch]
 """
 import argparse
 import json
@@ -40,9 +45,11 @@ def torch_step(module, x, labels, loss_kind, dtype):
     import torch.nn.functional as F
     m = copy.deepcopy(module).to(dtype)
     m.zero_grad()
-    y = m(torch.from_numpy(x).to(dtype))
+    inputs = torch.from_numpy(x)
+    y = m(inputs if x.dtype == np.int64 else inputs.to(dtype))
     if loss_kind == "cross_entropy":
-        loss = F.cross_entropy(y, torch.from_numpy(labels))
+        loss = F.cross_entropy(y.reshape(-1, y.shape[-1]),
+                               torch.from_numpy(labels).reshape(-1))
     else:
         loss = F.mse_loss(y, torch.from_numpy(labels).to(dtype))
     loss.backward()
@@ -79,15 +86,21 @@ def main():
     module = export_onnx.export(args.model, onnx_path, args.batch, args.width,
                                 args.classes, args.side, args.opset,
                                 args.dynamic_batch)
-    sample = {"forum": (args.width,), "classifier": (args.side,),
-              "mixed": (args.side,)}[args.model]
+    tokens = export_onnx.is_token_model(args.model)
+    sample = export_onnx.sample_shape(args.model, args.width, args.side)
     outputs = 1 if args.model == "forum" else args.classes
     loss_kind = args.loss or ("mse" if outputs == 1 else "cross_entropy")
+    # Positions of the loss: one per sample, or one per token.
+    rows = (args.batch,) + sample if tokens else (args.batch,)
 
     rng = np.random.default_rng(1234)
-    x = rng.standard_normal((args.batch,) + sample).astype(np.float32)
+    if tokens:
+        x = rng.integers(0, args.classes, size=(args.batch,) + sample)
+        x = x.astype(np.int64)
+    else:
+        x = rng.standard_normal((args.batch,) + sample).astype(np.float32)
     if loss_kind == "cross_entropy":
-        labels = rng.integers(0, outputs, size=(args.batch,)).astype(np.int64)
+        labels = rng.integers(0, outputs, size=rows).astype(np.int64)
     else:
         labels = rng.standard_normal((args.batch, outputs)).astype(np.float32)
     np.save(os.path.join(work, "x.npy"), x)
@@ -97,6 +110,11 @@ def main():
     compile_cmd = [args.remat, "compile", onnx_path, "--emit=plan", "-o", plan]
     if args.loss:
         compile_cmd += ["--loss", args.loss]
+    # torch's float buffers are initializers that torch does not train.
+    frozen = [name for name, b in module.named_buffers()
+              if b.is_floating_point()]
+    if frozen:
+        compile_cmd += ["--frozen", ",".join(frozen)]
     if args.dynamic_batch:
         dims = ",".join(str(d) for d in (args.batch,) + sample)
         compile_cmd += ["--input-shape", f"x={dims}"]

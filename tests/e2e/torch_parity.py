@@ -198,6 +198,16 @@ def torch_step(flat, weights, inputs):
             r = a[0]
         elif kind == "attention":
             r = attention(a[0], a[1], a[2], attrs)
+        elif kind == "erf":
+            r = torch.erf(a[0])
+        elif kind == "pow":
+            r = torch.pow(a[0], attrs["exponent"])
+        elif kind == "slice":
+            r = a[0][tuple(slice(b, e, s) for b, e, s in
+                           zip(attrs["starts"], attrs["ends"],
+                               attrs["steps"]))]
+        elif kind == "concat":
+            r = torch.cat([a[0], a[1]], dim=attrs["axis"])
         elif kind == "constant":
             r = torch.full(attrs["shape"], attrs["value"], dtype=torch.float64)
         else:

@@ -20,6 +20,8 @@
 #include "passes/planner/Solvers.h"
 #include "tools/remat/Usage.h"
 #ifdef REMAT_HAVE_RUN
+#include "runtime/Backend.h"
+#include "tools/remat/Profile.h"
 #include "tools/remat/RunCommand.h"
 #endif
 
@@ -45,7 +47,9 @@ const char *const kTrainingFlagsHelp =
     "                     the default depends on the output's last dim)\n"
     "  --optimizer NAME   ONNX: sgd (default) or adamw\n"
     "  --lr X             ONNX: learning rate (default: sgd 0.01, adamw\n"
-    "                     0.001)\n";
+    "                     0.001)\n"
+    "  --frozen NAME,...  ONNX: float initializers not to train (torch\n"
+    "                     buffers such as an attention mask; repeatable)\n";
 
 static const std::string kCompileHelp = std::string(
     "usage: remat compile MODEL [options]\n"
@@ -87,10 +91,11 @@ static const std::string kCompileHelp = std::string(
     "  --min-feasible     with --budget: also search the minimum feasible\n"
     "                     budget for the report's min_feasible_bytes (it\n"
     "                     plans the step a dozen times; without it: null)\n"
-    "  --device-profile NAME|FILE\n"
-    "                     the roofline the planner models op costs with:\n"
-    "                     cpu (default), h200, h200-tf32, or a JSON file\n"
-    "                     (docs/planner.md); plans for a GPU should use it\n"
+    "  --device-profile NAME|FILE|measure\n"
+    "                     the op costs the planner models: the rooflines\n"
+    "                     cpu (default), h200, h200-tf32, a JSON file\n"
+    "                     (docs/planner.md; remat profile writes one), or\n"
+    "                     measure: time the model's ops on --backend first\n"
     "  --preset NAME      apply a named preset of the model's config\n"
     "  --set NAME=VALUE   override a config variable (repeatable)\n") +
     kTrainingFlagsHelp +
@@ -105,11 +110,11 @@ static const std::string kTrainHelp = std::string(
     "compile options: --preset NAME, --set NAME=VALUE, --budget BYTES,\n"
     "  --workspace-reserve BYTES, --backend NAME (the plan's and the run's),\n"
     "  --solver NAME, --time-limit S, --progress, --no-reorder,\n"
-    "  --device-profile NAME|FILE,\n"
+    "  --device-profile NAME|FILE|measure,\n"
     "  --plan FILE (keep the plan there, and an ONNX model's weights next\n"
     "  to it; default: a temporary file), --report FILE,\n"
-    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X\n"
-    "  (ONNX models; see remat compile --help)\n"
+    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X,\n"
+    "  --frozen NAME,... (ONNX models; see remat compile --help)\n"
     "run options (passed to remat run; see remat run --help): --steps N,\n"
     "  --seed S, --weights W, --save OUT, --log LOG, --data NAME=FILE,\n"
     "  --dump-grads G, --backend NAME, --check-bounds\n"
@@ -133,6 +138,8 @@ struct Options {
   bool minFeasible = false; ///< --min-feasible (compile only)
   model::ModelOptions modelOptions;
   DeviceProfile deviceProfile;
+  /// --device-profile measure: time the step's ops first (remat profile).
+  bool measureProfile = false;
   std::vector<std::string> passThrough; ///< train: options for `run`
 };
 
@@ -206,7 +213,9 @@ int parse(const char *command, int argc, char **argv, Options &options,
       } else if (takeValue(argc, argv, i, "--solver", value)) {
         options.solver = value;
       } else if (takeValue(argc, argv, i, "--device-profile", value)) {
-        options.deviceProfile = compiler::parseDeviceProfile(value);
+        options.measureProfile = value == "measure";
+        if (!options.measureProfile)
+          options.deviceProfile = compiler::parseDeviceProfile(value);
       } else if (takeValue(argc, argv, i, "--time-limit", value)) {
         try {
           options.timeLimit = std::stod(value);
@@ -342,6 +351,60 @@ compiler::CompileOptions toCompileOptions(const Options &options) {
   return c;
 }
 
+} // namespace
+
+DeviceProfile measureModelProfile(const model::ModelFile &model,
+                                  const std::string &backend,
+                                  std::ostream &progress, int warmup,
+                                  int steps, nlohmann::json *measured) {
+#ifndef REMAT_HAVE_RUN
+  (void)model, (void)backend, (void)progress, (void)warmup, (void)steps,
+      (void)measured;
+  throw std::invalid_argument("measured costs need the runtime, which this "
+                              "build lacks");
+#else
+  // The plan without a budget: every op of the step once, at store-all.
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("remat-profile-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  } cleanup{dir};
+  std::string planPath = (dir / "step.plan").string();
+  nlohmann::json report;
+  compiler::CompileOptions compile;
+  compile.backend = backend;
+  runtime::Plan plan = compiler::compilePlan(model.graph, compile, report);
+  if (!model.weights.empty()) {
+    std::string weightsPath = model::weightsPathForPlan(planPath);
+    runtime::writeSafetensors(weightsPath, model.weights);
+    plan.weights = std::filesystem::path(weightsPath).filename().string();
+  }
+  runtime::writeOutputFile(planPath, runtime::serializePlanText(plan));
+  progress << "remat: measuring the step's op costs on the " << backend
+           << " backend (" << warmup << " warm-up + " << steps
+           << " timed steps)...\n";
+  nlohmann::json table = measureOpCosts(planPath, backend, warmup, steps,
+                                        progress);
+  // Ops the table lacks (none for this model) keep the backend's roofline.
+  DeviceProfile profile =
+      *builtinDeviceProfile(backend == "cpu" ? "cpu" : "h200");
+  profile.name = "measured-" + backend;
+  for (const auto &[key, seconds] : table["ops"].items())
+    profile.measured[key] = seconds.get<double>();
+  if (measured)
+    *measured = table;
+  return profile;
+#endif
+}
+
+namespace {
+
 /// Compiles to a plan file at `path` (and at `copyPath` if not empty, and
 /// the report); returns the report.
 nlohmann::json compileToPlanFile(const Options &options,
@@ -349,6 +412,9 @@ nlohmann::json compileToPlanFile(const Options &options,
                                  const std::string &copyPath = "") {
   model::ModelFile model = loadModelFile(options);
   compiler::CompileOptions compileOptions = toCompileOptions(options);
+  if (options.measureProfile)
+    compileOptions.deviceProfile =
+        measureModelProfile(model, options.backend, std::cerr);
   nlohmann::json report;
   runtime::Plan plan =
       compiler::compilePlan(model.graph, compileOptions, report);
@@ -391,8 +457,8 @@ bool takeValue(int argc, char **argv, int &i, const std::string &flag,
 }
 
 const std::vector<std::string> &trainingFlagNames() {
-  static const std::vector<std::string> names = {"--input-shape", "--loss",
-                                                 "--optimizer", "--lr"};
+  static const std::vector<std::string> names = {
+      "--input-shape", "--loss", "--optimizer", "--lr", "--frozen"};
   return names;
 }
 
@@ -426,6 +492,23 @@ bool takeTrainingFlag(int argc, char **argv, int &i,
           "--input-shape needs NAME=D0,D1,... with positive dims, got '" +
           value + "'");
     options.inputShapes[value.substr(0, eq)] = dims;
+    return true;
+  }
+  if (takeValue(argc, argv, i, "--frozen", value)) {
+    // The importer checks that each name is a float initializer.
+    for (size_t begin = 0; begin <= value.size();) {
+      size_t comma = value.find(',', begin);
+      std::string name = value.substr(
+          begin, comma == std::string::npos ? std::string::npos : comma - begin);
+      if (name.empty())
+        throw std::invalid_argument(
+            "--frozen needs NAME[,NAME...] of initializers, got '" + value +
+            "'");
+      options.frozen.insert(name);
+      if (comma == std::string::npos)
+        break;
+      begin = comma + 1;
+    }
     return true;
   }
   if (takeValue(argc, argv, i, "--loss", value)) {
@@ -508,6 +591,157 @@ int compileMain(int argc, char **argv) {
     return 1;
   }
   return 0;
+}
+
+static const char *kProfileHelp =
+    "usage: remat profile MODEL|PLAN [-o PROFILE.json] [options]\n"
+    "\n"
+    "Times every op of the training step on a backend and writes a device\n"
+    "profile (JSON) whose `ops` table gives each op call's measured seconds\n"
+    "(the median over the timed steps; the same op, attributes and shapes\n"
+    "pool their samples). `--device-profile PROFILE.json` plans with it;\n"
+    "`--device-profile measure` (compile, train, plan) profiles first.\n"
+    "A MODEL is profiled in its plan without a budget; a PLAN as it is.\n"
+    "\n"
+    "options:\n"
+    "  -o FILE            write the profile to FILE (default stdout, -)\n"
+    "  --steps N          timed training steps (default 5)\n"
+    "  --warmup N         untimed steps first (default 1)\n"
+    "  --backend NAME     the backend to time (default cpu)\n"
+    "  --preset NAME, --set NAME=VALUE   model configuration\n"
+    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X\n"
+    "                     an ONNX model's training step (docs/onnx.md)\n"
+    "  -h, --help         this text\n";
+
+int profileMain(int argc, char **argv) {
+#ifndef REMAT_HAVE_RUN
+  (void)argc, (void)argv;
+  std::cerr << "remat profile: this build has no runtime\n";
+  return 1;
+#else
+  Options options;
+  std::string output = "-";
+  int steps = 5, warmup = 1;
+  std::string backend = "cpu";
+  auto count = [](const std::string &flag, const std::string &v, int min,
+                  int &out) {
+    size_t used = 0;
+    try {
+      out = std::stoi(v, &used);
+    } catch (const std::exception &) {
+      used = 0;
+    }
+    if (used == 0 || used != v.size() || out < min)
+      throw std::invalid_argument(flag + " needs an integer >= " +
+                                  std::to_string(min) + ", got '" + v + "'");
+  };
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i], value;
+      if (arg == "-h" || arg == "--help") {
+        std::cout << kProfileHelp;
+        return 0;
+      }
+      if (takeTrainingFlag(argc, argv, i, options.modelOptions.training)) {
+      } else if (takeValue(argc, argv, i, "-o", value)) {
+        output = value;
+      } else if (takeValue(argc, argv, i, "--steps", value)) {
+        count("--steps", value, 1, steps);
+      } else if (takeValue(argc, argv, i, "--warmup", value)) {
+        count("--warmup", value, 0, warmup);
+      } else if (takeValue(argc, argv, i, "--backend", value)) {
+        backend = value;
+      } else if (takeValue(argc, argv, i, "--preset", value)) {
+        options.modelOptions.preset = value;
+      } else if (takeValue(argc, argv, i, "--set", value)) {
+        auto eq = value.find('=');
+        if (eq == std::string::npos || eq == 0)
+          return usageError("profile",
+                            "--set expects NAME=VALUE, got '" + value + "'");
+        options.modelOptions.overrides.emplace_back(value.substr(0, eq),
+                                                    value.substr(eq + 1));
+      } else if (arg.size() > 1 && arg[0] == '-') {
+        std::vector<std::string> flags = {"-o",       "--steps", "--warmup",
+                                          "--backend", "--preset", "--set",
+                                          "--help"};
+        for (const std::string &f : trainingFlagNames())
+          flags.push_back(f);
+        return usageError("profile", unknownOption(arg, flags));
+      } else if (options.model.empty()) {
+        options.model = arg;
+      } else {
+        return usageError("profile", "more than one model given");
+      }
+    }
+  } catch (const std::invalid_argument &e) {
+    return usageError("profile", e.what());
+  }
+  if (options.model.empty())
+    return usageError("profile", "no model or plan given");
+  {
+    std::vector<std::string> built;
+    std::string list = runtime::availableBackends();
+    for (size_t begin = 0; begin <= list.size();) {
+      size_t comma = std::min(list.find(',', begin), list.size());
+      std::string name = list.substr(begin, comma - begin);
+      name.erase(0, name.find_first_not_of(' '));
+      built.push_back(name);
+      begin = comma + 1;
+    }
+    if (std::find(built.begin(), built.end(), backend) == built.end())
+      return usageError("profile", unknownName("backend", backend, built));
+  }
+  try {
+    nlohmann::json profile;
+    // A plan is timed as it is; a model in its plan without a budget.
+    bool isPlan = false;
+    if (options.model != "-") {
+      std::ifstream in(options.model);
+      nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+      isPlan = j.is_object() &&
+               j.value("format", nlohmann::json()) == runtime::kPlanFormatName;
+    }
+    if (isPlan) {
+      nlohmann::json table =
+          measureOpCosts(options.model, backend, warmup, steps, std::cerr);
+      DeviceProfile base =
+          *builtinDeviceProfile(backend == "cpu" ? "cpu" : "h200");
+      profile = {{"name", "measured-" + backend},
+                 {"flops_per_second", base.flopsPerSecond},
+                 {"bytes_per_second", base.bytesPerSecond},
+                 {"launch_seconds", base.launchSeconds},
+                 {"ops", table["ops"]}};
+      table.erase("ops");
+      profile["source"] = table;
+    } else {
+      nlohmann::json table;
+      DeviceProfile measured = measureModelProfile(
+          loadModelFile(options), backend, std::cerr, warmup, steps, &table);
+      profile = {{"name", measured.name},
+                 {"flops_per_second", measured.flopsPerSecond},
+                 {"bytes_per_second", measured.bytesPerSecond},
+                 {"launch_seconds", measured.launchSeconds},
+                 {"ops", table["ops"]}};
+      table.erase("ops");
+      profile["source"] = table;
+    }
+    profile["source"]["model"] = options.model;
+    runtime::writeOutputFile(output, profile.dump(1) + "\n");
+    std::cerr << "remat profile: " << profile["ops"].size()
+              << " op calls timed; median step "
+              << profile["source"]["step_seconds"].get<double>() * 1000
+              << " ms\n";
+    return 0;
+  } catch (const model::ModelError &e) {
+    std::cerr << "remat profile: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::invalid_argument &e) {
+    return usageError("profile", e.what());
+  } catch (const std::exception &e) {
+    std::cerr << "remat profile: error: " << e.what() << "\n";
+    return 1;
+  }
+#endif
 }
 
 int trainMain(int argc, char **argv) {

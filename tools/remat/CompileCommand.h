@@ -2,7 +2,13 @@
 #ifndef REMAT_TOOLS_COMPILECOMMAND_H
 #define REMAT_TOOLS_COMPILECOMMAND_H
 
+#include "compiler/ModelFile.h"
 #include "compiler/ModelGraph.h"
+#include "passes/TrainStep.h"
+
+#include <nlohmann/json.hpp>
+
+#include <ostream>
 
 #include <string>
 #include <vector>
@@ -31,6 +37,16 @@ int compileMain(int argc, char **argv);
 int trainMain(int argc, char **argv);
 /// `remat plan ...`; argv[0] is "plan".
 int planMain(int argc, char **argv);
+/// `remat profile MODEL|PLAN ...`; argv[0] is "profile".
+int profileMain(int argc, char **argv);
+/// The measured device profile of a model's step on `backend` (its plan
+/// without a budget, timed as remat profile times it: tools/remat/
+/// Profile.h); `measured` receives the raw table. Progress on `progress`.
+DeviceProfile measureModelProfile(const model::ModelFile &model,
+                                  const std::string &backend,
+                                  std::ostream &progress, int warmup = 1,
+                                  int steps = 5,
+                                  nlohmann::json *measured = nullptr);
 } // namespace remat::tools
 
 #endif

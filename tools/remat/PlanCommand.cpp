@@ -82,12 +82,13 @@ static const char *kPlanHelp =
     "  --time-limit S     time limit of the exact MILP (default: 1 s inside\n"
     "                     auto, 60 s with --solver exact)\n"
     "  --progress         solver progress on stderr\n"
-    "  --device-profile NAME|FILE  the roofline op costs are modeled with:\n"
-    "                     cpu (default), h200, h200-tf32, or a JSON file\n"
-    "                     (docs/planner.md)\n"
+    "  --device-profile NAME|FILE|measure  the op costs modeled: cpu\n"
+    "                     (default), h200, h200-tf32, a JSON file\n"
+    "                     (docs/planner.md; remat profile writes one), or\n"
+    "                     measure: time the model's ops on --backend first\n"
     "  --preset NAME, --set NAME=VALUE   model configuration\n"
-    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X\n"
-    "                     the training step of an ONNX model (docs/onnx.md;\n"
+    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X,\n"
+    "  --frozen NAME,...  the training step of an ONNX model (docs/onnx.md;\n"
     "                     see remat compile --help)\n"
     "  --json FILE        also write the results as JSON\n";
 
@@ -113,6 +114,7 @@ struct PlanOptions {
   std::string svgPath; ///< --svg (with --sweep)
   model::ModelOptions modelOptions;
   DeviceProfile deviceProfile; ///< --device-profile
+  bool measureProfile = false; ///< --device-profile measure
 };
 
 int usage(const std::string &message) {
@@ -642,8 +644,11 @@ int planMain(int argc, char **argv) {
         options.jsonPath = v;
       else if (takeValue(argc, argv, i, "--svg", v))
         options.svgPath = v;
-      else if (takeValue(argc, argv, i, "--device-profile", v))
-        options.deviceProfile = compiler::parseDeviceProfile(v);
+      else if (takeValue(argc, argv, i, "--device-profile", v)) {
+        options.measureProfile = v == "measure";
+        if (!options.measureProfile)
+          options.deviceProfile = compiler::parseDeviceProfile(v);
+      }
       else if (takeValue(argc, argv, i, "--preset", v))
         options.modelOptions.preset = v;
       else if (takeValue(argc, argv, i, "--set", v)) {
@@ -688,6 +693,12 @@ int planMain(int argc, char **argv) {
                    std::to_string(*options.budget) + " for the arena");
     if (!options.svgPath.empty() && !options.sweep)
       return usage("--svg goes with --sweep");
+    if (options.measureProfile) {
+      // The model's own ops timed first; every form below plans with them.
+      options.deviceProfile = measureModelProfile(
+          model::readModelFile(options.model, options.modelOptions),
+          options.backend, std::cerr);
+    }
     if (options.sweep)
       return planSweep(options, kind);
     if (options.maxBatch) {

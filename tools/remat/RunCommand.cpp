@@ -27,6 +27,24 @@ using namespace remat::runtime;
 
 namespace {
 
+#ifdef REMAT_HAVE_CUDA_BACKEND
+/// The `device_memory` log entry: the device's used bytes by what took
+/// them (CudaMemoryReport; docs/cuda.md, "Memory").
+nlohmann::json deviceMemoryJson(const CudaMemoryReport &m) {
+  return {{"used_bytes", m.usedBytes},
+          {"peak_bytes", m.peakBytes},
+          {"context_bytes", m.contextBytes},
+          {"arena_bytes", m.arenaBytes},
+          {"workspace_bytes", m.workspaceBytes},
+          {"overhead_bytes", m.overheadBytes()},
+          {"handle_bytes", m.handleBytes},
+          {"allocation_bytes", m.allocationBytes},
+          {"module_bytes", m.moduleBytes},
+          {"graph_bytes", m.graphBytes},
+          {"unattributed_bytes", m.unattributedBytes}};
+}
+#endif
+
 std::string formatStepLine(const StepResult &r, const Plan &plan,
                            uint64_t arenaBytes) {
   bool tokens = plan.tokensPerSample > 1;
@@ -184,6 +202,14 @@ int runCommand(const RunOptions &opt) {
             << " B";
       err << "\n";
     }
+#ifdef REMAT_HAVE_CUDA_BACKEND
+    if (auto *cuda = dynamic_cast<CudaBackend *>(device)) {
+      CudaWorkspace split = cuda->workspaceSplit();
+      err << "remat run: cuda workspace: cuBLAS " << split.cublas
+          << " B, kernel scratch " << split.scratch << " B, status "
+          << CudaWorkspace::kStatusBytes << " B\n";
+    }
+#endif
     // A plan's recomputations were chosen for the device profile its costs
     // were modeled with (remat compile --device-profile): say so when it is
     // not the kind of device this run uses.
@@ -217,6 +243,7 @@ int runCommand(const RunOptions &opt) {
         if (auto *cuda = dynamic_cast<CudaBackend *>(device)) {
           entry["device_peak_bytes"] = cuda->devicePeakBytes();
           entry["device_context_bytes"] = cuda->contextBytes();
+          entry["device_memory"] = deviceMemoryJson(cuda->memoryReport());
         }
 #endif
         log->stream() << entry.dump() << "\n" << std::flush;
@@ -226,6 +253,18 @@ int runCommand(const RunOptions &opt) {
         exec.onStepExecuted = nullptr;
       }
     }
+#ifdef REMAT_HAVE_CUDA_BACKEND
+    if (auto *cuda = dynamic_cast<CudaBackend *>(device)) {
+      CudaMemoryReport m = cuda->memoryReport();
+      err << "remat run: device memory: " << m.usedBytes << " B used = "
+          << "context " << m.contextBytes << " + arena " << m.arenaBytes
+          << " + workspace " << m.workspaceBytes << " + runtime overhead "
+          << m.overheadBytes() << " (handles " << m.handleBytes
+          << ", allocation rounding " << m.allocationBytes << ", modules "
+          << m.moduleBytes << ", graphs " << m.graphBytes << ", unattributed "
+          << m.unattributedBytes << "); peak " << m.peakBytes << " B\n";
+    }
+#endif
     if (!opt.dumpGradsPath.empty() && opt.steps == 0)
       err << "remat run: warning: --steps 0, no gradients dumped\n";
     if (!opt.savePath.empty())

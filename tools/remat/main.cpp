@@ -39,6 +39,7 @@ static const char *kUsage =
     "  train MODEL     compile a model and run training steps on it\n"
     "  plan MODEL      plan under a budget: report, --sweep, --max-batch;\n"
     "                  plan --graph FILE for external (Checkmate) graphs\n"
+    "  profile MODEL   time every op of the step: a measured device profile\n"
 #endif
 #ifdef REMAT_HAVE_RUN
     "  run PLAN        execute a compiled plan for N training steps\n"
@@ -90,6 +91,8 @@ int main(int argc, char **argv) {
     return remat::tools::trainMain(argc - 1, argv + 1);
   if (command == "plan")
     return remat::tools::planMain(argc - 1, argv + 1);
+  if (command == "profile")
+    return remat::tools::profileMain(argc - 1, argv + 1);
 #endif
 #ifdef REMAT_HAVE_RUN
   if (command == "run")
@@ -99,7 +102,7 @@ int main(int argc, char **argv) {
     return remat::tools::explainMain(argc - 1, argv + 1);
   std::vector<std::string> commands = {"explain", "help", "version"};
 #ifdef REMAT_HAVE_COMPILER
-  commands.insert(commands.end(), {"compile", "train", "plan"});
+  commands.insert(commands.end(), {"compile", "train", "plan", "profile"});
 #endif
 #ifdef REMAT_HAVE_RUN
   commands.push_back("run");

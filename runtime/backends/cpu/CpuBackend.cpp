@@ -16,11 +16,15 @@ namespace {
 
 /// Workspace bytes of step `i`, saturating at UINT64_MAX.
 uint64_t stepWorkspaceBytes(const LoadedPlan &plan, size_t i) {
-  std::vector<Shape> shapes;
+  std::vector<Shape> inputs, outputs;
   for (int64_t idx : plan.plan.steps[i].inputs)
-    shapes.push_back(plan.plan.buffers[idx].shape);
+    inputs.push_back(plan.plan.buffers[idx].shape);
+  for (int64_t idx : plan.plan.steps[i].outputs)
+    outputs.push_back(plan.plan.buffers[idx].shape);
   return ops::cpuWorkspaceBytes(
-      cpu::kernelWorkspaceElements(plan.steps[i].op, shapes), sizeof(float));
+      cpu::kernelWorkspaceElements(plan.steps[i].op, plan.steps[i].attrs,
+                                   inputs, outputs),
+      sizeof(float));
 }
 
 std::string formatBytes(uint64_t bytes) {

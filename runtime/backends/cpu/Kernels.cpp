@@ -9,18 +9,22 @@
 
 namespace remat::runtime::cpu {
 
-uint64_t kernelWorkspaceElements(OpKind op,
-                                 const std::vector<Shape> &inputShapes) {
-  return ops::cpuWorkspaceElements(op, inputShapes);
+uint64_t kernelWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                                 const std::vector<Shape> &inputShapes,
+                                 const std::vector<Shape> &outputShapes) {
+  return ops::cpuWorkspaceElements(op, attrs, inputShapes, outputShapes);
 }
 
 template <typename T>
 void runKernel(const KernelCall &call, T *workspace,
                uint64_t workspaceElements) {
-  bool needsScratch =
-      call.op == OpKind::Attention || call.op == OpKind::AttentionGrad;
-  if (needsScratch && kernelWorkspaceElements(call.op, {call.inputs[0].shape}) >
-                          workspaceElements)
+  std::vector<Shape> inputShapes, outputShapes;
+  for (int i = 0; i < call.numInputs; ++i)
+    inputShapes.push_back(call.inputs[i].shape);
+  for (int i = 0; i < call.numOutputs; ++i)
+    outputShapes.push_back(call.outputs[i].shape);
+  if (kernelWorkspaceElements(call.op, *call.attrs, inputShapes, outputShapes) >
+      workspaceElements)
     throw std::logic_error(std::string("cpu kernel '") + opName(call.op) +
                            "' needs more workspace than it was given");
   // The function of the op's kernel family (kernels/Kernels.h).

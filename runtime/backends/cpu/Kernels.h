@@ -14,9 +14,11 @@
 // (sums over axes, gradients of broadcasts, gathers and normalization
 // parameters) add in the float type in row-major order of the operand.
 //
-// Workspace: only attention needs scratch, S*S elements for the scores of
-// one (batch, head), attention_grad 2*S*S (probabilities and their
-// gradient). Every other kernel works in its result buffers.
+// Workspace: attention needs S*S elements for the scores of one (batch,
+// head), attention_grad 2*S*S (probabilities and their gradient); conv2d
+// and its gradients unfold blocks of output positions into about 2^20
+// elements (ops/CpuWorkspace.h). Every other kernel works in its result
+// buffers.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_KERNELS_H
@@ -29,9 +31,11 @@
 namespace remat::runtime::cpu {
 
 /// Scratch elements (of the float type) the kernel of `op` needs for the
-/// given operand shapes; UINT64_MAX when the count does not fit 64 bits.
-uint64_t kernelWorkspaceElements(OpKind op,
-                                 const std::vector<Shape> &inputShapes);
+/// given operand and result shapes; UINT64_MAX when the count does not fit
+/// 64 bits.
+uint64_t kernelWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                                 const std::vector<Shape> &inputShapes,
+                                 const std::vector<Shape> &outputShapes);
 
 /// Runs one op. Float operands and results are T; index operands are read
 /// as their dtype (i32/i64). Throws std::runtime_error for an index or label

@@ -16,8 +16,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace remat::runtime {
 
@@ -79,8 +81,8 @@ void CudaBackend::State::release() noexcept {
   if (graphExec)
     cudaGraphExecDestroy(graphExec);
   graphExec = nullptr;
-  for (auto &[aligned, raw] : arenaAllocations)
-    cudaFree(raw);
+  for (auto &[aligned, allocation] : arenaAllocations)
+    cudaFree(allocation.raw);
   arenaAllocations.clear();
   if (workspace)
     cudaFree(workspace);
@@ -116,8 +118,8 @@ CudaBackend::CudaBackend() : state(std::make_unique<State>()) {
     REMAT_CUDA_CHECK(cudaFree(nullptr)); // create the context now
     size_t freeBytes = 0, totalBytes = 0;
     REMAT_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
-    s.contextBytes = totalBytes - freeBytes;
-    s.peakBytes = s.contextBytes;
+    s.memory.contextBytes = totalBytes - freeBytes;
+    s.memory.peakBytes = s.lastUsed = s.memory.contextBytes;
     REMAT_CUDA_CHECK(
         cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     REMAT_CUBLAS_CHECK(cublasCreate(&s.cublas));
@@ -129,6 +131,7 @@ CudaBackend::CudaBackend() : state(std::make_unique<State>()) {
                                                     : CUBLAS_DEFAULT_MATH));
     REMAT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void **>(&s.hostStatus),
                                     sizeof(DeviceStatus)));
+    s.account(&CudaMemoryReport::handleBytes);
   } catch (...) {
     s.release(); // the destructor does not run for a failed constructor
     throw;
@@ -148,11 +151,34 @@ void CudaBackend::checkSupport(const LoadedPlan &plan) const {
     if (d == DType::F16 || d == DType::BF16)
       throw PlanError(plan.bufferPlace(i) + ": dtype " + dtypeName(d) +
                       " is not supported by the cuda backend (f32 only)");
+    // Offsets are multiples of the alignment only: below the element size
+    // a buffer may start inside an element, which a GPU load faults on.
+    if (p.alignment < dtypeSize(d))
+      throw PlanError(plan.source + ": /alignment: " +
+                      std::to_string(p.alignment) + " B is below the " +
+                      std::to_string(dtypeSize(d)) + "-byte elements of " +
+                      dtypeName(d) + " buffer '" + p.buffers[i].name +
+                      "'; the cuda backend needs every buffer aligned to "
+                      "its element size");
     if (p.buffers[i].shape.size() > size_t(cuda::kMaxRank))
       throw PlanError(plan.bufferPlace(i) + ": rank " +
                       std::to_string(p.buffers[i].shape.size()) +
                       " exceeds the cuda backend's limit of " +
                       std::to_string(cuda::kMaxRank));
+  }
+  // One block per row: past grid.x's 2^31 - 1 blocks a launch would fail
+  // (or, cast to unsigned, cover too few rows).
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    std::vector<TensorType> inputs;
+    for (int64_t b : p.steps[i].inputs)
+      inputs.push_back(
+          {p.buffers[size_t(b)].dtype, p.buffers[size_t(b)].shape});
+    int64_t rows = cuda::rowBlocksFor(plan.steps[i].op, inputs);
+    if (rows > cuda::kMaxGridX)
+      throw PlanError(plan.stepPlace(i) + ": " + std::to_string(rows) +
+                      " rows; the cuda backend runs one block per row and "
+                      "takes at most " +
+                      std::to_string(cuda::kMaxGridX) + " (the grid's limit)");
   }
   // Attention keeps an S x S score slice per (batch, head): past 2^24
   // positions that is petabytes (and its byte count would overflow).
@@ -206,17 +232,22 @@ void *CudaBackend::allocateArena(uint64_t bytes, uint64_t alignment) {
         std::to_string(s.plannedWorkspace) +
         " B) need more than the device's " + std::to_string(freeBytes) +
         " B free (of " + std::to_string(totalBytes) + " B)");
+  State::CallScope call(s);
   void *raw = nullptr;
   REMAT_CUDA_CHECK(cudaMalloc(&raw, size_t(bytes + pad)));
-  REMAT_CUDA_CHECK(cudaMemsetAsync(raw, 0, size_t(bytes + pad), s.stream));
-  REMAT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  // The budget counts `bytes`; the padding and the allocator's rounding
+  // are overhead.
+  int64_t taken = s.takeGrowth();
+  s.memory.arenaBytes += bytes;
+  s.memory.allocationBytes += taken - int64_t(bytes);
   uintptr_t addr = reinterpret_cast<uintptr_t>(raw);
   if (pad)
     addr = (addr + alignment - 1) / alignment * alignment;
   void *base = reinterpret_cast<void *>(addr);
-  s.arenaAllocations[base] = raw;
+  s.arenaAllocations[base] = {raw, bytes, taken};
   ++s.numArenaAllocations;
-  s.samplePeak();
+  REMAT_CUDA_CHECK(cudaMemsetAsync(raw, 0, size_t(bytes + pad), s.stream));
+  REMAT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   return base;
 }
 
@@ -225,11 +256,14 @@ void CudaBackend::freeArena(void *base) {
   auto it = s.arenaAllocations.find(base);
   if (it == s.arenaAllocations.end())
     return;
+  State::CallScope call(s);
   if (s.mode == GraphMode::Capturing)
     s.abortCapture();
   cudaStreamSynchronize(s.stream); // no throw: called from destructors
   s.destroyGraph();
-  cudaFree(it->second);
+  s.account(&CudaMemoryReport::moduleBytes);
+  cudaFree(it->second.raw);
+  s.forget(it->second, s.memory.arenaBytes);
   s.arenaAllocations.erase(it);
 }
 
@@ -238,17 +272,27 @@ void CudaBackend::prepare(const LoadedPlan &plan) {
   CudaWorkspace split = cudaWorkspaceFor(plan);
   uint64_t bytes = split.total();
   s.plannedWorkspace = bytes;
+  State::CallScope call(s);
   s.destroyGraph();
   s.ctx.status = nullptr; // until the new workspace exists
   s.ctx.scratch = nullptr;
   if (s.workspace) {
     char *old = s.workspace;
     s.workspace = nullptr;
+    s.account(&CudaMemoryReport::moduleBytes);
     REMAT_CUDA_CHECK(cudaFree(old));
+    s.forget({old, s.workspaceSize, s.workspaceTaken}, s.memory.workspaceBytes);
+    s.workspaceSize = 0;
+    s.workspaceTaken = 0;
   }
+  s.account(&CudaMemoryReport::moduleBytes);
   REMAT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&s.workspace), bytes));
+  s.workspaceTaken = s.takeGrowth();
+  s.memory.workspaceBytes += bytes;
+  s.memory.allocationBytes += s.workspaceTaken - int64_t(bytes);
   REMAT_CUDA_CHECK(cudaMemsetAsync(s.workspace, 0, bytes, s.stream));
   s.workspaceSize = bytes;
+  s.workspaceSplit = split;
   uint64_t cublasBytes = split.cublas;
   s.ctx.status = reinterpret_cast<DeviceStatus *>(s.workspace);
   if (cublasBytes)
@@ -262,11 +306,11 @@ void CudaBackend::prepare(const LoadedPlan &plan) {
   for (size_t i = 0; i < plan.steps.size(); ++i)
     s.stepPlaces.push_back(plan.stepPlace(i));
   REMAT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  s.samplePeak();
 }
 
 void CudaBackend::copyIn(void *dst, const void *src, uint64_t bytes) {
   State &s = *state;
+  State::CallScope call(s);
   s.hostAccess();
   // Pageable source: returns once staged, so the caller may reuse it.
   REMAT_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(bytes),
@@ -276,6 +320,7 @@ void CudaBackend::copyIn(void *dst, const void *src, uint64_t bytes) {
 bool CudaBackend::copyInputAsync(void *dst, const void *src, uint64_t bytes,
                                  int64_t trainingStep) {
   State &s = *state;
+  State::CallScope call(s);
   s.hostAccess(); // like copyIn: ordered before the step, never captured
   s.stageInput(dst, src, bytes, trainingStep);
   return true;
@@ -283,6 +328,7 @@ bool CudaBackend::copyInputAsync(void *dst, const void *src, uint64_t bytes,
 
 bool CudaBackend::generateInput(void *dst, const SyntheticRequest &request) {
   State &s = *state;
+  State::CallScope call(s);
   s.hostAccess(); // like copyIn: ordered before the step, never captured
   cuda::launchSynthetic(dst, request, s.stream);
   return true;
@@ -290,6 +336,7 @@ bool CudaBackend::generateInput(void *dst, const SyntheticRequest &request) {
 
 void CudaBackend::copyOut(void *dst, const void *src, uint64_t bytes) {
   State &s = *state;
+  State::CallScope call(s);
   s.hostAccess();
   REMAT_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_t(bytes),
                                    cudaMemcpyDeviceToHost, s.stream));
@@ -297,6 +344,11 @@ void CudaBackend::copyOut(void *dst, const void *src, uint64_t bytes) {
 }
 
 void CudaBackend::runStep(const KernelCall &call) {
+  // Within a training step the growth between its calls is accounted at
+  // the next bracketed call (enterCall): no samples per kernel.
+  std::optional<State::CallScope> scope;
+  if (!state->inStep)
+    scope.emplace(*state);
   try {
     state->runStep(call);
   } catch (...) {
@@ -308,15 +360,18 @@ void CudaBackend::runStep(const KernelCall &call) {
 }
 
 void CudaBackend::beginTrainingStep(int64_t trainingStep) {
+  State::CallScope call(*state);
   state->beginTrainingStep(trainingStep);
 }
 
 void CudaBackend::endTrainingStep(int64_t trainingStep) {
+  State::CallScope call(*state);
   state->endTrainingStep();
 }
 
 void CudaBackend::synchronize() {
   State &s = *state;
+  State::CallScope call(s);
   // Called while an exception unwinds (an executor destroyed because a step
   // threw), a second exception would terminate the program: wait, report
   // nothing.
@@ -345,7 +400,6 @@ void CudaBackend::synchronize() {
     s.errorThrown = true;
     throw;
   }
-  s.samplePeak();
   const DeviceStatus &st = *s.hostStatus;
   if (!st.errorFlag)
     return;
@@ -373,11 +427,24 @@ void CudaBackend::synchronize() {
   throw std::runtime_error(message);
 }
 
-uint64_t CudaBackend::contextBytes() const { return state->contextBytes; }
+uint64_t CudaBackend::contextBytes() const {
+  return state->memory.contextBytes;
+}
 
 uint64_t CudaBackend::devicePeakBytes() const {
   state->samplePeak();
-  return state->peakBytes;
+  return state->memory.peakBytes;
+}
+
+CudaMemoryReport CudaBackend::memoryReport() const {
+  State &s = *state;
+  s.enterCall();
+  s.memory.usedBytes = s.lastUsed;
+  return s.memory;
+}
+
+CudaWorkspace CudaBackend::workspaceSplit() const {
+  return state->workspaceSplit;
 }
 
 int CudaBackend::arenaAllocations() const { return state->numArenaAllocations; }

@@ -10,9 +10,12 @@
 // overridable with REMAT_CUDA_CUBLAS_WORKSPACE_BYTES; kernel scratch: the
 // largest single step's need (reductions' partials, the normalization
 // gradient's row statistics, the embedding gradient's sort, attention's
-// probabilities, losses' partials). Before allocating, arena + workspace is checked against
-// cudaMemGetInfo's free bytes. The CUDA context and cuBLAS's handle are
-// outside the budget (contextBytes reports them).
+// probabilities, losses' partials). Before allocating, arena + workspace is
+// checked against cudaMemGetInfo's free bytes. The plan's budget counts the
+// arena and the workspace as requested; everything else the device's used bytes
+// grow by (the CUDA context, the stream and cuBLAS handle, cudaMalloc's
+// rounding, modules loaded on first launch, CUDA graphs) is measured where it
+// arises and reported beside the budget (memoryReport).
 //
 // Execution: one non-blocking stream; every kernel mirrors the CPU twin's
 // math (runtime/backends/cpu/kernels/) with deterministic reductions (no
@@ -49,6 +52,44 @@
 
 namespace remat::runtime {
 
+/// Device memory as cudaMemGetInfo measures it (the device's used bytes),
+/// split by what took it. The budget counts arenaBytes + workspaceBytes;
+/// the rest is runtime overhead, measured where it arises: each of the
+/// backend's calls samples the used bytes on entry and exit, and the growth
+/// in between goes to the part that call's work belongs to. So
+///   usedBytes = contextBytes + arenaBytes + workspaceBytes + overheadBytes()
+/// always; unattributedBytes (growth between the backend's calls, e.g.
+/// another process on the GPU) says how much of it the backend cannot
+/// explain.
+struct CudaMemoryReport {
+  uint64_t contextBytes = 0;   ///< used when the backend was created
+  uint64_t usedBytes = 0;      ///< used now
+  uint64_t peakBytes = 0;      ///< the largest used bytes sampled
+  uint64_t arenaBytes = 0;     ///< live arenas, the bytes the plans state
+  uint64_t workspaceBytes = 0; ///< the workspace (workspaceBytes(plan))
+  /// The stream, the cuBLAS handle and the pinned status word's mapping.
+  int64_t handleBytes = 0;
+  /// What the arena's and the workspace's cudaMallocs took beyond the bytes
+  /// asked for: the allocator's rounding (2 MiB pages on a GPU) and the
+  /// arena's padding for alignments above 256 B.
+  int64_t allocationBytes = 0;
+  /// Growth during kernel launches, copies and library calls: kernel
+  /// modules loaded on their first launch (CUDA's lazy loading), cuBLAS's
+  /// and the driver's lazily allocated state.
+  int64_t moduleBytes = 0;
+  /// Instantiated (and uploaded) CUDA graphs.
+  int64_t graphBytes = 0;
+  /// Growth while no call of the backend ran.
+  int64_t unattributedBytes = 0;
+
+  int64_t overheadBytes() const {
+    return handleBytes + allocationBytes + moduleBytes + graphBytes +
+           unattributedBytes;
+  }
+};
+
+struct CudaWorkspace;
+
 class CudaBackend : public Backend {
 public:
   /// Selects device 0 (honours CUDA_VISIBLE_DEVICES), creates the stream and
@@ -80,12 +121,18 @@ public:
   void endTrainingStep(int64_t trainingStep) override;
 
   /// Device bytes in use (cudaMemGetInfo total - free) when the backend was
-  /// created: the CUDA context plus anything else on the device.
+  /// created, before its stream and cuBLAS handle: the CUDA context plus
+  /// anything else on the device.
   uint64_t contextBytes() const;
-  /// The largest device-bytes-in-use seen (sampled after allocations and at
-  /// every synchronize): context + arena + workspace + cuBLAS internals.
+  /// The largest device-bytes-in-use seen (sampled at every call of the
+  /// backend): context + arena + workspace + runtime overhead.
   /// The `device_peak_bytes` log key.
   uint64_t devicePeakBytes() const;
+  /// The device's used bytes now, split by what took them.
+  CudaMemoryReport memoryReport() const;
+  /// The workspace the latest prepare() allocated (cuBLAS's part and the
+  /// kernels' scratch; zeros before).
+  CudaWorkspace workspaceSplit() const;
   /// Number of arena allocations made (tests: exactly one per executor).
   int arenaAllocations() const;
   /// Graph statistics (tests): steps captured, steps replayed.

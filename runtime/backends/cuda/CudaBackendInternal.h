@@ -59,17 +59,30 @@ struct CudaBackend::State {
   /// Pinned copy of the device status, read at synchronize.
   cuda::DeviceStatus *hostStatus = nullptr;
 
+  /// One of the backend's two kinds of cudaMalloc: the bytes the budget
+  /// counts and the device bytes the allocation took (measured).
+  struct DeviceAllocation {
+    void *raw = nullptr; ///< what cudaMalloc returned
+    uint64_t bytes = 0;
+    int64_t taken = 0;
+  };
+
   int numArenaAllocations = 0;
-  std::map<void *, void *> arenaAllocations; ///< aligned base -> cudaMalloc
-  mutable uint64_t plannedWorkspace = 0;     ///< from workspaceBytes
+  std::map<void *, DeviceAllocation> arenaAllocations; ///< by aligned base
+  mutable uint64_t plannedWorkspace = 0;               ///< from workspaceBytes
   char *workspace = nullptr;
   uint64_t workspaceSize = 0;
+  int64_t workspaceTaken = 0;
+  CudaWorkspace workspaceSplit; ///< of the latest prepare
   cuda::DeviceContext ctx;
   std::vector<std::string> stepPlaces;
   int64_t deviceStepValue = -1; ///< last training step written to status
   int64_t lastCallStep = -1;    ///< training step of the latest runStep
 
-  uint64_t contextBytes = 0, peakBytes = 0;
+  /// Device memory by what took it (CudaMemoryReport); `lastUsed` is the
+  /// used bytes at the latest sample.
+  CudaMemoryReport memory;
+  uint64_t lastUsed = 0;
   bool errorThrown = false;
 
   // Training-step bracketing and CUDA graphs.
@@ -99,10 +112,60 @@ struct CudaBackend::State {
     cudaEvent_t done = nullptr; ///< after the slot's last copy
   } staging[2];
 
-  void samplePeak() {
+  // Device memory accounting (CudaMemoryReport). Every call of the
+  // backend is bracketed by enterCall / leaveCall (CallScope); growth
+  // inside a call is the call's (modules loaded by its launches, unless a
+  // finer bracket claimed it), growth between calls is unattributed, except
+  // between the calls of a training step: those are the step's launches.
+
+  /// The device's used bytes now (the latest sample if the query fails).
+  uint64_t usedNow() {
     size_t freeBytes = 0, totalBytes = 0;
-    if (cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess)
-      peakBytes = std::max<uint64_t>(peakBytes, totalBytes - freeBytes);
+    if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return lastUsed;
+    }
+    uint64_t used = totalBytes - freeBytes;
+    memory.peakBytes = std::max(memory.peakBytes, used);
+    return used;
+  }
+
+  /// Samples the used bytes and returns the growth since the last sample.
+  int64_t takeGrowth() {
+    uint64_t now = usedNow();
+    int64_t growth = int64_t(now) - int64_t(lastUsed);
+    lastUsed = now;
+    return growth;
+  }
+
+  /// Samples the used bytes; the growth since the last sample goes to
+  /// `part`.
+  void account(int64_t CudaMemoryReport::*part) {
+    memory.*part += takeGrowth();
+  }
+
+  void enterCall() {
+    account(inStep ? &CudaMemoryReport::moduleBytes
+                   : &CudaMemoryReport::unattributedBytes);
+  }
+  void leaveCall() { account(&CudaMemoryReport::moduleBytes); }
+
+  struct CallScope {
+    State &s;
+    explicit CallScope(State &state) : s(state) { s.enterCall(); }
+    ~CallScope() { s.leaveCall(); }
+  };
+
+  void samplePeak() { (void)usedNow(); }
+
+  /// After `allocation` was freed (cudaFree just returned): takes it out of
+  /// the report's `part` (arena or workspace) and of allocationBytes; what
+  /// the device did not give back is unattributed.
+  void forget(const DeviceAllocation &allocation, uint64_t &part) {
+    int64_t growth = takeGrowth(); // -taken when all of it came back
+    part -= allocation.bytes;
+    memory.allocationBytes -= allocation.taken - int64_t(allocation.bytes);
+    memory.unattributedBytes += growth + allocation.taken;
   }
 
   void setTrainingStep(int64_t step) {

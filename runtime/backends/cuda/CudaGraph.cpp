@@ -29,8 +29,11 @@ constexpr int kMaxCaptureAttempts = 3;
 } // namespace
 
 void CudaBackend::State::destroyGraph() {
-  if (graphExec)
+  if (graphExec) {
+    account(&CudaMemoryReport::moduleBytes);
     cudaGraphExecDestroy(graphExec);
+    account(&CudaMemoryReport::graphBytes);
+  }
   graphExec = nullptr;
   captured.clear();
 }
@@ -41,6 +44,8 @@ void CudaBackend::State::finishCapture(bool keep) {
   cudaGraphExec_t exec = nullptr;
   const char *failed = "cudaStreamEndCapture";
   cudaError_t err = cudaStreamEndCapture(stream, &graph);
+  // The capture's launches (modules) before, the graph's memory after.
+  account(&CudaMemoryReport::moduleBytes);
   if (err == cudaSuccess) {
     failed = "cudaGraphInstantiate";
     err = cudaGraphInstantiate(&exec, graph, 0);
@@ -51,9 +56,11 @@ void CudaBackend::State::finishCapture(bool keep) {
     failed = "cudaGraphLaunch";
     err = cudaGraphLaunch(exec, stream);
   }
+  account(&CudaMemoryReport::graphBytes);
   if (err != cudaSuccess) {
     if (exec)
       cudaGraphExecDestroy(exec);
+    account(&CudaMemoryReport::graphBytes);
     runCapturedEagerly(std::string(failed) + ": " + cudaGetErrorString(err));
     return;
   }
@@ -64,6 +71,7 @@ void CudaBackend::State::finishCapture(bool keep) {
   } else {
     // An in-flight graph is freed when it completes.
     cudaGraphExecDestroy(exec);
+    account(&CudaMemoryReport::graphBytes);
     captured.clear();
   }
 }
@@ -195,8 +203,10 @@ void CudaBackend::State::endTrainingStep() {
     // A shorter step than the one captured, or a failed launch: the queued
     // calls have not run, so they run eagerly and graphs stay off.
     bool complete = s.pending.size() == s.captured.size();
+    s.account(&CudaMemoryReport::moduleBytes);
     cudaError_t err =
         complete ? cudaGraphLaunch(s.graphExec, s.stream) : cudaSuccess;
+    s.account(&CudaMemoryReport::graphBytes);
     if (complete && err == cudaSuccess) {
       s.pending.clear();
       ++s.numReplays;

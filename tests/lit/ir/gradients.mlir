@@ -234,3 +234,62 @@ func.func @dropout_attention(%x: tensor<4xf32>, %q: tensor<1x2x4x8xf32>, %k: ten
   %1 = graph.attention %q, %k, %v {causal = true, scale = 0.125 : f32} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
   return
 }
+
+// -----
+
+// erf from x; pow's dy·(p·x^(p-1)), x itself for p = 2;
+// slice places dy with slice_grad; concat slices dc into its two parts.
+// CHECK-LABEL: func.func @transformer_ops
+// CHECK-SAME: (%[[X:.*]]: tensor<2x6xf32>, %[[B:.*]]: tensor<2x2xf32>)
+// CHECK: %[[E:.*]] = graph.erf %[[X]]
+// CHECK-NEXT: graph.erf_grad %[[X]], %[[E]]
+// CHECK: %[[P:.*]] = graph.pow %[[X]] {exponent = 3.000000e+00 : f32}
+// CHECK-NEXT: %[[SQ:.*]] = graph.pow %[[X]] {exponent = 2.000000e+00 : f32}
+// CHECK-NEXT: %[[THREE:.*]] = graph.constant 3.000000e+00
+// CHECK-NEXT: %[[D3:.*]] = graph.mul %[[SQ]], %[[THREE]]
+// CHECK-NEXT: graph.mul %[[P]], %[[D3]]
+// CHECK: %[[Q:.*]] = graph.pow %[[X]] {exponent = 2.000000e+00 : f32}
+// CHECK-NEXT: %[[TWO2:.*]] = graph.constant 2.000000e+00
+// CHECK-NEXT: %[[D2:.*]] = graph.mul %[[X]], %[[TWO2]]
+// CHECK-NEXT: graph.mul %[[Q]], %[[D2]]
+// CHECK: %[[L:.*]] = graph.slice %[[X]] {ends = array<i64: 2, 5>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>}
+// CHECK-NEXT: graph.slice_grad %[[L]] {ends = array<i64: 2, 5>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>} : tensor<2x2xf32> -> tensor<2x6xf32>
+// CHECK: %[[C:.*]] = graph.concat %[[X]], %[[B]] {axis = 1 : i64}
+// CHECK-NEXT: graph.slice %[[C]] {ends = array<i64: 2, 6>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x8xf32> -> tensor<2x6xf32>
+// CHECK-NEXT: graph.slice %[[C]] {ends = array<i64: 2, 8>, starts = array<i64: 0, 6>, steps = array<i64: 1, 1>} : tensor<2x8xf32> -> tensor<2x2xf32>
+func.func @transformer_ops(%x: tensor<2x6xf32>, %b: tensor<2x2xf32>) {
+  %0 = graph.erf %x : tensor<2x6xf32> -> tensor<2x6xf32>
+  %2 = graph.pow %x {exponent = 3.0 : f32} : tensor<2x6xf32> -> tensor<2x6xf32>
+  %3 = graph.pow %x {exponent = 2.0 : f32} : tensor<2x6xf32> -> tensor<2x6xf32>
+  %4 = graph.slice %x {starts = array<i64: 0, 1>, ends = array<i64: 2, 5>, steps = array<i64: 1, 2>} : tensor<2x6xf32> -> tensor<2x2xf32>
+  %5 = graph.concat %x, %b {axis = 1} : tensor<2x6xf32>, tensor<2x2xf32> -> tensor<2x8xf32>
+  return
+}
+
+// conv2d: dx = conv2d_grad_input(w, dy), dw = conv2d_grad_weight(x, dy), with
+// the forward's attributes and the operands' types as result types.
+// CHECK-LABEL: func.func @conv2d
+// CHECK-SAME: (%[[X:.*]]: tensor<1x4x6x6xf32>, %[[W:.*]]: tensor<2x2x3x3xf32>)
+// CHECK: %[[Y:.*]] = graph.conv2d %[[X]], %[[W]]
+// CHECK-NEXT: graph.conv2d_grad_input %[[W]], %[[Y]] {dilations = array<i64: 1, 1>, groups = 2 : i64, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>} : tensor<2x2x3x3xf32>, tensor<1x2x3x3xf32> -> tensor<1x4x6x6xf32>
+// CHECK-NEXT: graph.conv2d_grad_weight %[[X]], %[[Y]] {dilations = array<i64: 1, 1>, groups = 2 : i64, pads = array<i64: 1, 1, 0, 0>, strides = array<i64: 2, 2>} : tensor<1x4x6x6xf32>, tensor<1x2x3x3xf32> -> tensor<2x2x3x3xf32>
+func.func @conv2d(%x: tensor<1x4x6x6xf32>, %w: tensor<2x2x3x3xf32>) {
+  %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, groups = 2} : tensor<1x4x6x6xf32>, tensor<2x2x3x3xf32> -> tensor<1x2x3x3xf32>
+  return
+}
+
+// -----
+
+// Pools: max_pool2d_grad recomputes the argmax from x; avg_pool2d_grad takes
+// only dy and has x's type.
+// CHECK-LABEL: func.func @pools
+// CHECK-SAME: (%[[X:.*]]: tensor<1x2x6x6xf32>)
+// CHECK: %[[M:.*]] = graph.max_pool2d %[[X]]
+// CHECK-NEXT: graph.max_pool2d_grad %[[X]], %[[M]] {ceil_mode = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<1x2x6x6xf32>, tensor<1x2x4x4xf32> -> tensor<1x2x6x6xf32>
+// CHECK: %[[A:.*]] = graph.avg_pool2d %[[X]]
+// CHECK-NEXT: graph.avg_pool2d_grad %[[A]] {count_include_pad = true, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : tensor<1x2x3x3xf32> -> tensor<1x2x6x6xf32>
+func.func @pools(%x: tensor<1x2x6x6xf32>) {
+  %0 = graph.max_pool2d %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = true} : tensor<1x2x6x6xf32> -> tensor<1x2x4x4xf32>
+  %1 = graph.avg_pool2d %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, count_include_pad = true} : tensor<1x2x6x6xf32> -> tensor<1x2x3x3xf32>
+  return
+}

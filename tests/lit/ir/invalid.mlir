@@ -511,3 +511,75 @@ func.func @case56(%x: tensor<4xf32>) {
   %0 = graph.dropout %x {rate = 0.5 : f32} : tensor<4xf32> -> tensor<4xf32>
   return
 }
+
+// -----
+
+// A slice box must lie inside the sliced tensor.
+func.func @slice_out_of_range(%x: tensor<2x12xf32>) {
+  // expected-error @+1 {{dim 1 of the sliced tensor [2,12] has start 4 and end 13 but expects 0 <= start <= end <= 12}}
+  %0 = graph.slice %x {starts = array<i64: 0, 4>, ends = array<i64: 2, 13>, steps = array<i64: 1, 1>} : tensor<2x12xf32> -> tensor<2x9xf32>
+  return
+}
+
+// -----
+
+// conv2d's weight must have C/groups input channels.
+func.func @conv_channels(%x: tensor<1x4x5x5xf32>, %w: tensor<2x4x3x3xf32>) {
+  // expected-error @+1 {{'w' has shape [2,4,3,3] but expects [O,2,kh,kw] with O divisible by 2}}
+  %0 = graph.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 2} : tensor<1x4x5x5xf32>, tensor<2x4x3x3xf32> -> tensor<1x2x3x3xf32>
+  return
+}
+
+// -----
+
+// slice_grad's dy must be the box of its given result type.
+func.func @slice_grad_wrong_box(%dy: tensor<2x5xf32>) {
+  // expected-error @+1 {{'dy' has shape [2,5] but expects [2,4] (the box starts/ends/steps select from the result shape [2,12])}}
+  %0 = graph.slice_grad %dy {starts = array<i64: 0, 4>, ends = array<i64: 2, 12>, steps = array<i64: 1, 2>} : tensor<2x5xf32> -> tensor<2x12xf32>
+  return
+}
+
+// -----
+
+// pads has four entries (top, left, bottom, right).
+func.func @conv_pads(%x: tensor<1x4x5x5xf32>, %w: tensor<2x4x3x3xf32>) {
+  // expected-error @+1 {{attribute 'pads' [1,1] must have 4 entries, each >= 0}}
+  %0 = graph.conv2d %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x4x5x5xf32>, tensor<2x4x3x3xf32> -> tensor<1x2x5x5xf32>
+  return
+}
+
+// -----
+
+// concat's operands agree on every dim but the axis.
+func.func @concat_mismatch(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) {
+  // expected-error @+1 {{'b' has shape [3,3] but expects [2,3] (the dims of 'a' but axis 1)}}
+  %0 = graph.concat %a, %b {axis = 1} : tensor<2x3xf32>, tensor<3x3xf32> -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+// The result shape follows the window arithmetic: (5 + 2 - 3) / 2 + 1 = 3.
+func.func @conv_result(%x: tensor<1x4x5x5xf32>, %w: tensor<2x4x3x3xf32>) {
+  // expected-error @+1 {{result has shape [1,2,5,5] but expects [1,2,3,3]}}
+  %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : tensor<1x4x5x5xf32>, tensor<2x4x3x3xf32> -> tensor<1x2x5x5xf32>
+  return
+}
+
+// -----
+
+// A pool's pad is at most half its kernel dim.
+func.func @pool_pad(%x: tensor<1x1x6x6xf32>) {
+  // expected-error @+1 {{attribute 'pads' [2,0,0,0] has a pad larger than half of kernel_shape [3,3]}}
+  %0 = graph.avg_pool2d %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 2, 0, 0, 0>} : tensor<1x1x6x6xf32> -> tensor<1x1x6x4xf32>
+  return
+}
+
+// -----
+
+// The dy of max_pool2d_grad has the pool's output shape.
+func.func @pool_grad_dy(%x: tensor<1x1x6x6xf32>, %dy: tensor<1x1x2x2xf32>) {
+  // expected-error @+1 {{'dy' has shape [1,1,2,2] but expects [1,1,3,3] (the pool's output)}}
+  %0 = graph.max_pool2d_grad %x, %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<1x1x6x6xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x6x6xf32>
+  return
+}

@@ -177,3 +177,46 @@ func.func @optimizers(%p: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>)
   // CHECK: return %[[NP]], %[[NA]] :
   return %0#0, %1#0 : tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// The ops of transformer models imported from ONNX: erf and its gradient,
+// pow, slice and its gradient, concat.
+// CHECK-LABEL: func.func @transformer_ops
+// CHECK-SAME: (%[[X:.*]]: tensor<2x12xf32>, %[[Y:.*]]: tensor<2x4xf32>)
+func.func @transformer_ops(%x: tensor<2x12xf32>, %y: tensor<2x4xf32>) {
+  // CHECK: graph.erf %[[X]] : tensor<2x12xf32> -> tensor<2x12xf32>
+  %0 = graph.erf %x : tensor<2x12xf32> -> tensor<2x12xf32>
+  // CHECK: graph.erf_grad %[[X]], %[[X]] : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  %1 = graph.erf_grad %x, %x : tensor<2x12xf32>, tensor<2x12xf32> -> tensor<2x12xf32>
+  // CHECK: graph.pow %[[X]] {exponent = 2.000000e+00 : f32} : tensor<2x12xf32> -> tensor<2x12xf32>
+  %3 = graph.pow %x {exponent = 2.0 : f32} : tensor<2x12xf32> -> tensor<2x12xf32>
+  // CHECK: graph.slice %[[X]] {ends = array<i64: 2, 12>, starts = array<i64: 0, 4>, steps = array<i64: 1, 2>} : tensor<2x12xf32> -> tensor<2x4xf32>
+  %4 = graph.slice %x {starts = array<i64: 0, 4>, ends = array<i64: 2, 12>, steps = array<i64: 1, 2>} : tensor<2x12xf32> -> tensor<2x4xf32>
+  // CHECK: graph.slice_grad %[[Y]] {ends = array<i64: 2, 12>, starts = array<i64: 0, 4>, steps = array<i64: 1, 2>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  %5 = graph.slice_grad %y {starts = array<i64: 0, 4>, ends = array<i64: 2, 12>, steps = array<i64: 1, 2>} : tensor<2x4xf32> -> tensor<2x12xf32>
+  // CHECK: graph.concat %[[Y]], %[[X]] {axis = 1 : i64} : tensor<2x4xf32>, tensor<2x12xf32> -> tensor<2x16xf32>
+  %6 = graph.concat %y, %x {axis = 1} : tensor<2x4xf32>, tensor<2x12xf32> -> tensor<2x16xf32>
+  return
+}
+
+// Convolution and pooling, their gradients; groups = 1, ceil_mode = false
+// and count_include_pad = false are elided.
+// CHECK-LABEL: func.func @conv_pool
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8x8xf32>, %[[W:.*]]: tensor<6x2x3x3xf32>, %[[DY:.*]]: tensor<2x6x4x4xf32>, %[[P:.*]]: tensor<2x4x4x4xf32>)
+func.func @conv_pool(%x: tensor<2x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %dy: tensor<2x6x4x4xf32>, %p: tensor<2x4x4x4xf32>) {
+  // CHECK: graph.conv2d %[[X]], %[[W]] {dilations = array<i64: 1, 1>, groups = 2 : i64, pads = array<i64: 1, 0, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<2x6x4x4xf32>
+  %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 1>, dilations = array<i64: 1, 1>, groups = 2} : tensor<2x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<2x6x4x4xf32>
+  // CHECK: graph.conv2d_grad_input %[[W]], %[[DY]] {dilations = array<i64: 1, 1>, groups = 2 : i64, pads = array<i64: 1, 0, 1, 1>, strides = array<i64: 2, 2>} : tensor<6x2x3x3xf32>, tensor<2x6x4x4xf32> -> tensor<2x4x8x8xf32>
+  %1 = graph.conv2d_grad_input %w, %dy {strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 1>, dilations = array<i64: 1, 1>, groups = 2} : tensor<6x2x3x3xf32>, tensor<2x6x4x4xf32> -> tensor<2x4x8x8xf32>
+  // CHECK: graph.conv2d_grad_weight %[[X]], %[[DY]] {dilations = array<i64: 1, 1>, groups = 2 : i64, pads = array<i64: 1, 0, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32>, tensor<2x6x4x4xf32> -> tensor<6x2x3x3xf32>
+  %2 = graph.conv2d_grad_weight %x, %dy {strides = array<i64: 2, 2>, pads = array<i64: 1, 0, 1, 1>, dilations = array<i64: 1, 1>, groups = 2} : tensor<2x4x8x8xf32>, tensor<2x6x4x4xf32> -> tensor<6x2x3x3xf32>
+  // ceil_mode: (8 + 2 - 3) / 2 rounds up to 4, + 1 = 5.
+  // CHECK: graph.max_pool2d %[[X]] {ceil_mode = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32> -> tensor<2x4x5x5xf32>
+  %3 = graph.max_pool2d %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = true} : tensor<2x4x8x8xf32> -> tensor<2x4x5x5xf32>
+  // CHECK: graph.max_pool2d_grad %[[X]], %[[P]] {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
+  %4 = graph.max_pool2d_grad %x, %p {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = false} : tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
+  // CHECK: graph.avg_pool2d %[[X]] {count_include_pad = true, kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
+  %5 = graph.avg_pool2d %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, count_include_pad = true} : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xf32>
+  // CHECK: graph.avg_pool2d_grad %[[P]] {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
+  %6 = graph.avg_pool2d_grad %p {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>} : tensor<2x4x4x4xf32> -> tensor<2x4x8x8xf32>
+  return
+}

@@ -5,6 +5,7 @@
 #include "runtime/Executor.h"
 #include "runtime/Loader.h"
 #include "runtime/backends/cuda/CudaBackend.h"
+#include "runtime/backends/cuda/kernels/Kernels.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -548,4 +549,81 @@ TEST_CASE("every step of the GPT-2 tiny plan keeps to its buffers on cuda",
   for (size_t i = 0; i < expected.losses.size(); ++i)
     CHECK(actual.losses[i] ==
           Approx(expected.losses[i]).epsilon(1e-4).margin(1e-6));
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel guards: what the kernels cannot do is refused before anything runs
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("rows past the grid's 2^31 - 1 blocks are refused naming the step",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  // softmax and cross_entropy run one block per row of [rows, 1]; nothing
+  // is allocated, so the shapes need no memory.
+  const int64_t limit = cuda::kMaxGridX;
+  auto softmaxOver = [](int64_t rows) {
+    OpCase c{OpKind::Softmax,
+             json::object(),
+             {HostTensor{DType::F32, {rows, 1}, {}}},
+             {TensorType{DType::F32, {rows, 1}}}};
+    return loadPlanText(opPlanJson(c).dump(), "rows.plan");
+  };
+  CudaBackend gpu;
+  CHECK_THROWS_WITH(gpu.checkSupport(softmaxOver(limit + 1)),
+                    Catch::Contains("rows.plan: /steps/0 'softmax': "
+                                    "2147483648 rows; the cuda backend runs "
+                                    "one block per row and takes at most "
+                                    "2147483647"));
+  OpCase entropy{OpKind::CrossEntropy,
+                 json::object(),
+                 {HostTensor{DType::F32, {limit + 5, 1}, {}},
+                  HostTensor{DType::I32, {limit + 5}, {}}},
+                 {TensorType{DType::F32, {}}}};
+  CHECK_THROWS_WITH(
+      gpu.checkSupport(loadPlanText(opPlanJson(entropy).dump(), "ce.plan")),
+      Catch::Contains("/steps/0 'cross_entropy': 2147483652 rows"));
+  // At the limit the rows pass; what stops the plan then (if anything) is
+  // its 16 GiB arena against the device's memory.
+  try {
+    gpu.checkSupport(softmaxOver(limit));
+  } catch (const std::exception &e) {
+    CHECK_THAT(e.what(), !Catch::Contains("rows;") &&
+                             Catch::Contains("/arena_bytes: the arena"));
+  }
+  // The launchers check too (for callers that skip checkSupport).
+  CHECK(cuda::rowGrid(limit, "softmaxKernel") == 2147483647u);
+  CHECK_THROWS_WITH(cuda::rowGrid(limit + 1, "softmaxKernel"),
+                    Catch::Contains("softmaxKernel over 2147483648 rows"));
+  CHECK(gpu.arenaAllocations() == 0);
+}
+
+TEST_CASE("a plan aligned below its element size is refused naming the "
+          "buffer",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(61);
+  CudaBackend gpu;
+  json floats = opPlanJson({OpKind::Relu,
+                            json::object(),
+                            {randomTensor({4, 8}, rng)},
+                            {typeOf({4, 8})}});
+  floats["alignment"] = 2; // the offsets (multiples of 256) stay valid
+  CHECK_THROWS_WITH(
+      gpu.checkSupport(loadPlanText(floats.dump(), "two.plan")),
+      Catch::Contains("two.plan: /alignment: 2 B is below the 4-byte "
+                      "elements of f32 buffer 'in0'"));
+  floats["alignment"] = 4;
+  CHECK_NOTHROW(gpu.checkSupport(loadPlanText(floats.dump(), "four.plan")));
+  // i64 labels need 8.
+  json labels =
+      opPlanJson({OpKind::CrossEntropy,
+                  json::object(),
+                  {randomTensor({4, 3}, rng), indices({4}, 3, rng, DType::I64)},
+                  {TensorType{DType::F32, {}}}});
+  labels["alignment"] = 4;
+  CHECK_THROWS_WITH(
+      gpu.checkSupport(loadPlanText(labels.dump(), "labels.plan")),
+      Catch::Contains("labels.plan: /alignment: 4 B is below the 8-byte "
+                      "elements of i64 buffer 'in1'"));
+  CHECK(gpu.arenaAllocations() == 0);
 }

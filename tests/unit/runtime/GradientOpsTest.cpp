@@ -318,3 +318,286 @@ TEST_CASE("dropout's gradient is dropout of dy with the same seed and step",
   }
   CHECK(normalizedError(dx, fd) < kGradTol);
 }
+
+TEST_CASE("erf_grad matches finite differences of erf", "[runtime]") {
+  std::mt19937 rng(35);
+  HostTensor x = randomTensor({4, 6}, rng, -2.5, 2.5),
+             w = randomTensor({4, 6}, rng);
+  HostTensor dx =
+      runOp<float>(OpKind::ErfGrad, {}, {x, w}, {typeOf({4, 6})})[0];
+  checkAgainstFD(dx, OpKind::Erf, {}, {x}, {typeOf({4, 6})}, {w}, 0);
+}
+
+TEST_CASE("pow's gradient dy·p·x^(p-1) matches finite differences",
+          "[runtime]") {
+  std::mt19937 rng(36);
+  HostTensor x = randomTensor({5, 3}, rng, 0.5, 3.0),
+             w = randomTensor({5, 3}, rng);
+  OpAttrs attrs;
+  attrs.exponent = 2.5f;
+  OpAttrs lower;
+  lower.exponent = 1.5f;
+  HostTensor power =
+      runOp<float>(OpKind::Pow, lower, {x}, {typeOf({5, 3})})[0];
+  HostTensor dpow = power;
+  for (int64_t i = 0; i < dpow.size(); ++i)
+    dpow.values[i] *= 2.5 * w.values[i];
+  checkAgainstFD(dpow, OpKind::Pow, attrs, {x}, {typeOf({5, 3})}, {w}, 0);
+}
+
+TEST_CASE("slice_grad places dy in zeros and matches finite differences of "
+          "slice",
+          "[runtime]") {
+  std::mt19937 rng(37);
+  OpAttrs attrs;
+  attrs.starts = {1, 0, 2};
+  attrs.ends = {4, 6, 5};
+  attrs.steps = {2, 1, 2};
+  HostTensor x = randomTensor({4, 6, 5}, rng),
+             w = randomTensor({2, 6, 2}, rng);
+  HostTensor dx =
+      runOp<float>(OpKind::SliceGrad, attrs, {w}, {typeOf({4, 6, 5})})[0];
+  checkAgainstFD(dx, OpKind::Slice, attrs, {x}, {typeOf({2, 6, 2})}, {w}, 0);
+  // Rows 0, 2 of dim 0 and columns 0, 1, 3 of dim 2 are not read: zero.
+  CHECK(dx.values[0] == 0.0);
+  CHECK(dx.values[size_t(1 * 30 + 0 * 5 + 2)] == w.values[0]);
+}
+
+TEST_CASE("concat's gradient, two slices of dc, matches finite differences",
+          "[runtime]") {
+  std::mt19937 rng(38);
+  OpAttrs attrs;
+  attrs.axis = 1;
+  HostTensor a = randomTensor({3, 2, 4}, rng), b = randomTensor({3, 5, 4}, rng);
+  HostTensor w = randomTensor({3, 7, 4}, rng);
+  OpAttrs first, second;
+  first.starts = {0, 0, 0};
+  first.ends = {3, 2, 4};
+  first.steps = {1, 1, 1};
+  second.starts = {0, 2, 0};
+  second.ends = {3, 7, 4};
+  second.steps = {1, 1, 1};
+  HostTensor da = runOp<float>(OpKind::Slice, first, {w}, {typeOf({3, 2, 4})})[0];
+  HostTensor db = runOp<float>(OpKind::Slice, second, {w}, {typeOf({3, 5, 4})})[0];
+  checkAgainstFD(da, OpKind::Concat, attrs, {a, b}, {typeOf({3, 7, 4})}, {w}, 0);
+  checkAgainstFD(db, OpKind::Concat, attrs, {a, b}, {typeOf({3, 7, 4})}, {w}, 1);
+}
+
+namespace {
+
+/// conv2d attributes: strides, pads (top, left, bottom, right), dilations,
+/// groups.
+OpAttrs convAttrs(std::vector<int64_t> strides, std::vector<int64_t> pads,
+                  std::vector<int64_t> dilations, uint64_t groups) {
+  OpAttrs attrs;
+  attrs.strides = std::move(strides);
+  attrs.pads = std::move(pads);
+  attrs.dilations = std::move(dilations);
+  attrs.groups = groups;
+  return attrs;
+}
+
+/// The conv2d output shape of x and w under attrs (the type rule).
+Shape convOutputShape(const Shape &x, const Shape &w, const OpAttrs &attrs) {
+  remat::ops::LabeledTypes ins;
+  ins.types = {typeOf(x), typeOf(w)};
+  return remat::ops::inferResultTypes(OpKind::Conv2d, attrs, ins, {})[0].shape;
+}
+
+double dot(const HostTensor &a, const HostTensor &b) {
+  double s = 0;
+  for (int64_t i = 0; i < a.size(); ++i)
+    s += a.values[size_t(i)] * b.values[size_t(i)];
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("conv2d_grad_input and conv2d_grad_weight match finite "
+          "differences of conv2d",
+          "[runtime]") {
+  std::mt19937 rng(40);
+  struct Case {
+    const char *what;
+    Shape x, w;
+    OpAttrs attrs;
+  };
+  std::vector<Case> cases = {
+      {"3x3, stride 1, pad 1",
+       {2, 3, 5, 5},
+       {4, 3, 3, 3},
+       convAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)},
+      {"stride 2, asymmetric pads",
+       {1, 2, 7, 6},
+       {3, 2, 3, 2},
+       convAttrs({2, 2}, {1, 0, 2, 1}, {1, 1}, 1)},
+      {"dilation 2 and 1, stride 1x2",
+       {2, 2, 7, 7},
+       {2, 2, 2, 3},
+       convAttrs({1, 2}, {1, 2, 0, 1}, {2, 1}, 1)},
+      {"two groups",
+       {2, 4, 5, 4},
+       {6, 2, 3, 3},
+       convAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 2)},
+      {"depthwise, stride 2",
+       {1, 3, 6, 6},
+       {3, 1, 3, 3},
+       convAttrs({2, 2}, {1, 1, 0, 0}, {1, 1}, 3)},
+      {"pointwise (a plain gemm)",
+       {2, 3, 4, 3},
+       {5, 3, 1, 1},
+       convAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1)},
+      {"1x1 with stride 2 and padding",
+       {1, 3, 5, 4},
+       {2, 3, 1, 1},
+       convAttrs({2, 2}, {1, 0, 0, 1}, {1, 1}, 1)},
+  };
+  for (const Case &c : cases) {
+    INFO(c.what);
+    Shape ys = convOutputShape(c.x, c.w, c.attrs);
+    HostTensor x = randomTensor(c.x, rng), w = randomTensor(c.w, rng),
+               dy = randomTensor(ys, rng);
+    HostTensor dx = runOp<float>(OpKind::Conv2dGradInput, c.attrs, {w, dy},
+                                 {typeOf(c.x)})[0];
+    HostTensor dw = runOp<float>(OpKind::Conv2dGradWeight, c.attrs, {x, dy},
+                                 {typeOf(c.w)})[0];
+    checkAgainstFD(dx, OpKind::Conv2d, c.attrs, {x, w}, {typeOf(ys)}, {dy}, 0);
+    checkAgainstFD(dw, OpKind::Conv2d, c.attrs, {x, w}, {typeOf(ys)}, {dy}, 1);
+  }
+}
+
+TEST_CASE("conv2d in several workspace blocks matches a direct sum, and its "
+          "gradients are its adjoints",
+          "[runtime]") {
+  // K = 64·3·3 = 576 rows leave room for 1820 of the 56·56 = 3136 output
+  // positions in the workspace: two blocks.
+  std::mt19937 rng(41);
+  Shape xs = {2, 64, 56, 56}, ws = {3, 64, 3, 3};
+  OpAttrs attrs = convAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  Shape ys = convOutputShape(xs, ws, attrs);
+  HostTensor x = randomTensor(xs, rng), w = randomTensor(ws, rng),
+             dy = randomTensor(ys, rng);
+  HostTensor y = runOp<float>(OpKind::Conv2d, attrs, {x, w}, {typeOf(ys)})[0];
+  HostTensor direct = y;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t o = 0; o < 3; ++o)
+      for (int64_t i = 0; i < 56; ++i)
+        for (int64_t j = 0; j < 56; ++j) {
+          double s = 0;
+          for (int64_t c = 0; c < 64; ++c)
+            for (int64_t a = 0; a < 3; ++a)
+              for (int64_t b = 0; b < 3; ++b) {
+                int64_t ih = i - 1 + a, iw = j - 1 + b;
+                if (ih < 0 || ih >= 56 || iw < 0 || iw >= 56)
+                  continue;
+                s += x.values[size_t(((n * 64 + c) * 56 + ih) * 56 + iw)] *
+                     w.values[size_t(((o * 64 + c) * 3 + a) * 3 + b)];
+              }
+          direct.values[size_t(((n * 3 + o) * 56 + i) * 56 + j)] = s;
+        }
+  CHECK(normalizedError(y, direct) < 1e-5);
+  // <conv2d(x, w), dy> = <x, dx> = <w, dw>.
+  HostTensor dx =
+      runOp<float>(OpKind::Conv2dGradInput, attrs, {w, dy}, {typeOf(xs)})[0];
+  HostTensor dw =
+      runOp<float>(OpKind::Conv2dGradWeight, attrs, {x, dy}, {typeOf(ws)})[0];
+  double forward = dot(direct, dy);
+  CHECK(std::abs(dot(x, dx) - forward) < 1e-4 * std::abs(forward) + 1e-2);
+  CHECK(std::abs(dot(w, dw) - forward) < 1e-4 * std::abs(forward) + 1e-2);
+}
+
+TEST_CASE("max_pool2d_grad and avg_pool2d_grad match finite differences of "
+          "their pools",
+          "[runtime]") {
+  std::mt19937 rng(42);
+  struct Case {
+    const char *what;
+    Shape x;
+    std::vector<int64_t> kernel, strides, pads, dilations;
+    bool ceil, countIncludePad;
+  };
+  std::vector<Case> cases = {
+      {"3x3 stride 2 pad 1",
+       {2, 2, 7, 7},
+       {3, 3},
+       {2, 2},
+       {1, 1, 1, 1},
+       {1, 1},
+       false,
+       false},
+      {"ceil mode, asymmetric pads",
+       {1, 3, 6, 7},
+       {3, 2},
+       {2, 2},
+       {1, 0, 0, 1},
+       {1, 1},
+       true,
+       false},
+      {"count_include_pad, ceil mode",
+       {1, 2, 5, 6},
+       {3, 3},
+       {2, 2},
+       {1, 1, 1, 0},
+       {1, 1},
+       true,
+       true},
+      {"overlapping stride 1",
+       {2, 1, 5, 5},
+       {2, 3},
+       {1, 1},
+       {0, 1, 1, 1},
+       {1, 1},
+       false,
+       true},
+      {"dilation 2 (max only)",
+       {1, 2, 8, 7},
+       {2, 2},
+       {1, 2},
+       {1, 0, 0, 1},
+       {2, 2},
+       false,
+       false},
+  };
+  for (const Case &c : cases)
+    for (bool isMax : {true, false}) {
+      if (!isMax && c.dilations != std::vector<int64_t>{1, 1})
+        continue;
+      INFO(c.what << (isMax ? ", max" : ", avg"));
+      OpAttrs attrs;
+      attrs.kernelShape = c.kernel;
+      attrs.strides = c.strides;
+      attrs.pads = c.pads;
+      attrs.ceilMode = c.ceil;
+      if (isMax)
+        attrs.dilations = c.dilations;
+      else
+        attrs.countIncludePad = c.countIncludePad;
+      OpKind forward = isMax ? OpKind::MaxPool2d : OpKind::AvgPool2d;
+      remat::ops::LabeledTypes ins;
+      ins.types = {typeOf(c.x)};
+      Shape ys = remat::ops::inferResultTypes(forward, attrs, ins, {})[0].shape;
+      HostTensor x = randomTensor(c.x, rng), dy = randomTensor(ys, rng);
+      HostTensor dx = isMax ? runOp<float>(OpKind::MaxPool2dGrad, attrs,
+                                           {x, dy}, {typeOf(c.x)})[0]
+                            : runOp<float>(OpKind::AvgPool2dGrad, attrs, {dy},
+                                           {typeOf(c.x)})[0];
+      checkAgainstFD(dx, forward, attrs, {x}, {typeOf(ys)}, {dy}, 0);
+    }
+}
+
+TEST_CASE("max_pool2d's gradient goes to the first maximum of a tie",
+          "[runtime]") {
+  OpAttrs attrs;
+  attrs.kernelShape = {2, 2};
+  attrs.strides = {2, 2};
+  attrs.pads = {0, 0, 0, 0};
+  attrs.dilations = {1, 1};
+  HostTensor x = tensorOf({1, 1, 2, 2}, {1, 3, 3, 2});
+  HostTensor dy = tensorOf({1, 1, 1, 1}, {5});
+  HostTensor y =
+      runOp<float>(OpKind::MaxPool2d, attrs, {x}, {typeOf({1, 1, 1, 1})})[0];
+  HostTensor dx = runOp<float>(OpKind::MaxPool2dGrad, attrs, {x, dy},
+                               {typeOf({1, 1, 2, 2})})[0];
+  CHECK(y.values[0] == 3);
+  CHECK(dx.values == std::vector<double>{0, 5, 0, 0});
+}

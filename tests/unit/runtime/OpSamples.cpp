@@ -15,7 +15,10 @@ json attrValue(const std::string &name) {
       {"momentum", 0.9},  {"weight_decay", 0.01}, {"beta1", 0.9},
       {"beta2", 0.999},   {"eps", 1e-8},      {"scale", 0.5},
       {"value", 0.5},     {"permutation", {2, 0, 1}},
-      {"axes", {0, 2}}};
+      {"axes", {0, 2}},   {"exponent", 3.0},  {"axis", 1},
+      {"starts", {1, 0, 2}}, {"ends", {4, 6, 5}}, {"steps", {2, 1, 2}},
+      {"strides", {2, 1}}, {"pads", {1, 0, 0, 1}}, {"dilations", {1, 2}},
+      {"kernel_shape", {3, 2}}};
   return values.value(name, json());
 }
 
@@ -115,6 +118,49 @@ std::optional<OpSample> sampleFor(OpKind op, std::mt19937 &rng) {
   case ShapeRule::Fill:
     given.push_back({DType::F32, {3, 4}});
     break;
+  case ShapeRule::Slice: // starts 1,0,2, ends 4,6,5, steps 2,1,2: [2,6,2]
+    random({4, 6, 5});
+    break;
+  case ShapeRule::SliceGrad:
+    random({2, 6, 2});
+    given.push_back({DType::F32, {4, 6, 5}});
+    break;
+  case ShapeRule::Concat: // along axis 1
+    random({3, 2, 5});
+    random({3, 4, 5});
+    break;
+  // Two groups; x [2,4,7,6] * w [6,2,3,2] -> y [2,6,3,5] (strides 2,1,
+  // pads 1,0,0,1, dilations 1,2).
+  case ShapeRule::Conv:
+    s.attrs["groups"] = 2;
+    random({2, 4, 7, 6});
+    random({6, 2, 3, 2});
+    break;
+  case ShapeRule::ConvGradInput:
+    s.attrs["groups"] = 2;
+    random({6, 2, 3, 2});
+    random({2, 6, 3, 5});
+    given.push_back({DType::F32, {2, 4, 7, 6}});
+    break;
+  case ShapeRule::ConvGradWeight:
+    s.attrs["groups"] = 2;
+    random({2, 4, 7, 6});
+    random({2, 6, 3, 5});
+    given.push_back({DType::F32, {6, 2, 3, 2}});
+    break;
+  // A 3x2 window: [2,3,7,6] -> [2,3,3,5] (dilations 1,2) or [2,3,3,6].
+  case ShapeRule::Pool:
+    random({2, 3, 7, 6});
+    break;
+  case ShapeRule::PoolGrad:
+    random({2, 3, 7, 6});
+    random({2, 3, 3, 5});
+    break;
+  case ShapeRule::PoolGradGiven:
+    s.attrs["count_include_pad"] = true;
+    random({2, 3, 3, 6});
+    given.push_back({DType::F32, {2, 3, 7, 6}});
+    break;
   }
   ops::LabeledTypes ins;
   for (const HostTensor &t : s.inputs)
@@ -133,6 +179,9 @@ double backendTolerance(OpKind op) {
   case ShapeRule::Permute:
   case ShapeRule::BroadcastTo:
   case ShapeRule::Fill:
+  case ShapeRule::Slice:
+  case ShapeRule::SliceGrad:
+  case ShapeRule::Concat:
     return 2e-6;
   default:
     return 1e-5;

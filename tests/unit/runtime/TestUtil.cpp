@@ -110,10 +110,13 @@ runOp(OpKind op, const OpAttrs &attrs, const std::vector<HostTensor> &inputs,
                     std::vector<double>(size_t(numElements(t.shape)), 77.0)};
     outs.push_back(place(toBytes<T>(junk), t.dtype, t.shape));
   }
-  std::vector<Shape> shapes;
+  std::vector<Shape> shapes, outputShapes;
   for (const HostTensor &t : inputs)
     shapes.push_back(t.shape);
-  std::vector<T> workspace(cpu::kernelWorkspaceElements(op, shapes));
+  for (const TensorType &t : outputs)
+    outputShapes.push_back(t.shape);
+  std::vector<T> workspace(
+      cpu::kernelWorkspaceElements(op, attrs, shapes, outputShapes));
   KernelCall call;
   call.op = op;
   call.attrs = &attrs;

@@ -1,8 +1,10 @@
-//===- layout.cpp - reshape, transpose, broadcast_to ---------------------===//
+//===- layout.cpp - reshape, transpose, broadcast_to, slice, concat ------===//
 //
 // reshape copies the bytes unless source and result are the same range.
-// transpose and broadcast_to gather: result element i reads x at a strided
-// offset. reshape and transpose also move index tensors, in their dtype.
+// transpose, broadcast_to and slice gather: result element i reads x at a
+// strided offset. slice_grad zero-fills dx and scatters dy into the box
+// slice reads; concat scatters a and b into their boxes of the result.
+// reshape and transpose also move index tensors, in their dtype.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -59,11 +61,54 @@ void runBroadcastTo(const KernelCall &call, T *, uint64_t) {
        [&](int64_t i, const int64_t *off) { y[i] = x[off[0]]; });
 }
 
+template <typename T> void runSlice(const KernelCall &call, T *, uint64_t) {
+  const OpAttrs &attrs = *call.attrs;
+  const T *in = inData<T>(call, 0);
+  T *out = outData<T>(call, 0);
+  if (call.op == OpKind::Slice) {
+    StridedBox box =
+        sliceBox(call.inputs[0].shape, attrs.starts, attrs.steps);
+    std::vector<int64_t> strides[1] = {box.strides};
+    walk(call.outputs[0].shape, strides, [&](int64_t i, const int64_t *off) {
+      out[i] = in[box.offset + off[0]];
+    });
+    return;
+  }
+  if (call.op != OpKind::SliceGrad)
+    throwNoKernel(call.op);
+  std::fill(out, out + call.outputs[0].numElements, T(0));
+  StridedBox box = sliceBox(call.outputs[0].shape, attrs.starts, attrs.steps);
+  std::vector<int64_t> strides[1] = {box.strides};
+  walk(call.inputs[0].shape, strides, [&](int64_t i, const int64_t *off) {
+    out[box.offset + off[0]] = in[i];
+  });
+}
+
+template <typename T> void runConcat(const KernelCall &call, T *, uint64_t) {
+  const Shape &shape = call.outputs[0].shape;
+  size_t axis = size_t(call.attrs->axis);
+  T *c = outData<T>(call, 0);
+  StridedBox boxes[2] = {
+      {0, stridesOf(shape)},
+      concatSecondBox(shape, axis, call.inputs[0].shape[axis])};
+  for (int k = 0; k < 2; ++k) {
+    const T *part = inData<T>(call, k);
+    std::vector<int64_t> strides[1] = {boxes[k].strides};
+    walk(call.inputs[k].shape, strides, [&](int64_t i, const int64_t *off) {
+      c[boxes[k].offset + off[0]] = part[i];
+    });
+  }
+}
+
 template void runReshape<float>(const KernelCall &, float *, uint64_t);
 template void runReshape<double>(const KernelCall &, double *, uint64_t);
 template void runTranspose<float>(const KernelCall &, float *, uint64_t);
 template void runTranspose<double>(const KernelCall &, double *, uint64_t);
 template void runBroadcastTo<float>(const KernelCall &, float *, uint64_t);
 template void runBroadcastTo<double>(const KernelCall &, double *, uint64_t);
+template void runSlice<float>(const KernelCall &, float *, uint64_t);
+template void runSlice<double>(const KernelCall &, double *, uint64_t);
+template void runConcat<float>(const KernelCall &, float *, uint64_t);
+template void runConcat<double>(const KernelCall &, double *, uint64_t);
 
 } // namespace remat::runtime::cpu

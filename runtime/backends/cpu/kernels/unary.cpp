@@ -2,8 +2,9 @@
 //
 // Elementwise in the float type. gelu is the tanh form,
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), with the constants
-// rounded to the float type; silu is x s with s = 1 / (1 + exp(-x)). The
-// gradients take x, except tanh_grad, which takes y.
+// rounded to the float type; silu is x s with s = 1 / (1 + exp(-x)); erf
+// and pow are the C library's. The gradients take x, except
+// tanh_grad, which takes y.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -26,6 +27,9 @@ template <typename T> T geluDerivative(T x) {
   T du = kGeluC<T> * (T(1) + T(3) * kGeluA<T> * x * x);
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
 }
+
+template <typename T>
+constexpr T kTwoOverSqrtPi = T(1.1283791670955126); // 2/sqrt(pi)
 
 template <typename T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 
@@ -58,6 +62,12 @@ template <typename T> void runUnary(const KernelCall &call, T *, uint64_t) {
     return unary<T>(call, [](T x) { return std::exp(x); });
   case OpKind::Silu:
     return unary<T>(call, [](T x) { return x * sigmoid(x); });
+  case OpKind::Erf:
+    return unary<T>(call, [](T x) { return std::erf(x); });
+  case OpKind::Pow: {
+    T exponent = T(call.attrs->exponent);
+    return unary<T>(call, [exponent](T x) { return std::pow(x, exponent); });
+  }
   default:
     throwNoKernel(call.op);
   }
@@ -75,6 +85,10 @@ template <typename T> void runUnaryGrad(const KernelCall &call, T *, uint64_t) {
     return unaryGrad<T>(call, [](T x, T dy) {
       T s = sigmoid(x);
       return dy * (s * (T(1) + x * (T(1) - s)));
+    });
+  case OpKind::ErfGrad:
+    return unaryGrad<T>(call, [](T x, T dy) {
+      return dy * (kTwoOverSqrtPi<T> * std::exp(-(x * x)));
     });
   default:
     throwNoKernel(call.op);

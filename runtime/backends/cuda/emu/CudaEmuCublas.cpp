@@ -7,6 +7,8 @@
 #include "cublas_v2.h"
 #include "cuda_runtime.h"
 
+#include "CudaEmuInternal.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -29,12 +31,14 @@ cublasStatus_t cublasCreate(cublasHandle_t *handle) {
   if (!handle)
     return CUBLAS_STATUS_INVALID_VALUE;
   *handle = new Cublas();
+  countRuntimeBytes(&Device::handles, int64_t(device().handleBytes));
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasDestroy(cublasHandle_t handle) {
   if (!handle)
     return CUBLAS_STATUS_NOT_INITIALIZED;
+  countRuntimeBytes(&Device::handles, -int64_t(device().handleBytes));
   delete handle;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -109,6 +113,8 @@ cublasStatus_t cublasSgemmStridedBatched(
       lda < std::max(1, rowsA) || ldb < std::max(1, rowsB) ||
       ldc < std::max(1, m))
     return CUBLAS_STATUS_INVALID_VALUE;
+  // cuBLAS loads its GEMM kernels on the first call.
+  loadModule(reinterpret_cast<const void *>(&cublasSgemmStridedBatched));
   float alphaValue = *alpha, betaValue = *beta;
   bool tf32 = handle->mode == CUBLAS_TF32_TENSOR_OP_MATH;
   cudaError_t err = enqueue(handle->stream, [=]() {

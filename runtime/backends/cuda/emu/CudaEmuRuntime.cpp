@@ -2,8 +2,9 @@
 //
 // The emulated device (CudaEmuInternal.h) and the runtime calls about it:
 // errors, the device, and memory. Device memory is host memory filled with
-// 0xA5 bytes, counted against an emulated capacity that cudaMemGetInfo
-// reports.
+// 0xA5 bytes (lazily mapped zeros from 1 GiB on), counted against an
+// emulated capacity that cudaMemGetInfo reports, beside the modeled
+// memory of the runtime and libraries (memoryUsage()).
 //
 //===----------------------------------------------------------------------===//
 #include "CudaEmuInternal.h"
@@ -15,6 +16,9 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace cudaemu {
 
@@ -38,6 +42,44 @@ uint64_t envBytes(const char *name, uint64_t fallback) {
 namespace {
 
 constexpr size_t kAllocAlign = 256;
+
+uint64_t roundUp(uint64_t bytes, uint64_t granule) {
+  return (bytes + granule - 1) / granule * granule;
+}
+
+/// Bytes a lazily mapped allocation of `bytes` maps (whole pages).
+size_t mappedBytes(size_t bytes) {
+  static const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  return size_t(roundUp(bytes, page));
+}
+
+/// memset, except that whole pages of a lazily mapped allocation set to 0
+/// are given back (madvise) rather than written: they read as zeros again.
+void fill(void *dst, int value, size_t bytes) {
+  char *begin = static_cast<char *>(dst), *end = begin + bytes;
+  if (value == 0 && bytes >= (size_t(1) << 20)) {
+    Device &d = device();
+    std::lock_guard<std::recursive_mutex> lock(d.mutex);
+    auto it = d.allocations.upper_bound(dst);
+    if (it != d.allocations.begin()) {
+      --it;
+      char *base = static_cast<char *>(it->first);
+      if (it->second.mapped &&
+          end <= base + mappedBytes(it->second.requested)) {
+        size_t page = mappedBytes(1);
+        char *first = base + roundUp(uint64_t(begin - base), page);
+        char *last = base + uint64_t(end - base) / page * page;
+        if (first < last &&
+            madvise(first, size_t(last - first), MADV_DONTNEED) == 0) {
+          std::memset(begin, 0, size_t(first - begin));
+          std::memset(last, 0, size_t(end - last));
+          return;
+        }
+      }
+    }
+  }
+  std::memset(dst, value, bytes);
+}
 
 } // namespace
 
@@ -160,17 +202,29 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes) {
   // (Also keeps the rounding below from overflowing.)
   if (d.used > d.capacity || bytes > d.capacity - d.used)
     return fail(cudaErrorMemoryAllocation);
-  size_t rounded = (std::max<size_t>(bytes, 1) + kAllocAlign - 1) /
-                   kAllocAlign * kAllocAlign;
-  if (d.used + rounded > d.capacity)
+  uint64_t granule = std::max<uint64_t>(d.granularity, 1);
+  size_t counted = size_t(roundUp(std::max<size_t>(bytes, 1), granule));
+  if (d.used + counted > d.capacity)
     return fail(cudaErrorMemoryAllocation);
-  void *p = std::aligned_alloc(kAllocAlign, rounded);
-  if (!p)
-    return fail(cudaErrorMemoryAllocation);
-  // The GPU hands out whatever the memory held: not zeros.
-  std::memset(p, 0xA5, rounded);
-  d.allocations[p] = rounded;
-  d.used += rounded;
+  Allocation a{bytes, counted, bytes >= kLazyMapBytes};
+  void *p = nullptr;
+  if (a.mapped) {
+    p = mmap(nullptr, mappedBytes(bytes), PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      return fail(cudaErrorMemoryAllocation);
+  } else {
+    size_t hostBytes = size_t(roundUp(std::max<size_t>(bytes, 1), kAllocAlign));
+    p = std::aligned_alloc(kAllocAlign, hostBytes);
+    if (!p)
+      return fail(cudaErrorMemoryAllocation);
+    // The GPU hands out whatever the memory held: not zeros.
+    std::memset(p, 0xA5, hostBytes);
+  }
+  d.allocations[p] = a;
+  d.used += counted;
+  d.requested += bytes;
+  d.allocated += counted;
   *ptr = p;
   return cudaSuccess;
 }
@@ -183,9 +237,15 @@ cudaError_t cudaFree(void *ptr) {
   auto it = d.allocations.find(ptr);
   if (it == d.allocations.end())
     return fail(cudaErrorInvalidValue);
-  d.used -= it->second;
+  const Allocation &a = it->second;
+  d.used -= a.counted;
+  d.requested -= a.requested;
+  d.allocated -= a.counted;
+  if (a.mapped)
+    munmap(ptr, mappedBytes(a.requested));
+  else
+    std::free(ptr);
   d.allocations.erase(it);
-  std::free(ptr);
   return cudaSuccess;
 }
 
@@ -240,5 +300,39 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes,
                             cudaStream_t stream) {
   if (bytes && !dst)
     return fail(cudaErrorInvalidValue);
-  return enqueue(stream, [=]() { std::memset(dst, value, bytes); });
+  return enqueue(stream, [=]() { fill(dst, value, bytes); });
 }
+
+namespace cudaemu {
+
+void loadModule(const void *key) {
+  Device &d = device();
+  std::lock_guard<std::recursive_mutex> lock(d.mutex);
+  if (!d.loadedModules.insert(key).second)
+    return;
+  d.modules += d.moduleBytes;
+  d.used += d.moduleBytes;
+}
+
+void countRuntimeBytes(uint64_t Device::*part, int64_t bytes) {
+  Device &d = device();
+  std::lock_guard<std::recursive_mutex> lock(d.mutex);
+  d.*part += uint64_t(bytes);
+  d.used += uint64_t(bytes);
+}
+
+MemoryUsage memoryUsage() {
+  Device &d = device();
+  std::lock_guard<std::recursive_mutex> lock(d.mutex);
+  MemoryUsage u;
+  u.context = kContextBytes;
+  u.requested = d.requested;
+  u.allocated = d.allocated;
+  u.handles = d.handles;
+  u.modules = d.modules;
+  u.graphs = d.graphs;
+  u.used = d.used;
+  return u;
+}
+
+} // namespace cudaemu

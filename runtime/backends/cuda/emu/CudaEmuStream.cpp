@@ -16,6 +16,7 @@ namespace cudaemu {
 
 struct GraphExec {
   std::vector<std::function<void()>> work;
+  int64_t deviceBytes = 0; ///< counted while it exists (Device::graphs)
 };
 struct Event {
   bool recordedInCapture = false;
@@ -166,7 +167,9 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
                                  unsigned long long) {
   if (!exec || !graph)
     return fail(cudaErrorInvalidValue);
-  *exec = new GraphExec{graph->work};
+  int64_t bytes = int64_t(graph->work.size() * device().graphNodeBytes);
+  *exec = new GraphExec{graph->work, bytes};
+  countRuntimeBytes(&Device::graphs, bytes);
   return cudaSuccess;
 }
 
@@ -180,6 +183,7 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   if (!exec)
     return fail(cudaErrorInvalidValue);
+  countRuntimeBytes(&Device::graphs, -exec->deviceBytes);
   delete exec;
   return cudaSuccess;
 }

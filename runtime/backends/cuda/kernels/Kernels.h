@@ -49,6 +49,21 @@ struct DeviceContext {
   uint64_t scratchBytes = 0;
 };
 
+/// The most blocks a launch may have in grid.x (2^31 - 1).
+inline constexpr int64_t kMaxGridX = 2147483647;
+
+/// Blocks in grid.x of the op's one-block-per-row kernel (a block for each
+/// row of its first input, the row being the last dimension), or 0 when
+/// its kernels use grid-stride loops (whose grids are capped). checkSupport
+/// refuses plans where this exceeds kMaxGridX; the launchers check it too
+/// (rowGrid in common.cuh).
+int64_t rowBlocksFor(OpKind op, const std::vector<TensorType> &inputs);
+
+/// grid.x of a one-block-per-row launch of `kernel`: `rows`, or a
+/// std::runtime_error when rows exceed kMaxGridX (checkSupport refuses such
+/// plans first, naming the step; an unsigned cast would launch too few).
+unsigned rowGrid(int64_t rows, const char *kernel);
+
 /// Scratch bytes the kernel of `op` needs for these operand/result types
 /// (0 for most ops). Must agree with what the launcher uses.
 uint64_t scratchBytesFor(OpKind op, const OpAttrs &attrs,

@@ -27,6 +27,15 @@ int64_t numElementsOf(const Shape &shape) {
   return n;
 }
 
+unsigned rowGrid(int64_t rows, const char *kernel) {
+  if (rows > kMaxGridX)
+    throw std::runtime_error(std::string("cuda: ") + kernel + " over " +
+                             std::to_string(rows) +
+                             " rows: one block per row exceeds the grid's " +
+                             std::to_string(kMaxGridX) + " blocks");
+  return unsigned(rows);
+}
+
 void checkLaunch(const char *kernel, const char *file, int line) {
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
@@ -66,6 +75,23 @@ void launchSumDoubles(const double *values, int64_t count, double divisor,
   REMAT_LAUNCH(1, 1024, 0, stream, sumDoublesKernel)
   (values, count, divisor, out);
   REMAT_CUDA_CHECK_LAUNCH("sumDoublesKernel");
+}
+
+int64_t rowBlocksFor(OpKind op, const std::vector<TensorType> &inputs) {
+  switch (op) {
+  case OpKind::Softmax:
+  case OpKind::SoftmaxGrad:
+  case OpKind::LayerNorm:
+  case OpKind::LayerNormGrad:
+  case OpKind::CrossEntropy:
+  case OpKind::CrossEntropyGrad: {
+    const Shape &x = inputs[0].shape;
+    int64_t d = x.empty() ? 1 : x.back();
+    return d > 0 ? numElementsOf(x) / d : 0;
+  }
+  default:
+    return 0;
+  }
 }
 
 uint64_t scratchBytesFor(OpKind op, const OpAttrs &attrs,

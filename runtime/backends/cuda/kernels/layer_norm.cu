@@ -132,7 +132,8 @@ uint64_t layerNormGradScratchBytes(const Shape &x) {
 void launchLayerNorm(const KernelCall &call, const DeviceContext &ctx) {
   int64_t d = call.inputs[0].shape.back();
   int64_t rows = call.inputs[0].numElements / d;
-  REMAT_LAUNCH(unsigned(rows), rowThreads(d), 0, ctx.stream, layerNormKernel)
+  REMAT_LAUNCH(rowGrid(rows, "layerNormKernel"), rowThreads(d), 0, ctx.stream,
+               layerNormKernel)
   (call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
    call.inputs[2].as<const float>(), call.outputs[0].as<float>(), d,
    call.attrs->epsilon);
@@ -146,7 +147,8 @@ void launchLayerNormGrad(const KernelCall &call, const DeviceContext &ctx) {
   const float *dy = call.inputs[2].as<const float>();
   double *stats = static_cast<double *>(ctx.scratch);
   float *partial = reinterpret_cast<float *>(stats + 2 * rows);
-  REMAT_LAUNCH(unsigned(rows), rowThreads(d), 0, ctx.stream, layerNormDxKernel)
+  REMAT_LAUNCH(rowGrid(rows, "layerNormDxKernel"), rowThreads(d), 0, ctx.stream,
+               layerNormDxKernel)
   (x, call.inputs[1].as<const float>(), dy, call.outputs[0].as<float>(), stats,
    d, call.attrs->epsilon);
   REMAT_CUDA_CHECK_LAUNCH("layerNormDxKernel");

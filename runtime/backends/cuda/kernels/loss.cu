@@ -108,8 +108,8 @@ void launchCrossEntropy(const KernelCall &call, const DeviceContext &ctx) {
   const TensorRef &logits = call.inputs[0], &labels = call.inputs[1];
   int64_t c = logits.shape.back(), rows = logits.numElements / c;
   double *rowLoss = static_cast<double *>(ctx.scratch);
-  REMAT_LAUNCH(unsigned(rows), rowThreads(c), 0, ctx.stream,
-               crossEntropyRowKernel)
+  REMAT_LAUNCH(rowGrid(rows, "crossEntropyRowKernel"), rowThreads(c), 0,
+               ctx.stream, crossEntropyRowKernel)
   (logits.as<const float>(), labels.data, labels.dtype == DType::I64, c,
    rowLoss, ctx.status, int64_t(call.stepIndex));
   REMAT_CUDA_CHECK_LAUNCH("crossEntropyRowKernel");
@@ -120,8 +120,8 @@ void launchCrossEntropy(const KernelCall &call, const DeviceContext &ctx) {
 void launchCrossEntropyGrad(const KernelCall &call, const DeviceContext &ctx) {
   const TensorRef &logits = call.inputs[0], &labels = call.inputs[1];
   int64_t c = logits.shape.back(), rows = logits.numElements / c;
-  REMAT_LAUNCH(unsigned(rows), rowThreads(c), 0, ctx.stream,
-               crossEntropyGradKernel)
+  REMAT_LAUNCH(rowGrid(rows, "crossEntropyGradKernel"), rowThreads(c), 0,
+               ctx.stream, crossEntropyGradKernel)
   (logits.as<const float>(), labels.data, labels.dtype == DType::I64,
    call.inputs[2].as<const float>(), rows, c, call.outputs[0].as<float>(),
    ctx.status, int64_t(call.stepIndex));

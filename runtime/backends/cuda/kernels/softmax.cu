@@ -34,7 +34,8 @@ __global__ void softmaxGradKernel(const float *y, const float *dy, float *dx,
 void launchSoftmax(const KernelCall &call, const DeviceContext &ctx) {
   int64_t d = call.inputs[0].shape.back();
   int64_t rows = call.inputs[0].numElements / d;
-  REMAT_LAUNCH(unsigned(rows), rowThreads(d), 0, ctx.stream, softmaxKernel)
+  REMAT_LAUNCH(rowGrid(rows, "softmaxKernel"), rowThreads(d), 0, ctx.stream,
+               softmaxKernel)
   (call.inputs[0].as<const float>(), call.outputs[0].as<float>(), d);
   REMAT_CUDA_CHECK_LAUNCH("softmaxKernel");
 }
@@ -42,7 +43,8 @@ void launchSoftmax(const KernelCall &call, const DeviceContext &ctx) {
 void launchSoftmaxGrad(const KernelCall &call, const DeviceContext &ctx) {
   int64_t d = call.inputs[0].shape.back();
   int64_t rows = call.inputs[0].numElements / d;
-  REMAT_LAUNCH(unsigned(rows), rowThreads(d), 0, ctx.stream, softmaxGradKernel)
+  REMAT_LAUNCH(rowGrid(rows, "softmaxGradKernel"), rowThreads(d), 0, ctx.stream,
+               softmaxGradKernel)
   (call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
    call.outputs[0].as<float>(), d);
   REMAT_CUDA_CHECK_LAUNCH("softmaxGradKernel");

@@ -1,7 +1,8 @@
 //===- unary.cu - Elementwise activations and their gradients ------------===//
 //
 // gelu is the tanh form with the CPU's constants, evaluated in f32; silu
-// is x s with s = 1 / (1 + exp(-x)), in the CPU's order.
+// is x s with s = 1 / (1 + exp(-x)), in the CPU's order; erf and pow are
+// CUDA's erff and powf.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/kernels/common.cuh"
@@ -12,6 +13,7 @@ namespace {
 
 constexpr float kGeluC = 0.7978845608028654f; // sqrt(2/pi)
 constexpr float kGeluA = 0.044715f;
+constexpr float kTwoOverSqrtPi = 1.1283791670955126f; // 2/sqrt(pi)
 
 __device__ inline float gelu(float x) {
   float u = kGeluC * (x + kGeluA * x * x * x);
@@ -27,7 +29,9 @@ __device__ inline float geluDerivative(float x) {
 
 __device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-__global__ void unaryKernel(OpKind op, const float *x, float *y, int64_t n) {
+/// `exponent`: pow's (the other ops ignore it).
+__global__ void unaryKernel(OpKind op, const float *x, float *y, int64_t n,
+                            float exponent) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float v = x[i];
@@ -46,6 +50,12 @@ __global__ void unaryKernel(OpKind op, const float *x, float *y, int64_t n) {
       break;
     case OpKind::Silu:
       y[i] = v * sigmoid(v);
+      break;
+    case OpKind::Erf:
+      y[i] = erff(v);
+      break;
+    case OpKind::Pow:
+      y[i] = powf(v, exponent);
       break;
     default: // an op of the family without a case here: NaN, which the
              // every-op test (CudaOpCoverageTest.cpp) reports
@@ -76,6 +86,9 @@ __global__ void unaryGradKernel(OpKind op, const float *x, const float *dy,
       dx[i] = g * (s * (1.0f + v * (1.0f - s)));
       break;
     }
+    case OpKind::ErfGrad:
+      dx[i] = g * (kTwoOverSqrtPi * expf(-(v * v)));
+      break;
     default: // as in unaryKernel
       dx[i] = __int_as_float(0x7fc00000);
       break;
@@ -88,7 +101,8 @@ __global__ void unaryGradKernel(OpKind op, const float *x, const float *dy,
 void launchUnary(const KernelCall &call, const DeviceContext &ctx) {
   int64_t n = call.inputs[0].numElements;
   REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, unaryKernel)
-  (call.op, call.inputs[0].as<const float>(), call.outputs[0].as<float>(), n);
+  (call.op, call.inputs[0].as<const float>(), call.outputs[0].as<float>(), n,
+   call.attrs->exponent);
   REMAT_CUDA_CHECK_LAUNCH("unaryKernel");
 }
 

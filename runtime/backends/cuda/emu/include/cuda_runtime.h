@@ -4,7 +4,7 @@
 // with REMAT_CUDA_EMULATOR=ON: the same kernel sources (kernels/*.cu) and
 // host code (Cuda*.cpp) compile with the host C++ compiler and run on
 // the CPU, so the [cuda] tests check the backend's logic on machines
-// without a GPU. Nothing here measures speed or device memory.
+// without a GPU. Nothing here measures speed or a GPU's device memory.
 //
 // What it models (runtime/backends/cuda/emu/CudaEmu*.cpp):
 // - a launch runs every block of the grid in turn; the threads of a block
@@ -27,6 +27,10 @@
 // - device memory is host memory, counted against an emulated capacity
 //   (REMAT_CUDA_EMU_MEMORY bytes, default 8 GiB) that cudaMemGetInfo
 //   reports; cudaMalloc past it fails with cudaErrorMemoryAllocation.
+//   Beside the allocations (rounded to REMAT_CUDA_EMU_GRANULARITY) the
+//   count holds modeled runtime memory: the context, cuBLAS handles, each
+//   kernel's module from its first launch, instantiated graphs
+//   (memoryUsage() below; sizes in CudaEmuInternal.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_CUDA_EMU_CUDA_RUNTIME_H
@@ -197,6 +201,23 @@ void syncThreads();
 /// reads lane `source`'s. Aborts if a lane of the mask does not take part.
 uint64_t warpExchange(unsigned mask, uint64_t mine, int source);
 
+/// Device memory the emulated GPU counts, by what took it (cudaMemGetInfo's
+/// used bytes are their sum; CudaEmuInternal.h, Device, has the model).
+struct MemoryUsage {
+  uint64_t context = 0;   ///< held before anything else
+  uint64_t requested = 0; ///< bytes live cudaMallocs asked for
+  uint64_t allocated = 0; ///< the same, rounded up to the granularity
+  uint64_t handles = 0;   ///< cuBLAS handles
+  uint64_t modules = 0;   ///< kernels' and libraries' modules loaded so far
+  uint64_t graphs = 0;    ///< instantiated graphs
+  uint64_t used = 0;      ///< all of it: what cudaMemGetInfo reports
+};
+MemoryUsage memoryUsage();
+
+/// Counts the module of `key` (a kernel, a library's entry point) as loaded
+/// on the device, the first time only (CUDA's lazy loading).
+void loadModule(const void *key);
+
 /// The launch of `kernel` with its arguments copied (a graph replays them).
 template <typename... Params> struct Launch {
   const char *name;
@@ -208,6 +229,7 @@ template <typename... Params> struct Launch {
   template <typename... Args> void operator()(Args &&...args) const {
     if (!checkLaunchGeometry(grid, block, sharedBytes))
       return;
+    loadModule(reinterpret_cast<const void *>(kernel));
     std::tuple<std::decay_t<Params>...> copied(std::forward<Args>(args)...);
     auto *k = kernel;
     const char *kernelName = name;

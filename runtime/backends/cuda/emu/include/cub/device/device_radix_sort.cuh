@@ -40,6 +40,8 @@ struct DeviceRadixSort {
     if (tempBytes < need || beginBit < 0 || endBit > int(sizeof(Key) * 8) ||
         beginBit > endBit || numItems < 0)
       return cudaErrorInvalidValue;
+    // The sort's kernels load on the first sort.
+    ::cudaemu::loadModule(reinterpret_cast<const void *>(&tempBytesFor));
     long long n = (long long)numItems;
     return ::cudaemu::enqueue(stream, [=]() {
       auto bitsOf = [&](Key key) {

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Measured costs against the roofline (issue 13): the GPT-2 of
+budget_memory.py (4 layers, d_model 256, seq 256, vocab 4096, batch 8) on
+the CPU at half and a quarter of its store-all activation memory, planned
+with the default roofline profile and with a measured one (`remat profile`).
+For each plan: the modeled recompute overhead, the measured step-time
+overhead against store-all (median step of each run, median of `--runs`
+runs), their relative difference, and the step time.
+
+usage: measured_costs.py [--remat build/tools/remat/remat] [--runs 3]
+                         [--steps 4]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODEL = os.path.join(ROOT, "models/gpt2.json")
+CONFIG = ["--set", "n_layer=4", "--set", "d_model=256", "--set", "n_head=4",
+          "--set", "seq=256", "--set", "vocab=4096", "--set", "batch=8"]
+
+
+def compile_plan(remat, extra, work, tag):
+    plan = os.path.join(work, tag + ".plan")
+    report = os.path.join(work, tag + ".json")
+    subprocess.run([remat, "compile", MODEL] + CONFIG + extra +
+                   ["--emit=plan", "-o", plan, "--report", report],
+                   check=True, capture_output=True)
+    with open(report) as f:
+        return plan, json.load(f)
+
+
+def step_seconds(remat, plan, steps, runs, work):
+    """Median over runs of each run's median step time (the first step of a
+    run, which pages the arena in, is left out)."""
+    medians = []
+    for r in range(runs):
+        log = os.path.join(work, "run.jsonl")
+        subprocess.run([remat, "run", plan, "--steps", str(steps), "--log", log],
+                       check=True, capture_output=True)
+        with open(log) as f:
+            ms = [json.loads(line)["ms"] for line in f][1:]
+        medians.append(statistics.median(ms) / 1000)
+    return statistics.median(medians)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--remat", default=os.path.join(ROOT, "build/tools/remat/remat"))
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=4)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as work:
+        profile = os.path.join(work, "measured.json")
+        subprocess.run([args.remat, "profile", MODEL] + CONFIG +
+                       ["--steps", "5", "-o", profile],
+                       check=True, capture_output=True)
+        full_plan, full = compile_plan(args.remat, [], work, "full")
+        base = step_seconds(args.remat, full_plan, args.steps, args.runs, work)
+        b = full["breakdown"]
+        acts = b["activations"] + b["grads"]
+        fixed = full["planned_peak_bytes"] - acts
+        print("store-all: step %.1f ms (median of %d runs), activations %d B"
+              % (1000 * base, args.runs, acts))
+        print()
+        print("| activations | budget | profile | modeled overhead | "
+              "measured overhead | relative difference | step ms |")
+        print("|---:|---:|---|---:|---:|---:|---:|")
+        for fraction in (0.5, 0.25):
+            budget = fixed + int(acts * fraction)
+            for name, extra in (("roofline (cpu)", []),
+                                ("measured", ["--device-profile", profile])):
+                plan, rep = compile_plan(args.remat,
+                                         ["--budget", str(budget)] + extra,
+                                         work, "b")
+                t = step_seconds(args.remat, plan, args.steps, args.runs, work)
+                modeled = rep["recompute_overhead"]
+                measured = t / base - 1
+                diff = (abs(modeled - measured) / measured
+                        if measured > 0 else float("nan"))
+                print("| %.2f | %d | %s | %.1f%% | %.1f%% | %.0f%% | %.1f |" % (
+                    fraction, budget, name, 100 * modeled, 100 * measured,
+                    100 * diff, 1000 * t))
+                sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

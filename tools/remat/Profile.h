@@ -1,0 +1,30 @@
+//===- Profile.h - Measured op costs of a plan (remat profile) --*- C++ -*-===//
+//
+// Times every step of a plan on a backend: warm-up training steps, then
+// timed ones; each plan step's time is from the end of the previous step to
+// its own end (the backend synchronized), and the median over the timed
+// steps is its cost. Steps that make the same op call (ops::opCostKey: op,
+// attributes, operand and result shapes) pool their samples. The result is
+// the `ops` table of a device profile (docs/planner.md, "Measured costs").
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_TOOLS_REMAT_PROFILE_H
+#define REMAT_TOOLS_REMAT_PROFILE_H
+
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+
+namespace remat::tools {
+
+/// {"backend", "warmup_steps", "timed_steps", "step_seconds" (median of
+/// whole training steps), "ops": {key: seconds}}. Progress on `progress`.
+/// Throws runtime::PlanError / ExecutionError like remat run.
+nlohmann::json measureOpCosts(const std::string &planPath,
+                              const std::string &backendName, int warmup,
+                              int steps, std::ostream &progress);
+
+} // namespace remat::tools
+
+#endif // REMAT_TOOLS_REMAT_PROFILE_H

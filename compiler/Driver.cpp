@@ -165,6 +165,7 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
     remat.alignment = options.alignment;
     remat.progress = options.progress;
     remat.reorder = options.reorder;
+    remat.searchMinimum = options.searchMinimum;
     mlir::PassManager planned(&context);
     planned.addPass(createRematerializePass(remat));
     run(planned);
@@ -190,6 +191,9 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
                         "store-all", seconds);
   report["optimality_gap"] = 0.0;
   report["min_feasible_bytes"] = nullptr;
+  report["min_feasible_gap"] = nullptr;
+  report["lower_bound_bytes"] = nullptr;
+  report["lower_bound_reason"] = nullptr;
   int64_t reserve = workspaceReserve(options, *module);
   report["workspace_reserve_bytes"] = reserve;
   // The whole step on its backend: the arena plus the workspace beside it
@@ -221,8 +225,16 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
     report["recompute_overhead"] = num("recompute_overhead");
     double gap = num("optimality_gap");
     report["optimality_gap"] = gap < 0 ? nlohmann::json(nullptr) : nlohmann::json(gap);
-    report["min_feasible_bytes"] =
+    int64_t minimum =
         plan.getAs<mlir::IntegerAttr>("min_feasible_bytes").getInt();
+    report["min_feasible_bytes"] =
+        minimum < 0 ? nlohmann::json(nullptr) : nlohmann::json(minimum);
+    if (auto gap = plan.getAs<mlir::StringAttr>("min_feasible_gap"))
+      report["min_feasible_gap"] = gap.str();
+    if (auto bound = plan.getAs<mlir::IntegerAttr>("lower_bound_bytes"))
+      report["lower_bound_bytes"] = bound.getInt();
+    if (auto reason = plan.getAs<mlir::StringAttr>("lower_bound_reason"))
+      report["lower_bound_reason"] = reason.str();
     if (auto order = plan.getAs<mlir::StringAttr>("order"))
       report["order"] = order.str();
   }

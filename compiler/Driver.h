@@ -48,6 +48,9 @@ struct CompileOptions {
   bool progress = false;
   /// The planner may move ops as well as recompute them.
   bool reorder = true;
+  /// Also search the minimum feasible budget for the report's
+  /// min_feasible_bytes (--min-feasible; it plans the step a dozen times).
+  bool searchMinimum = false;
   /// The roofline the planner models op costs with (--device-profile).
   DeviceProfile deviceProfile;
 };

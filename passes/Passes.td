@@ -127,7 +127,12 @@ def RematerializePass : Pass<"remat-rematerialize", "::mlir::ModuleOp"> {
     of its parameter. The buffer layout is checked against the budget and
     the plan retried with a lower target when fragmentation overflows it.
     Writes the module attribute `remat.plan` = {solver, status,
-    budget_bytes, min_feasible_bytes, solve_seconds, optimality_gap (-1
+    budget_bytes, lower_bound_bytes and lower_bound_reason (the planner's
+    bound plus the workspace reserve), min_feasible_bytes (-1 unless
+    `search-minimum`: the smallest whole-step budget the heuristic or
+    per-block schedule meets after layout, to within 0.5%),
+    min_feasible_gap ("bound-met", "open" or "not-searched"),
+    solve_seconds, optimality_gap (-1
     when not proven; for the order solved in), recompute_overhead, order
     ("given" or the candidate order the schedule came from)}. Fails, naming the minimum
     feasible budget, when no schedule fits. Do not run CSE afterwards.
@@ -152,6 +157,9 @@ def RematerializePass : Pass<"remat-rematerialize", "::mlir::ModuleOp"> {
     Option<"reorder", "reorder", "bool", /*default=*/"true",
            "Let the planner move ops too: also solve in the memory-aware "
            "candidate orders (passes/planner/Reorder.h), keep the cheapest">,
+    Option<"searchMinimum", "search-minimum", "bool", /*default=*/"false",
+           "Also search the minimum feasible budget (a bisection that plans "
+           "the step a dozen times) for the plan's min_feasible_bytes">,
   ];
 }
 

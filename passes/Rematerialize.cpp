@@ -378,26 +378,49 @@ bool fitsWithFastSolvers(const planner::Problem &problem,
              .ok;
 }
 
-int64_t minimumFeasibleBudget(const planner::Problem &problem,
-                              const TrainStep &step, int64_t lowerBound,
-                              const planner::SolveOptions &options,
-                              int64_t alignment) {
+StepMinimum minimumFeasibleBudget(const planner::Problem &problem,
+                                  const TrainStep &step, bool reorder,
+                                  int64_t alignment) {
+  auto start = std::chrono::steady_clock::now();
+  StepMinimum m;
+  planner::LowerBound bound = planner::computeLowerBound(problem);
+  m.lowerBoundBytes = bound.bytes;
+  m.lowerBoundReason = bound.describe(problem);
+  if (reorder)
+    for (const planner::NodeOrder &order : planner::candidateOrders(problem)) {
+      planner::Problem permuted = planner::permuteProblem(problem, order.order);
+      planner::LowerBound other = planner::computeLowerBound(permuted);
+      if (other.bytes < m.lowerBoundBytes) {
+        m.lowerBoundBytes = other.bytes;
+        m.lowerBoundReason = other.describe(permuted) + " in the " +
+                             order.name + " order";
+      }
+    }
   // Probes use the fast solvers only (the heuristic, then per-block);
   // `auto` falls back to the same ones, so it meets the reported minimum.
-  planner::SolveOptions probe = options;
-  probe.progress = false;
+  // Fixed settings, not the command's: the same answer everywhere.
+  planner::SolveOptions probe;
+  probe.timeLimitSeconds = 10.0;
+  probe.reorder = reorder;
   auto meets = [&](int64_t budget) {
     return fitsWithFastSolvers(problem, step, budget, probe, alignment);
   };
   int64_t high =
-      leastMemoryWithoutRecompute(problem, step, options.reorder, alignment)
+      leastMemoryWithoutRecompute(problem, step, reorder, alignment)
           .arenaBytes;
-  int64_t low = lowerBound - 1; // no schedule can use less
-  while (high - low > std::max<int64_t>(high / 200, 64)) {
+  int64_t low = m.lowerBoundBytes - 1; // no schedule can use less
+  int64_t resolution = std::max<int64_t>(high / 200, 64);
+  while (high - low > resolution) {
     int64_t mid = low + (high - low) / 2;
     (meets(mid) ? high : low) = mid;
   }
-  return high;
+  m.minFeasibleBytes = high;
+  if (low < m.lowerBoundBytes && high - m.lowerBoundBytes <= resolution)
+    m.gap = "bound-met";
+  m.seconds = std::chrono::duration<double>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  return m;
 }
 
 namespace {
@@ -454,8 +477,9 @@ struct RematerializePass
       // 48-layer GPT-2): say so before the error comes.
       llvm::errs() << "remat: no schedule fits " << bytesText(budgetBytes)
                    << "; searching the minimum feasible budget...\n";
-      int64_t feasible = minimumFeasibleBudget(
-          problem, step, attempt.result.minimumBytes, quiet, alignment);
+      int64_t feasible =
+          minimumFeasibleBudget(problem, step, reorder, alignment)
+              .minFeasibleBytes;
       auto diag = module.emitError();
       diag << "no schedule fits the budget of " << bytesText(budgetBytes);
       if (workspaceReserve > 0)
@@ -515,6 +539,15 @@ struct RematerializePass
       if (!computed[k] && ops[k]->use_empty())
         ops[k]->erase();
 
+    // The bound and (when asked: it plans the step a dozen times) the
+    // minimum feasible budget, whole-step: the reserve included.
+    std::optional<StepMinimum> minimum;
+    if (searchMinimum)
+      minimum = minimumFeasibleBudget(problem, step, reorder, alignment);
+    planner::LowerBound bound = planner::computeLowerBound(problem);
+    int64_t lowerBound = minimum ? minimum->lowerBoundBytes : bound.bytes;
+    std::string lowerReason =
+        minimum ? minimum->lowerBoundReason : bound.describe(problem);
     mlir::Builder attrs(module.getContext());
     double gap = result.stats.provenGap;
     module->setAttr(
@@ -526,8 +559,19 @@ struct RematerializePass
                                attrs.getStringAttr(result.stats.status)),
             attrs.getNamedAttr("budget_bytes",
                                attrs.getI64IntegerAttr(budgetBytes)),
-            attrs.getNamedAttr("min_feasible_bytes",
-                               attrs.getI64IntegerAttr(result.minimumBytes)),
+            attrs.getNamedAttr(
+                "lower_bound_bytes",
+                attrs.getI64IntegerAttr(lowerBound + workspaceReserve)),
+            attrs.getNamedAttr("lower_bound_reason",
+                               attrs.getStringAttr(lowerReason)),
+            attrs.getNamedAttr(
+                "min_feasible_bytes",
+                attrs.getI64IntegerAttr(
+                    minimum ? minimum->minFeasibleBytes + workspaceReserve
+                            : -1)),
+            attrs.getNamedAttr("min_feasible_gap",
+                               attrs.getStringAttr(minimum ? minimum->gap
+                                                           : "not-searched")),
             attrs.getNamedAttr("solve_seconds", attrs.getF64FloatAttr(seconds)),
             attrs.getNamedAttr(
                 "optimality_gap",

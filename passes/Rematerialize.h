@@ -67,15 +67,27 @@ bool fitsWithFastSolvers(const planner::Problem &problem,
                          const planner::SolveOptions &options,
                          int64_t alignment);
 
-/// The smallest budget, to within 0.5%, that the heuristic or per-block
-/// schedule meets after layout (`auto` falls back to both, so it meets it
-/// too): a bisection between `lowerBound` (no
-/// schedule can use less) and the arena of leastMemoryWithoutRecompute,
-/// which always fits.
-int64_t minimumFeasibleBudget(const planner::Problem &problem,
-                              const TrainStep &step, int64_t lowerBound,
-                              const planner::SolveOptions &options,
-                              int64_t alignment);
+/// The lower bound on the step's arena (the planner's bound, in the given
+/// order or, with `reorder`, the least over the candidate orders) and the
+/// minimum feasible arena budget: the smallest, to within 0.5%, that the
+/// heuristic or per-block schedule meets after layout (`auto` falls back
+/// to both, so it meets it too), by bisection between the bound and the
+/// arena of leastMemoryWithoutRecompute, which always fits. Every command
+/// (compile's report and error, plan --sweep) calls this one function with
+/// the same fixed probe settings, so they report the same minimum for the
+/// same model and options. Workspace reserve not included.
+struct StepMinimum {
+  int64_t lowerBoundBytes = 0;
+  std::string lowerBoundReason;
+  int64_t minFeasibleBytes = 0;
+  /// "bound-met" (the minimum is within the bisection's resolution of the
+  /// bound) or "open": the MILP does not scale to whole training steps.
+  std::string gap = "open";
+  double seconds = 0;
+};
+StepMinimum minimumFeasibleBudget(const planner::Problem &problem,
+                                  const TrainStep &step, bool reorder,
+                                  int64_t alignment);
 
 } // namespace remat
 

@@ -36,6 +36,13 @@ struct HeuristicParams {
   /// Evict down to budget * (1 - headroom) when evicting at all, so that
   /// evictions are batched (fewer, larger recompute runs).
   double headroom = 0.0;
+  /// Restarts when the fixed settings find nothing: a seeded log-normal
+  /// perturbation of every score (0: none) ...
+  unsigned seed = 0;
+  /// ... and, when set, a preference for values whose operands are live
+  /// (score x (1 + non-live operands)^2): their recomputation later pins
+  /// no cascade, which is what makes tight budgets fail.
+  bool shallow = false;
 
   /// The eviction score of step 3 (lowest goes first): recompute cost per
   /// byte, divided by the distance to the next use to the power alpha.
@@ -81,9 +88,35 @@ private:
   int stampValue = 0;
 };
 
+/// The restarts' score perturbation: deterministic per (seed, node, stage).
+double perturbation(const HeuristicParams &params, int node, int stage) {
+  if (params.seed == 0)
+    return 1.0;
+  uint64_t x = (uint64_t(params.seed) * 0x9E3779B97F4A7C15ull) ^
+               (uint64_t(node) * 0xBF58476D1CE4E5B9ull) ^
+               (uint64_t(stage) * 0x94D049BB133111EBull);
+  x ^= x >> 31;
+  x *= 0xD6E8FEB86659FD93ull;
+  x ^= x >> 32;
+  double u = double(x >> 11) / double(1ull << 53); // [0, 1)
+  return std::exp(4.0 * (u - 0.5));                 // e^-2 .. e^2
+}
+
+int nonLiveOperands(const Problem &problem, int v,
+                    const std::vector<char> &live) {
+  int count = 0;
+  for (int op : problem.nodes[v].operands)
+    count += !live[op];
+  return count;
+}
+
+/// `protect` (may be null): values evicted only when nothing else can be
+/// (score x 1e6). On failure, `failedStage` receives the nodes the failing
+/// stage recomputed: keeping some of them is what would have let it fit.
 bool runOnce(const Problem &problem, const UseInfo &uses, int64_t budget,
              const HeuristicParams &params, EventList &schedule, double &cost,
-             std::string &error) {
+             std::string &error, const std::vector<char> *protect = nullptr,
+             std::vector<int> *failedStage = nullptr) {
   int n = problem.size();
   StagedBuilder builder(problem, uses);
   RecomputeCost recomputeCost(problem);
@@ -114,6 +147,13 @@ bool runOnce(const Problem &problem, const UseInfo &uses, int64_t budget,
             double distance = next < 0 ? 1e9 : double(next - t);
             double score = params.evictionScore(
                 recomputeCost(v, builder.live), node.bytes, distance);
+            score *= perturbation(params, v, t);
+            if (protect && (*protect)[v])
+              score *= 1e6;
+            if (params.shallow) {
+              double deep = 1 + nonLiveOperands(problem, v, builder.live);
+              score *= deep * deep;
+            }
             if (bestNode < 0 || score < bestScore) {
               bestNode = v;
               bestScore = score;
@@ -122,6 +162,10 @@ bool runOnce(const Problem &problem, const UseInfo &uses, int64_t budget,
           if (bestNode < 0) {
             if (builder.memory + need <= budget)
               break; // Only the optional headroom is unmet.
+            if (failedStage)
+              for (int v : stageNodes)
+                if (v != t)
+                  failedStage->push_back(v);
             error = "no value can be evicted before computing node " +
                     std::to_string(k) + " ('" + problem.nodes[k].name +
                     "'): " + std::to_string(builder.memory) + " bytes live, " +
@@ -298,6 +342,57 @@ SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
     // Stop when the next run would likely exceed the limit.
     if (elapsed * 2 > timeLimitSeconds)
       break;
+  }
+  // Nothing found: repair. Each failing run names the values its failing
+  // stage had to recompute; protecting them (evicted last) in the next run
+  // keeps the checkpoints that stage needed. Up to 32 rounds per setting.
+  for (int setting = 0; !out.found && setting < 4; ++setting) {
+    std::vector<char> protect(problem.size(), 0);
+    HeuristicParams params = variants[setting];
+    params.shallow = setting >= 2;
+    for (int round = 0; !out.found && round < 32; ++round) {
+      double elapsed = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+      if (elapsed * 2 > timeLimitSeconds)
+        break;
+      EventList schedule;
+      double cost = 0;
+      std::string error;
+      std::vector<int> failed;
+      if (runOnce(problem, uses, budgetBytes, params, schedule, cost, error,
+                  &protect, &failed)) {
+        out.found = true;
+        out.schedule = std::move(schedule);
+        break;
+      }
+      bool grew = false;
+      for (int v : failed)
+        if (!protect[v])
+          protect[v] = 1, grew = true;
+      if (!grew)
+        break;
+    }
+  }
+  // Still nothing: restart with perturbed scores, half of them preferring
+  // shallow evictions, until one completes (a feasibility search: the
+  // budget is tight, cost matters less), or 48 runs, or half the limit.
+  for (unsigned seed = 1; !out.found && seed <= 48; ++seed) {
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    if (elapsed * 2 > timeLimitSeconds)
+      break;
+    HeuristicParams params = variants[seed % 8];
+    params.seed = seed;
+    params.shallow = seed % 2 == 1;
+    EventList schedule;
+    double cost = 0;
+    std::string error;
+    if (runOnce(problem, uses, budgetBytes, params, schedule, cost, error)) {
+      out.found = true;
+      out.schedule = std::move(schedule);
+    }
   }
   out.status = out.found ? "feasible" : "failed";
   if (out.found)

@@ -88,6 +88,9 @@ static const std::string kCompileHelp = std::string(
     "  --progress         solver progress on stderr\n"
     "  --no-reorder       keep the scheduled op order: the planner only\n"
     "                     recomputes (default: it may also move ops)\n"
+    "  --min-feasible     with --budget: also search the minimum feasible\n"
+    "                     budget for the report's min_feasible_bytes (it\n"
+    "                     plans the step a dozen times; without it: null)\n"
     "  --device-profile NAME|FILE|measure\n"
     "                     the op costs the planner models: the rooflines\n"
     "                     cpu (default), h200, h200-tf32, a JSON file\n"
@@ -132,6 +135,7 @@ struct Options {
   double timeLimit = -1; ///< -1: 1 s for auto, 60 s for exact
   bool progress = false;
   bool reorder = true;
+  bool minFeasible = false; ///< --min-feasible (compile only)
   model::ModelOptions modelOptions;
   DeviceProfile deviceProfile;
   /// --device-profile measure: time the step's ops first (remat profile).
@@ -153,7 +157,7 @@ std::vector<std::string> flagNames(bool train) {
   for (const std::string &flag : trainingFlagNames())
     names.push_back(flag);
   if (!train) {
-    names.insert(names.begin(), {"--emit", "-o"});
+    names.insert(names.begin(), {"--emit", "-o", "--min-feasible"});
     return names;
   }
   names.insert(names.begin(), "--plan");
@@ -223,6 +227,8 @@ int parse(const char *command, int argc, char **argv, Options &options,
         options.progress = true;
       } else if (arg == "--no-reorder" || arg == "--reorder") {
         options.reorder = arg == "--reorder";
+      } else if (arg == "--min-feasible" && !train) {
+        options.minFeasible = true;
       } else if (takeValue(argc, argv, i, "--preset", value)) {
         options.modelOptions.preset = value;
       } else if (takeValue(argc, argv, i, "--set", value)) {
@@ -343,6 +349,7 @@ compiler::CompileOptions toCompileOptions(const Options &options) {
                                                    : 1.0;
   c.progress = options.progress;
   c.reorder = options.reorder;
+  c.searchMinimum = options.minFeasible;
   c.deviceProfile = options.deviceProfile;
   return c;
 }

@@ -21,6 +21,7 @@
 #include "compiler/ModelFile.h"
 #include "passes/Rematerialize.h"
 #include "passes/planner/CheckmateGraph.h"
+#include "passes/planner/MinimumBudget.h"
 #include "passes/planner/Reorder.h"
 #include "runtime/OutputFile.h"
 #include "tools/remat/Usage.h"
@@ -52,18 +53,25 @@ static const char *kPlanHelp =
     "                     with --budget: keep R bytes of the budget for the\n"
     "                     backend's workspace, as remat compile does\n"
     "                     (default: the --backend's workspace for the step)\n"
+    "  --min-feasible     with --budget or --graph: also search the minimum\n"
+    "                     feasible budget for the report (as remat compile\n"
+    "                     --min-feasible; --sweep and --budget-frac min\n"
+    "                     always search it)\n"
     "  --backend NAME     the backend the plan is for: cpu (default), cuda\n"
     "  --sweep            Pareto table: budget -> recompute overhead, from\n"
     "                     the minimum feasible budget to store-all; the knee\n"
     "                     (the best trade-off) is marked\n"
     "  --points N         budgets in the sweep (default 10)\n"
+    "  --svg FILE         with --sweep: also draw the budget-overhead curve,\n"
+    "                     the knee marked, as an SVG (remat explain's style)\n"
     "  --max-batch        with --budget: the largest value of the model's\n"
     "                     `batch` variable whose step fits\n"
     "  --graph FILE       plan an external graph: networkx node-link JSON\n"
     "                     with node cost_cpu and cost_ram (the Checkmate\n"
     "                     graphs); memory is counted as Checkmate counts it\n"
     "  --budget-frac F    with --graph: budget as a fraction of the graph's\n"
-    "                     store-all peak (or `min`: the lower bound)\n"
+    "                     store-all peak (or `min`: the minimum feasible\n"
+    "                     budget, found by search; docs/planner.md)\n"
     "  --reorder, --no-reorder\n"
     "                     whether the planner may also move ops: it tries\n"
     "                     memory-aware candidate orders besides the given\n"
@@ -95,6 +103,7 @@ struct PlanOptions {
   std::string budgetFraction;
   bool sweep = false;
   bool maxBatch = false;
+  bool minFeasible = false; ///< --min-feasible
   int points = 10;
   std::string solver = "auto";
   double timeLimit = -1; ///< -1: 1 s for auto, 60 s for exact
@@ -102,6 +111,7 @@ struct PlanOptions {
   /// Default: on for models, off for --graph (the literature's fixed order).
   std::optional<bool> reorder;
   std::string jsonPath;
+  std::string svgPath; ///< --svg (with --sweep)
   model::ModelOptions modelOptions;
   DeviceProfile deviceProfile; ///< --device-profile
   bool measureProfile = false; ///< --device-profile measure
@@ -113,10 +123,11 @@ int usage(const std::string &message) {
 
 const std::vector<std::string> kPlanFlags = {
     "--budget", "--workspace-reserve", "--backend", "--sweep", "--points",
+    "--min-feasible",
     "--max-batch",
     "--graph",  "--budget-frac", "--reorder",  "--no-reorder",
     "--solver", "--time-limit",  "--progress", "--device-profile",
-    "--preset", "--set",         "--json",     "--help"};
+    "--preset", "--set",         "--json",     "--svg",      "--help"};
 
 std::vector<std::string> planFlagNames() {
   std::vector<std::string> names = kPlanFlags;
@@ -196,14 +207,99 @@ void writeJson(const PlanOptions &options, const json &j) {
   runtime::writeOutputFile(options.jsonPath, j.dump(2) + "\n");
 }
 
+struct SweepPoint {
+  double budget, overhead;
+  bool ok, knee;
+};
+
+std::string svgNumber(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1) << v;
+  return os.str();
+}
+
+/// The budget-overhead curve as an SVG, in the style of remat explain's
+/// timeline: white background, grey grid, bold title, the knee in red.
+std::string sweepSvg(const std::string &model,
+                     const std::vector<SweepPoint> &points, double minimum,
+                     double storeAll) {
+  const double width = 720, height = 420, left = 80, right = 30, top = 50,
+               bottom = 60;
+  double maxOverhead = 0;
+  for (const SweepPoint &p : points)
+    if (p.ok)
+      maxOverhead = std::max(maxOverhead, p.overhead);
+  if (maxOverhead <= 0)
+    maxOverhead = 0.01;
+  double x0 = minimum, x1 = std::max(storeAll, minimum + 1);
+  auto X = [&](double b) {
+    return left + (b - x0) / (x1 - x0) * (width - left - right);
+  };
+  auto Y = [&](double o) {
+    return height - bottom - o / maxOverhead * (height - top - bottom);
+  };
+  std::ostringstream os;
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
+     << "\" height=\"" << height
+     << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  os << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\""
+     << height << "\" fill=\"#ffffff\"/>\n";
+  os << "<text x=\"" << left << "\" y=\"28\" font-size=\"16\" "
+        "font-weight=\"bold\">" << model
+     << ": recompute overhead by budget</text>\n";
+  os << "<g stroke=\"#dddddd\" stroke-width=\"1\">\n";
+  for (int i = 0; i <= 4; ++i) {
+    double y = Y(maxOverhead * i / 4);
+    os << "<line x1=\"" << left << "\" y1=\"" << svgNumber(y) << "\" x2=\""
+       << width - right << "\" y2=\"" << svgNumber(y) << "\"/>\n";
+  }
+  os << "</g>\n<g>\n";
+  for (int i = 0; i <= 4; ++i) {
+    double o = maxOverhead * i / 4;
+    os << "<text x=\"" << left - 6 << "\" y=\"" << svgNumber(Y(o) + 4)
+       << "\" text-anchor=\"end\">" << svgNumber(o * 100) << "%</text>\n";
+    double b = x0 + (x1 - x0) * i / 4;
+    os << "<text x=\"" << svgNumber(X(b)) << "\" y=\""
+       << height - bottom + 18 << "\" text-anchor=\"middle\">"
+       << svgNumber(b / (1 << 20)) << " MiB</text>\n";
+  }
+  os << "<text x=\"" << svgNumber((left + width - right) / 2) << "\" y=\""
+     << height - 15
+     << "\" text-anchor=\"middle\">budget (from the minimum feasible "
+        "to store-all)</text>\n</g>\n";
+  os << "<polyline class=\"curve\" fill=\"none\" stroke=\"#1f77b4\" "
+        "stroke-width=\"2\" points=\"";
+  for (const SweepPoint &p : points)
+    if (p.ok)
+      os << svgNumber(X(p.budget)) << "," << svgNumber(Y(p.overhead)) << " ";
+  os << "\"/>\n<g fill=\"#1f77b4\">\n";
+  for (const SweepPoint &p : points)
+    if (p.ok)
+      os << "<circle cx=\"" << svgNumber(X(p.budget)) << "\" cy=\""
+         << svgNumber(Y(p.overhead)) << "\" r=\"3\"/>\n";
+  os << "</g>\n";
+  for (const SweepPoint &p : points)
+    if (p.ok && p.knee)
+      os << "<g class=\"knee\"><circle cx=\"" << svgNumber(X(p.budget))
+         << "\" cy=\"" << svgNumber(Y(p.overhead))
+         << "\" r=\"7\" fill=\"none\" stroke=\"#d62728\" "
+            "stroke-width=\"2\"/><text x=\""
+         << svgNumber(X(p.budget) + 10) << "\" y=\""
+         << svgNumber(Y(p.overhead) - 10) << "\" fill=\"#d62728\">knee: "
+         << svgNumber(p.budget / (1 << 20)) << " MiB, "
+         << svgNumber(p.overhead * 100) << "%</text></g>\n";
+  os << "</svg>\n";
+  return os.str();
+}
+
 int planSweep(const PlanOptions &options, planner::SolverKind kind) {
   Session s = openSession(options, options.modelOptions);
   planner::SolveOptions solve = solveOptions(options);
   std::cerr << "remat plan: " << s.step.graph.ops.size()
             << " ops; searching the minimum feasible budget...\n";
-  int64_t minimum = minimumFeasibleBudget(
-      s.problem, s.step, computeLowerBound(s.problem).bytes, solve,
-      s.alignment);
+  StepMinimum found =
+      minimumFeasibleBudget(s.problem, s.step, solve.reorder, s.alignment);
+  int64_t minimum = found.minFeasibleBytes;
   if (minimum <= 0)
     throw std::runtime_error("no budget below store-all could be planned");
   // Whole-step budgets: the arena's plus the backend's workspace.
@@ -268,7 +364,10 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
               << " B";
   std::cout << ", minimum feasible budget " << minimum << " B ("
             << std::fixed << std::setprecision(3)
-            << double(minimum) / double(storeAll) << " of store-all)\n\n";
+            << double(minimum) / double(storeAll) << " of store-all; "
+            << "lower bound " << found.lowerBoundBytes + s.reserve
+            << " B: " << found.lowerBoundReason << "; gap " << found.gap
+            << ")\n\n";
   std::cout << "| budget (B) | of store-all | arena (B) | overhead | solver "
                "| solve s |\n|---:|---:|---:|---:|---|---:|\n";
   json out = json::array();
@@ -291,11 +390,23 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
                    {"solve_seconds", r.seconds},
                    {"knee", (int)i == knee}});
   }
+  if (!options.svgPath.empty()) {
+    std::vector<SweepPoint> points;
+    for (size_t i = 0; i < rows.size(); ++i)
+      points.push_back({double(rows[i].budget), rows[i].overhead, rows[i].ok,
+                        (int)i == knee});
+    runtime::writeOutputFile(
+        options.svgPath,
+        sweepSvg(s.step.model, points, double(minimum), double(storeAll)));
+  }
   writeJson(options, {{"model", s.step.model},
                       {"store_all_arena_bytes", s.storeAllArena},
                       {"backend", options.backend},
                       {"workspace_reserve_bytes", s.reserve},
                       {"min_feasible_bytes", minimum},
+                      {"min_feasible_gap", found.gap},
+                      {"lower_bound_bytes", found.lowerBoundBytes + s.reserve},
+                      {"lower_bound_reason", found.lowerBoundReason},
                       {"sweep", out}});
   return 0;
 }
@@ -385,6 +496,7 @@ int planOne(const PlanOptions &options) {
   compile.timeLimitSeconds = solveOptions(options).timeLimitSeconds;
   compile.progress = options.progress;
   compile.reorder = options.reorder.value_or(true);
+  compile.searchMinimum = options.minFeasible;
   compile.deviceProfile = options.deviceProfile;
   json report;
   compiler::compilePlan(graph, compile, report);
@@ -400,15 +512,26 @@ int planGraph(const PlanOptions &options, planner::SolverKind kind) {
     throw std::runtime_error(error);
   planner::Problem &problem = graph.problem;
   int64_t storeAll = planner::storeAllPeak(problem);
-  int64_t lower = planner::computeLowerBound(problem).bytes;
-  if (options.reorder.value_or(false))
-    for (const planner::NodeOrder &order : planner::candidateOrders(problem))
-      lower = std::min(lower, planner::computeLowerBound(
-                                  planner::permuteProblem(problem, order.order))
-                                  .bytes);
+  // The bound and the minimum feasible budget, in the given order (the
+  // order the literature's numbers use; --reorder may plan lower).
+  planner::MinimumSearchOptions search;
+  search.mode = planner::CountingMode::Checkmate;
+  if (options.timeLimit >= 0)
+    search.exactSeconds = options.timeLimit;
+  // Searched for `min` and with --min-feasible only: on large graphs the
+  // failing probes cost seconds each.
+  bool searched = options.budgetFraction == "min" || options.minFeasible;
+  planner::MinimumBudget minimum;
+  if (searched) {
+    minimum = planner::searchMinimumBudget(problem, search);
+  } else {
+    planner::LowerBound bound = planner::computeLowerBound(problem);
+    minimum.lowerBoundBytes = bound.bytes;
+    minimum.lowerBoundReason = bound.describe(problem);
+  }
   int64_t budget;
   if (options.budgetFraction == "min") {
-    budget = lower;
+    budget = minimum.minFeasibleBytes;
   } else {
     double fraction;
     try {
@@ -429,7 +552,15 @@ int planGraph(const PlanOptions &options, planner::SolverKind kind) {
   report["nodes"] = problem.size();
   report["budget_bytes"] = budget;
   report["store_all_peak_bytes"] = storeAll;
-  report["min_feasible_bytes"] = r.minimumBytes;
+  report["lower_bound_bytes"] = minimum.lowerBoundBytes;
+  report["lower_bound_reason"] = minimum.lowerBoundReason;
+  report["min_feasible_bytes"] =
+      searched ? json(minimum.minFeasibleBytes) : json(nullptr);
+  report["min_feasible_solver"] = searched ? json(minimum.solver) : json(nullptr);
+  report["min_feasible_gap"] = searched ? minimum.gap : "not-searched";
+  report["proven_infeasible_bytes"] =
+      searched ? json(minimum.provenInfeasibleBytes) : json(nullptr);
+  report["min_search_seconds"] = minimum.seconds;
   report["solver"] = r.stats.solverName;
   report["solve_seconds"] = r.stats.solveSeconds;
   report["status"] = r.stats.status;
@@ -468,6 +599,8 @@ int planMain(int argc, char **argv) {
         options.maxBatch = true;
       else if (arg == "--progress")
         options.progress = true;
+      else if (arg == "--min-feasible")
+        options.minFeasible = true;
       else if (arg == "--reorder" || arg == "--no-reorder")
         options.reorder = arg == "--reorder";
       else if (takeValue(argc, argv, i, "--budget", v)) {
@@ -509,6 +642,8 @@ int planMain(int argc, char **argv) {
           return usage("--time-limit '" + v + "' is not a number of seconds");
       } else if (takeValue(argc, argv, i, "--json", v))
         options.jsonPath = v;
+      else if (takeValue(argc, argv, i, "--svg", v))
+        options.svgPath = v;
       else if (takeValue(argc, argv, i, "--device-profile", v)) {
         options.measureProfile = v == "measure";
         if (!options.measureProfile)
@@ -556,6 +691,8 @@ int planMain(int argc, char **argv) {
                    std::to_string(*options.workspaceReserve) +
                    " leaves nothing of --budget " +
                    std::to_string(*options.budget) + " for the arena");
+    if (!options.svgPath.empty() && !options.sweep)
+      return usage("--svg goes with --sweep");
     if (options.measureProfile) {
       // The model's own ops timed first; every form below plans with them.
       options.deviceProfile = measureModelProfile(

@@ -513,17 +513,30 @@ struct RematerializePass
     mlir::IRMapping latest; // original value -> latest copy
     mlir::OpBuilder b(terminator);
     double recomputeSeconds = 0;
+    // Each op's operands as the program wrote them: an op placed before
+    // one of its recomputations has its operands rewritten to the copies
+    // live then, and a clone made later from it must read the copies live
+    // at the clone instead (else it keeps an old copy alive, and the
+    // arena outgrows the one the planner laid out).
+    std::vector<llvm::SmallVector<mlir::Value, 4>> sources;
+    sources.reserve(ops.size());
+    for (mlir::Operation *op : ops)
+      sources.emplace_back(op->getOperands().begin(), op->getOperands().end());
+    auto readLatest = [&](mlir::Operation *op, size_t origin) {
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        op->setOperand(i, latest.lookupOrDefault(sources[origin][i]));
+    };
     for (size_t k = 0; k < applied.origin.size(); ++k) {
       mlir::Operation *original = ops[applied.origin[k]];
       if (!applied.recompute[k]) {
-        for (mlir::OpOperand &operand : original->getOpOperands())
-          operand.set(latest.lookupOrDefault(operand.get()));
+        readLatest(original, size_t(applied.origin[k]));
         original->moveBefore(terminator);
         for (mlir::Value r : original->getResults())
           latest.map(r, r);
         continue;
       }
       mlir::Operation *clone = b.clone(*original, latest);
+      readLatest(clone, size_t(applied.origin[k]));
       clone->setAttr("remat.recompute", b.getUnitAttr());
       for (unsigned r = 0; r < original->getNumResults(); ++r)
         latest.map(original->getResult(r), clone->getResult(r));

@@ -590,6 +590,37 @@ def plans_deterministic(remat, work):
     print("3 models x 2 budgets: plan files byte-identical across compiles")
 
 
+def recompute_reads_latest(remat, work):
+    """A recomputation cloned from an op computed earlier reads the copies
+    live at the clone, not the ones its original read (docs/planner.md):
+    the GPT-2 of tools/bench/budget_memory.py at its minimum feasible
+    budget, planned with a measured CPU profile (a fixture: the schedule it
+    gives recomputes an op whose first computation read a recomputed
+    copy), gets an arena within its budget. Before the fix the emitted step
+    kept old copies alive: "internal error: arena of 126797888 bytes
+    exceeds the arena's budget of 123480127"."""
+    config = ["--set", "n_layer=4", "--set", "d_model=256", "--set",
+              "n_head=4", "--set", "seq=256", "--set", "vocab=4096",
+              "--set", "batch=8"]
+    profile = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           "profiles", "gpt2_budget_memory_cpu.json")
+    budget = 124004415
+    for extra in (["--solver", "heuristic", "--no-reorder"], []):
+        plan, report = compile_plan(
+            remat, [model("gpt2.json")] + config +
+            ["--budget", str(budget), "--device-profile", profile] + extra,
+            work, "latest")
+        if plan is None:
+            fail(f"compile {' '.join(extra)} at {budget}: {report}")
+        if report["planned_peak_bytes"] > budget or report[
+                "recompute_overhead"] <= 0:
+            fail(f"planned peak {report['planned_peak_bytes']} over "
+                 f"{budget} or nothing recomputed")
+        print(f"{' '.join(extra) or 'auto'}: arena {report['arena_bytes']} "
+              f"B, planned peak {report['planned_peak_bytes']} B within "
+              f"{budget} B, overhead {report['recompute_overhead']:.3f}")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -606,7 +637,8 @@ def main():
               "check-bounds": check_bounds,
               "device-profile": device_profile,
               "measured-profile": measured_profile,
-              "plans-deterministic": plans_deterministic}
+              "plans-deterministic": plans_deterministic,
+              "recompute-reads-latest": recompute_reads_latest}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

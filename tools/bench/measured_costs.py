@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Measured costs against the roofline (issue 13): the GPT-2 of
 budget_memory.py (4 layers, d_model 256, seq 256, vocab 4096, batch 8) on
-the CPU at half and a quarter of its store-all activation memory, planned
-with the default roofline profile and with a measured one (`remat profile`).
+the CPU at half and a quarter of its store-all activation memory (a budget
+below the minimum feasible one is reported as such) and at the minimum
+feasible budget, planned with the default roofline profile and with a
+measured one (`remat profile`).
 For each plan: the modeled recompute overhead, the measured step-time
 overhead against store-all (median step of each run, median of `--runs`
 runs), their relative difference, and the step time.
@@ -25,11 +27,16 @@ CONFIG = ["--set", "n_layer=4", "--set", "d_model=256", "--set", "n_head=4",
 
 
 def compile_plan(remat, extra, work, tag):
+    """The plan and its report, or (None, error text) when no schedule fits."""
     plan = os.path.join(work, tag + ".plan")
     report = os.path.join(work, tag + ".json")
-    subprocess.run([remat, "compile", MODEL] + CONFIG + extra +
-                   ["--emit=plan", "-o", plan, "--report", report],
-                   check=True, capture_output=True)
+    r = subprocess.run([remat, "compile", MODEL] + CONFIG + extra +
+                       ["--emit=plan", "-o", plan, "--report", report],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        if "no schedule fits" in r.stderr:
+            return None, r.stderr.strip().splitlines()[-1]
+        raise SystemExit(f"remat compile failed:\n{r.stderr}")
     with open(report) as f:
         return plan, json.load(f)
 
@@ -72,20 +79,33 @@ def main():
         print("| activations | budget | profile | modeled overhead | "
               "measured overhead | relative difference | step ms |")
         print("|---:|---:|---|---:|---:|---:|---:|")
-        for fraction in (0.5, 0.25):
-            budget = fixed + int(acts * fraction)
+        # The minimum feasible budget (the same for both profiles: it is
+        # a matter of memory, not cost).
+        _, probe = compile_plan(args.remat, ["--budget", str(full[
+            "planned_peak_bytes"]), "--min-feasible"], work, "probe")
+        minimum = probe["min_feasible_bytes"]
+        for fraction in (0.5, 0.25, None):
+            budget = (fixed + int(acts * fraction) if fraction is not None
+                      else minimum)
+            label = ("%.2f" % fraction if fraction is not None else
+                     "min (%.2f)" % ((minimum - fixed) / acts))
             for name, extra in (("roofline (cpu)", []),
                                 ("measured", ["--device-profile", profile])):
                 plan, rep = compile_plan(args.remat,
                                          ["--budget", str(budget)] + extra,
                                          work, "b")
+                if plan is None:
+                    print("| %s | %d | %s | infeasible: below the minimum "
+                          "feasible budget %d | | | |" % (label, budget, name,
+                                                          minimum))
+                    continue
                 t = step_seconds(args.remat, plan, args.steps, args.runs, work)
                 modeled = rep["recompute_overhead"]
                 measured = t / base - 1
                 diff = (abs(modeled - measured) / measured
                         if measured > 0 else float("nan"))
-                print("| %.2f | %d | %s | %.1f%% | %.1f%% | %.0f%% | %.1f |" % (
-                    fraction, budget, name, 100 * modeled, 100 * measured,
+                print("| %s | %d | %s | %.1f%% | %.1f%% | %.0f%% | %.1f |" % (
+                    label, budget, name, 100 * modeled, 100 * measured,
                     100 * diff, 1000 * t))
                 sys.stdout.flush()
     return 0

@@ -1197,9 +1197,12 @@ void OnnxReader::importNode() {
 
   // Gather and Concat of computed tensors (or parameters) are compute ops;
   // of constant data they are folded like the other shape ops.
+  // Only they look: symbolOf makes a parameter or constant of an
+  // initializer, which BatchNormalization's running statistics must not be.
   bool readsValue = false;
-  for (int i = 0; i < node->input_size(); ++i)
-    readsValue |= hasInput(i) && symbolOf(i).value >= 0;
+  if (op == "Gather" || op == "Concat")
+    for (int i = 0; i < node->input_size(); ++i)
+      readsValue |= hasInput(i) && symbolOf(i).value >= 0;
   if (op == "Gather" && readsValue) {
     importEmbedding();
     return;

@@ -14,7 +14,7 @@
                                  task
   onnx_cli.py REMAT resnet18-train-falls
                                  torchvision's resnet18 at 32 x 32 for 200
-                                 steps on 4 fixed batches of 8 (--data): the
+                                 steps on 4 fixed batches of 4 (--data): the
                                  loss of a pass over them falls below half
                                  its start (skips without torchvision)
   onnx_cli.py REMAT running-stats  the `norm` model (BatchNorm): 3 steps
@@ -299,19 +299,19 @@ def lm_train_falls(remat, work):
 
 def resnet18_train_falls(remat, work):
     """torchvision's resnet18 (BatchNorm in training mode) on 32 x 32
-    images: 4 fixed batches of 8 random images with random labels, fed with
+    images: 4 fixed batches of 4 random images with random labels, fed with
     --data and cycled; 200 steps of adamw memorize them."""
     import numpy as np
     import export_onnx
     model = os.path.join(work, "resnet18.onnx")
     try:
-        export_onnx.export("resnet18", model, batch=8, classes=10, side=32)
+        export_onnx.export("resnet18", model, batch=4, classes=10, side=32)
     except ImportError as e:
         print(f"SKIP: {e}")
         return SKIP
     rng = np.random.default_rng(7)
-    x = rng.standard_normal((32, 3, 32, 32)).astype(np.float32)
-    labels = rng.integers(0, 10, size=32).astype(np.int64)
+    x = rng.standard_normal((16, 3, 32, 32)).astype(np.float32)
+    labels = rng.integers(0, 10, size=16).astype(np.int64)
     np.save(os.path.join(work, "x.npy"), x)
     np.save(os.path.join(work, "labels.npy"), labels)
     log = os.path.join(work, "log.jsonl")

@@ -40,6 +40,16 @@ parameters; remat trains float initializers unless --frozen names them
               BatchNorm1d, ReLU6 (Clip), reshape to [N, width/4, 2, 2],
               nearest Upsample x2 (Resize), BatchNorm2d (momentum 0.2),
               Flatten, Linear to `classes` logits
+  resnet18, resnet50, mobilenet_v2, vgg16, squeezenet1_0
+              torchvision 0.14's models (python3-torchvision) with random
+              weights (`weights=None`) and `classes` outputs, on 3 x `side`
+              x `side` images. Their dropout rate is --dropout (default 0,
+              as parity needs: random masks cannot match across
+              frameworks; --dropout -1 keeps torchvision's own rates).
+              vgg16's AdaptiveAvgPool2d((7, 7)) exports only where the
+              feature map divides into 7 x 7 (side 224, 448, ...); below
+              224 it is replaced by an identity, so the classifier's
+              first Linear reads 512 x (side/32)^2 features.
 
 usage: export_onnx.py MODEL OUT.onnx [--batch N] [--width W] [--classes C]
                       [--side S] [--opset 13..17] [--dynamic-batch]
@@ -199,9 +209,40 @@ class Cnn(nn.Module):
         return self.fc(torch.flatten(h, 1))
 
 
+TORCHVISION = ["resnet18", "resnet50", "mobilenet_v2", "vgg16",
+               "squeezenet1_0"]
+
+
+def torchvision_model(name, classes, side, dropout):
+    """torchvision's model `name` with random weights; dropout rate
+    `dropout` (a negative rate keeps torchvision's)."""
+    try:
+        import torchvision
+    except ImportError as e:
+        raise ImportError(f"{name} needs torchvision "
+                          f"(python3-torchvision): {e}") from e
+    model = getattr(torchvision.models, name)(weights=None,
+                                              num_classes=classes)
+    if dropout >= 0:
+        for m in model.modules():
+            if isinstance(m, nn.Dropout):
+                m.p = dropout
+    if name == "vgg16" and side % 224:
+        # The adaptive pool exports only as a plain AveragePool whose
+        # window divides the feature map into 7 x 7.
+        cells = (side // 32) ** 2
+        if cells < 1:
+            raise SystemExit("export_onnx.py: vgg16 needs side >= 32")
+        model.avgpool = nn.Identity()
+        model.classifier[0] = nn.Linear(512 * cells, 4096)
+    return model
+
+
 def sample_shape(name, width, side):
     """The shape of one sample of model `name`'s input x."""
-    return {"forum": (width,), "cnn": (3, side, side)}.get(name, (side,))
+    if name == "cnn" or name in TORCHVISION:
+        return (3, side, side)
+    return {"forum": (width,)}.get(name, (side,))
 
 
 def build(name, width, classes, side, dropout=0.0):
@@ -219,12 +260,15 @@ def build(name, width, classes, side, dropout=0.0):
                 (side,))
     if name == "norm":
         return Norm(side, width, classes), (side,)
+    if name in TORCHVISION:
+        return (torchvision_model(name, classes, side, dropout),
+                (3, side, side))
     raise SystemExit(f"export_onnx.py: unknown model '{name}' "
                      f"({', '.join(MODELS)})")
 
 
 MODELS = ["forum", "classifier", "mixed", "cnn", "transformer",
-          "transformer-explicit", "norm"]
+          "transformer-explicit", "norm"] + TORCHVISION
 
 
 def is_token_model(name):
@@ -260,12 +304,13 @@ def main():
     p.add_argument("--side", type=int, default=4,
                    help="input features of classifier, mixed and norm, the "
                         "sequence length of the transformers, the image side "
-                        "of cnn")
+                        "of cnn and the torchvision models")
     p.add_argument("--opset", type=int, default=17)
     p.add_argument("--dynamic-batch", action="store_true",
                    help="leave dim 0 of x dynamic ('batch')")
     p.add_argument("--dropout", type=float, default=0.0,
-                   help="the transformers' dropout rate")
+                   help="the dropout rate of the transformers and the "
+                        "torchvision models (-1: torchvision's own)")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
     width = a.width or (1024 if a.model == "forum" else 16)

@@ -12,6 +12,11 @@
                                  the same for the transformer language model
                                  (--frozen mask) on its default next-token
                                  task
+  onnx_cli.py REMAT resnet18-train-falls
+                                 torchvision's resnet18 at 32 x 32 for 200
+                                 steps on 4 fixed batches of 4 (--data): the
+                                 loss of a pass over them falls below half
+                                 its start (skips without torchvision)
   onnx_cli.py REMAT running-stats  the `norm` model (BatchNorm): 3 steps
                                  of SGD give PyTorch's parameters and
                                  running statistics; --save holds the
@@ -292,6 +297,41 @@ def lm_train_falls(remat, work):
     return 0
 
 
+def resnet18_train_falls(remat, work):
+    """torchvision's resnet18 (BatchNorm in training mode) on 32 x 32
+    images: 4 fixed batches of 4 random images with random labels, fed with
+    --data and cycled; 200 steps of adamw memorize them."""
+    import numpy as np
+    import export_onnx
+    model = os.path.join(work, "resnet18.onnx")
+    try:
+        export_onnx.export("resnet18", model, batch=4, classes=10, side=32)
+    except ImportError as e:
+        print(f"SKIP: {e}")
+        return SKIP
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((16, 3, 32, 32)).astype(np.float32)
+    labels = rng.integers(0, 10, size=16).astype(np.int64)
+    np.save(os.path.join(work, "x.npy"), x)
+    np.save(os.path.join(work, "labels.npy"), labels)
+    log = os.path.join(work, "log.jsonl")
+    r = run(remat, "train", model, "--steps", "200", "--optimizer", "adamw",
+            "--lr", "0.001", "--data", "x=" + os.path.join(work, "x.npy"),
+            "--data", "labels=" + os.path.join(work, "labels.npy"),
+            "--log", log)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: remat train exit {r.returncode}:\n{r.stderr}")
+    with open(log) as f:
+        losses = [json.loads(line)["loss"] for line in f]
+    # One pass over the 4 batches at the start and at the end.
+    first, last = sum(losses[:4]) / 4, sum(losses[-4:]) / 4
+    print(f"loss {first:.4f} averaged over steps 1-4, {last:.4f} over steps "
+          f"197-200")
+    if len(losses) != 200 or not last < first / 2:
+        raise SystemExit("FAIL: the loss did not fall below half its start")
+    return 0
+
+
 def running_stats(remat, work):
     import copy
 
@@ -378,7 +418,8 @@ def running_stats(remat, work):
 
 
 CHECKS = {"errors": errors, "train-falls": train_falls,
-          "lm-train-falls": lm_train_falls, "running-stats": running_stats}
+          "lm-train-falls": lm_train_falls, "running-stats": running_stats,
+          "resnet18-train-falls": resnet18_train_falls}
 
 
 def main():

@@ -89,9 +89,13 @@ def main():
     work = args.workdir or tempfile.mkdtemp(prefix="remat-onnx-parity-")
     os.makedirs(work, exist_ok=True)
     onnx_path = os.path.join(work, f"{args.model}.onnx")
-    module = export_onnx.export(args.model, onnx_path, args.batch, args.width,
-                                args.classes, args.side, args.opset,
-                                args.dynamic_batch)
+    try:
+        module = export_onnx.export(args.model, onnx_path, args.batch,
+                                    args.width, args.classes, args.side,
+                                    args.opset, args.dynamic_batch)
+    except ImportError as e:  # torchvision's models without torchvision
+        print(f"SKIP: {e}")
+        return SKIP
     tokens = export_onnx.is_token_model(args.model)
     sample = export_onnx.sample_shape(args.model, args.width, args.side)
     outputs = 1 if args.model == "forum" else args.classes

@@ -1,0 +1,11 @@
+#!/bin/sh
+# vgg16 at 224 x 224 (issue #12, acceptance 1): one training step from the
+# exported random weights against PyTorch float64, as ctest's
+# e2e-onnx-parity-* cases (tests/e2e/onnx_parity.py), which run vgg16 at
+# side 32 only (this one takes minutes: 138M parameters, float64 PyTorch).
+# usage: tools/bench/vgg16_parity_224.sh [REMAT] [BATCH]
+# Output recorded in docs/benchmarks.md.
+here=$(dirname "$0")
+remat=${1:-$here/../../build-cc/tools/remat/remat}
+exec /usr/bin/python3 "$here/../../tests/e2e/onnx_parity.py" --remat "$remat" \
+  --model vgg16 --side 224 --batch "${2:-2}" --classes 1000 --opset 17

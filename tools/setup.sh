@@ -10,7 +10,7 @@ packages=(cmake ninja-build g++ pkg-config python3
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   catch2 nlohmann-json3-dev coinor-libcbc-dev libopenblas-dev
   libonnx-dev libdnnl-dev
-  python3-torch python3-numpy)
+  python3-torch python3-torchvision python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -21,16 +21,21 @@ if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
   $sudo apt-get update -qq
-  # python3-torch is a reference for tests and benchmarks only; its absence
-  # makes those tests skip, so a failure to install it is not fatal.
-  core=(); for p in "${missing[@]}"; do [[ $p == python3-torch ]] || core+=("$p"); done
+  # PyTorch and torchvision are references for tests and benchmarks only;
+  # their absence makes those tests skip, so a failure to install them is
+  # not fatal.
+  optional=(python3-torch python3-torchvision)
+  core=(); opt=()
+  for p in "${missing[@]}"; do
+    if [[ " ${optional[*]} " == *" $p "* ]]; then opt+=("$p"); else core+=("$p"); fi
+  done
   if ((${#core[@]})); then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${core[@]}" >/dev/null
   fi
-  if [[ " ${missing[*]} " == *" python3-torch "* ]]; then
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-torch >/dev/null \
-      || echo "setup: python3-torch unavailable; PyTorch parity tests will skip"
-  fi
+  for p in "${opt[@]}"; do
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$p" >/dev/null \
+      || echo "setup: $p unavailable; the tests that need it will skip"
+  done
 fi
 
 if [[ ! -f "$build/build.ninja" ]]; then

@@ -127,6 +127,9 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
                                   b.getI64IntegerAttr(graph.seed));
   module->getOperation()->setAttr("graph.batch",
                                   b.getI64IntegerAttr(graph.batch));
+  if (graph.ranks > 1)
+    module->getOperation()->setAttr("graph.ranks",
+                                    b.getI64IntegerAttr(graph.ranks));
   module->getOperation()->setAttr("graph.tokens_per_sample",
                                   b.getI64IntegerAttr(graph.tokensPerSample));
   module->getOperation()->setAttr("graph.optimizer",

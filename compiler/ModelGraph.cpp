@@ -408,6 +408,24 @@ ModelGraph ModelReader::read(const std::string &text) {
 
   // 2. Config.
   readConfig();
+  if (options.ranks > 1) {
+    if (!graph.config.count("batch"))
+      throw OptionError(sourceName + ": --ranks " +
+                        std::to_string(options.ranks) +
+                        " needs the model's config variable 'batch' (the "
+                        "global batch the ranks share)");
+    double global = graph.config["batch"];
+    if (global != std::floor(global) || global < double(options.ranks) ||
+        std::fmod(global, double(options.ranks)) != 0)
+      throw OptionError(sourceName + ": --ranks " +
+                        std::to_string(options.ranks) +
+                        " does not divide the global batch " +
+                        std::to_string(int64_t(global)) + " (config 'batch'); pick a "
+                        "batch that is a multiple of the rank count (--set "
+                        "batch=...)");
+    graph.config["batch"] = global / double(options.ranks);
+    graph.ranks = options.ranks;
+  }
   if (graph.config.count("batch"))
     graph.batch = static_cast<int64_t>(graph.config["batch"]);
   if (root.contains("tokens_per_sample"))

@@ -111,6 +111,9 @@ struct ModelGraph {
   int loss = -1;
   nlohmann::json optimizer; ///< normalized: kind plus every hyperparameter
   int64_t batch = 0;            ///< the `batch` config variable, if any
+  /// Data-parallel ranks the step is for (`--ranks`): `batch` is then each
+  /// rank's share of the global batch `batch * ranks`.
+  int64_t ranks = 1;
   int64_t tokensPerSample = 1;  ///< `seq` for sequence models, else 1
   /// Located messages about a model that is valid but probably not what its
   /// author meant (a parameter no op reads), for the CLI to print.
@@ -163,6 +166,9 @@ struct ModelOptions {
   std::string preset;                          ///< empty: none
   std::vector<std::pair<std::string, std::string>> overrides; ///< --set k=v
   TrainingOptions training; ///< imported models only
+  /// `--ranks N`: the config's `batch` is the global batch, which N must
+  /// divide; the step is built for batch / N per rank (docs/distributed.md).
+  int64_t ranks = 1;
 };
 
 /// For each value of `graph` (by index), whether the loss needs it: one

@@ -2009,6 +2009,9 @@ OnnxModel importOnnxFile(const std::string &path,
   if (!options.preset.empty() || !options.overrides.empty())
     throw OptionError(path + ": --preset and --set configure JSON models; an "
                              "ONNX model has no config (use --input-shape)");
+  if (options.ranks > 1)
+    throw OptionError(path + ": --ranks is not supported for ONNX models "
+                             "yet (JSON models only; docs/distributed.md)");
   return OnnxReader(path, options).read();
 }
 

@@ -103,6 +103,7 @@ runtime::Plan emitPlan(plan::ArenaOp arena, const TrainStep &step,
   plan.alignment = static_cast<uint64_t>(arena.getAlignmentValue());
   plan.arenaBytes = static_cast<uint64_t>(arena.getBytesValue());
   plan.batch = step.batch;
+  plan.ranks = step.ranks;
   plan.tokensPerSample = step.tokensPerSample;
   // What depends on the wall clock stays in the report file: the solve
   // time and the optimality gap (how far the time-limited MILP got). The

@@ -198,6 +198,8 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     step.seed = a.getInt();
   if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>("graph.batch"))
     step.batch = std::max<int64_t>(a.getInt(), 1);
+  if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>("graph.ranks"))
+    step.ranks = std::max<int64_t>(a.getInt(), 1);
   if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>(
           "graph.tokens_per_sample"))
     step.tokensPerSample = std::max<int64_t>(a.getInt(), 1);

@@ -73,7 +73,8 @@ struct OpInfo {
 struct TrainStep {
   std::string model;
   int64_t seed = 0;
-  int64_t batch = 1;
+  int64_t batch = 1; ///< per rank
+  int64_t ranks = 1; ///< data-parallel ranks (graph.ranks)
   int64_t tokensPerSample = 1;
   memory::StepGraph graph;
   std::vector<ValueInfo> values; ///< parallel to graph.values

@@ -19,6 +19,26 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
     : loaded(plan), backend(backend),
       runSeed(options.seed.value_or(plan.plan.seed)) {
   const Plan &p = loaded.plan;
+  int rankCount = options.ranks ? options.ranks->size() : 1;
+  if (p.ranks != rankCount)
+    throw PlanError(loaded.source + ": /ranks: the plan is for " +
+                    std::to_string(p.ranks) + " rank" +
+                    (p.ranks == 1 ? "" : "s") + " (remat compile --ranks " +
+                    std::to_string(p.ranks) + ") but this run has " +
+                    std::to_string(rankCount) + " (" +
+                    (rankCount == 1 ? std::string("no MPI launcher")
+                                    : "mpirun -np " +
+                                          std::to_string(rankCount)) +
+                    "); launch it with mpirun -np " + std::to_string(p.ranks) +
+                    " or recompile with --ranks " +
+                    std::to_string(rankCount));
+  if (rankCount > 1) {
+    ranks = options.ranks;
+    if (backend.name() != "cpu")
+      throw PlanError("data-parallel runs work on the cpu backend only for "
+                      "now (the " + backend.name() +
+                      " backend would need NCCL; docs/distributed.md)");
+  }
   backend.checkSupport(loaded);
   workspace = backend.workspaceBytes(loaded);
   // The peak RSS from here on is the run's: what the process held before
@@ -35,6 +55,8 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
   try {
     backend.prepare(loaded);
     calls = PlanCalls(loaded, static_cast<char *>(arena));
+    if (ranks)
+      planGradientSums();
     for (size_t i = 0; i < p.buffers.size(); ++i)
       if (p.buffers[i].init)
         writeBuffer(i, initialValue(p.buffers[i], runSeed));
@@ -56,6 +78,47 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
 Executor::~Executor() {
   backend.synchronize();
   backend.freeArena(arena);
+}
+
+void Executor::planGradientSums() {
+  const Plan &p = loaded.plan;
+  sumsAfter.assign(p.steps.size(), {});
+  sumsBefore.assign(p.steps.size(), {});
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    if (p.buffers[b].role != BufferRole::Grad || loaded.lastWriter[b] < 0)
+      continue;
+    if (p.buffers[b].dtype != DType::F32)
+      throw PlanError(loaded.bufferPlace(b) + ": data-parallel runs average "
+                      "f32 gradients only");
+    // The sum runs from the step that last writes the gradient to the
+    // first that reads it after that (the optimizer's update): the buffer
+    // is live in between, so no other step touches its bytes. A gradient
+    // nobody reads after its last write needs no sum.
+    size_t last = size_t(loaded.lastWriter[b]);
+    for (size_t s = last + 1; s < p.steps.size(); ++s) {
+      const auto &in = p.steps[s].inputs;
+      if (std::find(in.begin(), in.end(), int64_t(b)) == in.end())
+        continue;
+      sumsAfter[last].push_back(b);
+      sumsBefore[s].push_back(b);
+      break;
+    }
+  }
+}
+
+void Executor::finishGradientSum(size_t index) {
+  auto it = sumHandles.find(index);
+  if (it == sumHandles.end())
+    return;
+  commWaitSeconds += ranks->wait(it->second);
+  sumHandles.erase(it);
+  // The sum over the ranks, divided by their count: the gradient of the
+  // global batch's mean loss. (The CPU backend's arena is host memory.)
+  float *g = static_cast<float *>(bufferAddress(index));
+  uint64_t n = loaded.plan.buffers[index].bytes / sizeof(float);
+  float scale = 1.0f / float(ranks->size());
+  for (uint64_t i = 0; i < n; ++i)
+    g[i] *= scale;
 }
 
 void *Executor::bufferAddress(size_t index) const {
@@ -142,6 +205,36 @@ void Executor::setInputData(const std::string &name, NpyArray data) {
     throw PlanError("--data " + name + ": array has dtype " +
                     dtypeName(data.dtype) + " but input '" + name + "' is " +
                     dtypeName(b.dtype));
+  if (ranks && !b.shape.empty()) {
+    // The file holds global batches (batch * ranks rows each): keep this
+    // rank's rows of each.
+    int64_t rows = b.shape[0], global = rows * ranks->size();
+    bool whole = data.shape.size() == b.shape.size() && !data.shape.empty() &&
+                 std::equal(b.shape.begin() + 1, b.shape.end(),
+                            data.shape.begin() + 1) &&
+                 data.shape[0] > 0 && data.shape[0] % global == 0;
+    Shape globalShape = b.shape;
+    globalShape[0] = global;
+    if (!whole)
+      throw PlanError("--data " + name + ": array has shape " +
+                      formatShape(data.shape) + " but " +
+                      std::to_string(ranks->size()) +
+                      " ranks need global batches of input '" + name +
+                      "': shape " + formatShape(globalShape) + " (batch " +
+                      std::to_string(rows) + " per rank), or k of them "
+                      "stacked on dim 0");
+    uint64_t rowBytes = b.bytes / uint64_t(rows);
+    int64_t batches = data.shape[0] / global;
+    NpyArray mine{data.dtype, data.shape, {}};
+    mine.shape[0] = batches * rows;
+    mine.bytes.reserve(uint64_t(batches) * b.bytes);
+    for (int64_t k = 0; k < batches; ++k) {
+      const char *from = data.bytes.data() +
+                         (uint64_t(k * global + rows * ranks->rank())) * rowBytes;
+      mine.bytes.insert(mine.bytes.end(), from, from + b.bytes);
+    }
+    data = std::move(mine);
+  }
   bool sameShape = data.shape == b.shape;
   bool batches =
       !b.shape.empty() && data.shape.size() == b.shape.size() &&
@@ -214,11 +307,13 @@ void Executor::fillInputs(int64_t step) {
         throw ExecutionError(loaded.bufferPlace(i) +
                              ": input has no data generator; pass --data " +
                              b.name + "=FILE.npy");
+      uint64_t n = *checkedNumElements(b.shape);
+      // A data-parallel rank's slice of the global batch's tensor.
+      uint64_t offset = ranks ? n * uint64_t(ranks->rank()) : 0;
       if (!needed.count(i) && (b.data->kind == DataSpec::Kind::Randn ||
                                b.data->kind == DataSpec::Kind::Randint)) {
-        uint64_t n = *checkedNumElements(b.shape);
         // (Past 2^34 elements the host path reports the stream's limit.)
-        if ((n + 3) / 4 <= uint64_t(UINT32_MAX) + 1 &&
+        if (offset == 0 && (n + 3) / 4 <= uint64_t(UINT32_MAX) + 1 &&
             backend.generateInput(bufferAddress(i),
                                   syntheticRequest(b, n, step)))
           continue;
@@ -229,7 +324,7 @@ void Executor::fillInputs(int64_t step) {
         for (uint64_t begin = 0; begin < n; begin += kChunk) {
           uint64_t count = std::min(kChunk, n - begin);
           std::vector<char> piece = syntheticInputRange(
-              p, i, runSeed, step, begin, count);
+              p, i, runSeed, step, offset + begin, count);
           copyInput(i, piece.data(), piece.size(), begin * elementBytes,
                     step);
         }
@@ -238,7 +333,7 @@ void Executor::fillInputs(int64_t step) {
       const std::vector<char> *source =
           isLabels ? &host.at(size_t(b.data->of)) : nullptr;
       std::vector<char> bytes =
-          syntheticInput(p, i, runSeed, step, source);
+          syntheticInput(p, i, runSeed, step, source, offset);
       copyInput(i, bytes.data(), bytes.size(), 0, step);
       if (needed.count(i))
         host.emplace(i, std::move(bytes));
@@ -252,7 +347,11 @@ StepResult Executor::runStep(bool prefetchNext) {
     fillInputs(numStepsRun);
   prefetchedStep = -1;
   backend.beginTrainingStep(numStepsRun);
+  commWaitSeconds = 0;
   for (size_t si = 0; si < p.steps.size(); ++si) {
+    if (ranks)
+      for (size_t b : sumsBefore[si])
+        finishGradientSum(b);
     KernelCall call = calls.call(si, numStepsRun);
     try {
       backend.runStep(call);
@@ -263,9 +362,23 @@ StepResult Executor::runStep(bool prefetchNext) {
                            " (training step " +
                            std::to_string(numStepsRun + 1) + ")");
     }
+    if (ranks && !sumsAfter[si].empty()) {
+      for (size_t b : sumsAfter[si])
+        sumHandles[b] = ranks->startSum(static_cast<float *>(bufferAddress(b)),
+                                        p.buffers[b].bytes / sizeof(float));
+      // A callback (--dump-grads) sees the averaged gradients.
+      if (onStepExecuted)
+        for (size_t b : sumsAfter[si])
+          finishGradientSum(b);
+    }
+    if (ranks && !sumHandles.empty())
+      ranks->poll();
     if (onStepExecuted)
       onStepExecuted(si);
   }
+  if (ranks)
+    while (!sumHandles.empty())
+      finishGradientSum(sumHandles.begin()->first);
   backend.endTrainingStep(numStepsRun);
   if (prefetch && prefetchNext) {
     // The next batch, queued behind this step's work: its host side
@@ -276,17 +389,27 @@ StepResult Executor::runStep(bool prefetchNext) {
   backend.synchronize();
   StepResult result;
   float loss = readLoss();
+  result.rankLoss = loss;
+  double globalLoss = loss;
+  if (ranks) {
+    // Every rank's slice has batch samples: the global mean is the mean of
+    // the ranks' means.
+    std::vector<double> sum = {double(loss)};
+    ranks->sum(sum);
+    globalLoss = sum[0] / double(ranks->size());
+  }
   auto end = std::chrono::steady_clock::now();
   ++numStepsRun;
   result.step = numStepsRun;
-  result.loss = loss;
+  result.loss = globalLoss;
+  result.commWaitMilliseconds = commWaitSeconds * 1000;
   result.milliseconds =
       std::chrono::duration<double, std::milli>(end - start).count();
   double seconds = std::max(result.milliseconds / 1000.0, 1e-9);
-  result.samplesPerSecond = double(p.batch) / seconds;
+  double globalBatch = double(p.batch) * double(p.ranks);
+  result.samplesPerSecond = globalBatch / seconds;
   // (In double: batch * tokens_per_sample may overflow int64.)
-  result.tokensPerSecond =
-      double(p.batch) * double(p.tokensPerSample) / seconds;
+  result.tokensPerSecond = globalBatch * double(p.tokensPerSample) / seconds;
   result.peakRssBytes = readPeakRssBytes();
   return result;
 }

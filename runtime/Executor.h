@@ -20,6 +20,7 @@
 #include "runtime/Backend.h"
 #include "runtime/Loader.h"
 #include "runtime/Npy.h"
+#include "runtime/Ranks.h"
 #include "runtime/Safetensors.h"
 
 #include <functional>
@@ -39,6 +40,12 @@ public:
 struct ExecutorOptions {
   /// Overrides the plan's "seed" for parameter init and synthetic data.
   std::optional<uint64_t> seed;
+  /// The ranks of a data-parallel run (docs/distributed.md); null: one
+  /// rank. With several, each runs the plan on its slice of the global
+  /// batch, gradients are averaged over the ranks between the step that
+  /// last writes them and the first that reads them, and the loss is the
+  /// global batch's.
+  Ranks *ranks = nullptr;
 };
 
 struct StepResult {
@@ -46,8 +53,13 @@ struct StepResult {
   double loss = 0;
   double milliseconds = 0;
   uint64_t peakRssBytes = 0; ///< process VmHWM after this step
-  double samplesPerSecond = 0;
+  double samplesPerSecond = 0; ///< of the global batch (all ranks)
   double tokensPerSecond = 0; ///< batch * tokens_per_sample per second
+  /// Data-parallel runs: this rank's loss on its slice (`loss` is the
+  /// mean over the ranks) and the milliseconds it waited for gradient
+  /// sums (communication not hidden behind the step's work).
+  double rankLoss = 0;
+  double commWaitMilliseconds = 0;
 };
 
 class Executor {
@@ -111,6 +123,10 @@ private:
                                     int64_t step) const;
   float readLoss();
   void *bufferAddress(size_t index) const;
+  /// Data-parallel runs: where gradient sums start and end (constructor).
+  void planGradientSums();
+  /// Waits for buffer `index`'s gradient sum and divides it by the ranks.
+  void finishGradientSum(size_t index);
 
   LoadedPlan loaded;
   Backend &backend;
@@ -126,6 +142,12 @@ private:
   /// Per plan step: resolved operand and result views into the arena.
   PlanCalls calls;
   std::map<size_t, NpyArray> userData;
+  Ranks *ranks = nullptr; ///< null or one rank: nothing communicated
+  /// Per plan step: grad buffers whose sum starts after it / must have
+  /// finished before it.
+  std::vector<std::vector<size_t>> sumsAfter, sumsBefore;
+  std::map<size_t, size_t> sumHandles; ///< grad buffer -> started sum
+  double commWaitSeconds = 0;          ///< this training step's
 };
 
 /// The process's peak resident set size (VmHWM of /proc/self/status) in

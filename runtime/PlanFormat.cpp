@@ -279,7 +279,8 @@ Plan parsePlan(const json &v, const std::string &source) {
   r.rejectUnknownKeys(v, "",
                       {"format", "version", "model", "seed", "alignment",
                        "arena_bytes", "buffers", "steps", "loss",
-                       "tokens_per_sample", "batch", "weights", "report"});
+                       "tokens_per_sample", "batch", "ranks", "weights",
+                       "report"});
   Plan plan;
   plan.model = r.str(r.field(v, "", "model"), "/model");
   if (const json *f = r.optionalField(v, "seed"))
@@ -299,6 +300,12 @@ Plan parsePlan(const json &v, const std::string &source) {
   if (const json *f = r.optionalField(v, "tokens_per_sample"))
     plan.tokensPerSample = r.int64(*f, "/tokens_per_sample");
   plan.batch = r.int64(r.field(v, "", "batch"), "/batch");
+  if (const json *f = r.optionalField(v, "ranks")) {
+    plan.ranks = r.int64(*f, "/ranks");
+    if (plan.ranks < 1 || plan.ranks > (int64_t(1) << 20))
+      r.fail("/ranks", "ranks must be in [1, 2^20], got " +
+                           std::to_string(plan.ranks));
+  }
   if (const json *f = r.optionalField(v, "weights")) {
     plan.weights = r.str(*f, "/weights");
     if (plan.weights.empty() || plan.weights.front() == '/' ||
@@ -433,6 +440,8 @@ json serializePlan(const Plan &plan) {
   out["loss"] = plan.loss;
   out["tokens_per_sample"] = plan.tokensPerSample;
   out["batch"] = plan.batch;
+  if (plan.ranks > 1) // one-rank plans stay byte-identical to before
+    out["ranks"] = plan.ranks;
   if (!plan.weights.empty())
     out["weights"] = plan.weights;
   out["report"] = plan.report.is_null() ? json::object() : plan.report;

@@ -108,7 +108,10 @@ struct Plan {
   std::vector<StepDesc> steps;
   int64_t loss = -1;           ///< index of the scalar f32 loss buffer
   int64_t tokensPerSample = 1; ///< 1 for non-sequence models
-  int64_t batch = 1;
+  int64_t batch = 1; ///< per rank
+  /// Data-parallel ranks the plan is for (docs/distributed.md): each runs
+  /// this plan on its `batch` samples of the global batch `batch * ranks`.
+  int64_t ranks = 1;
   /// A safetensors file holding every param's initial value (a model
   /// imported with its weights, docs/onnx.md), relative to the plan file's
   /// directory; empty: params start from their `init`.

@@ -116,10 +116,14 @@ std::vector<char> initialValue(const BufferDesc &b, uint64_t seed) {
 
 std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
                                  int64_t step,
-                                 const std::vector<char> *sourceBytes) {
+                                 const std::vector<char> *sourceBytes,
+                                 uint64_t elementOffset) {
   const BufferDesc &b = plan.buffers[index];
   const DataSpec &d = *b.data;
   uint64_t n = *checkedNumElements(b.shape);
+  if (elementOffset != 0 && (d.kind == DataSpec::Kind::Randn ||
+                             d.kind == DataSpec::Kind::Randint))
+    return syntheticInputRange(plan, index, seed, step, elementOffset, n);
   Stream s(seed, bufferStreamId(b.name), uint32_t(step), kDataDomain);
   std::vector<char> bytes;
   if (d.kind == DataSpec::Kind::Randn) {
@@ -169,8 +173,9 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
     break;
   case DataSpec::Kind::Sequence: {
     uint64_t time = uint64_t(b.shape.back());
+    uint64_t firstRow = elementOffset / time;
     for (uint64_t row = 0; row * time < n; ++row) {
-      int64_t token = drawInt(s.word(row), 0, d.vocab);
+      int64_t token = drawInt(s.word(firstRow + row), 0, d.vocab);
       for (uint64_t t = 0; t < time; ++t) {
         values[row * time + t] = token;
         token = nextToken(d, token);
@@ -214,18 +219,19 @@ std::vector<char> syntheticInputRange(const Plan &plan, size_t index,
                                       uint64_t begin, uint64_t count) {
   const BufferDesc &b = plan.buffers[index];
   const DataSpec &d = *b.data;
-  if (begin % 4 != 0)
-    throw PlanError("syntheticInputRange: begin must be a multiple of 4");
   Stream s(seed, bufferStreamId(b.name), uint32_t(step), kDataDomain);
   std::vector<char> bytes;
   if (d.kind == DataSpec::Kind::Randn) {
+    // Normals come 4 to a block: start at the block holding `begin`.
+    uint64_t head = begin % 4;
     bytes.resize(count * sizeof(float));
     float *out = reinterpret_cast<float *>(bytes.data());
-    for (uint64_t i = 0; i < count; i += 4) {
+    for (uint64_t i = 0; i < count + head; i += 4) {
       float v[4];
-      normalBlock(s.block((begin + i) / 4), d.mean, d.std, v);
-      for (uint64_t k = 0; k < 4 && i + k < count; ++k)
-        out[i + k] = v[k];
+      normalBlock(s.block((begin - head + i) / 4), d.mean, d.std, v);
+      for (uint64_t k = 0; k < 4; ++k)
+        if (i + k >= head && i + k - head < count)
+          out[i + k - head] = v[k];
     }
     return bytes;
   }

@@ -46,13 +46,19 @@ std::vector<char> initialValue(const BufferDesc &buffer, uint64_t seed);
 /// row x of the "of" input (its last dim is the features): integer labels
 /// are argmax_k (x·W)_k, the first on ties, a task a classifier can learn;
 /// float targets are x·W / sqrt(features).
+///
+/// `elementOffset`: the buffer is elements [offset, offset + n) of a
+/// larger tensor of the same generator (one rank's slice of the global
+/// batch, docs/distributed.md): randn, randint and sequence inputs draw
+/// exactly those elements (sequence: rows offset / seq on); labels_of and
+/// teacher follow their (sliced) source.
 std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
                                  int64_t step,
-                                 const std::vector<char> *sourceBytes);
+                                 const std::vector<char> *sourceBytes,
+                                 uint64_t elementOffset = 0);
 
 /// Elements [begin, begin + count) of a randn or randint input at `step`,
-/// equal to the same range of syntheticInput's result; `begin` must be a
-/// multiple of 4. Lets the executor fill a large input in small pieces
+/// equal to the same range of syntheticInput's result. Lets the executor fill a large input in small pieces
 /// instead of staging the whole tensor in host memory.
 std::vector<char> syntheticInputRange(const Plan &plan, size_t index,
                                       uint64_t seed, int64_t step,

@@ -97,7 +97,11 @@ static const std::string kCompileHelp = std::string(
     "                     (docs/planner.md; remat profile writes one), or\n"
     "                     measure: time the model's ops on --backend first\n"
     "  --preset NAME      apply a named preset of the model's config\n"
-    "  --set NAME=VALUE   override a config variable (repeatable)\n") +
+    "  --set NAME=VALUE   override a config variable (repeatable)\n"
+    "  --ranks N          plan for N data-parallel ranks (mpirun -np N\n"
+    "                     remat run PLAN): the config's batch is the global\n"
+    "                     batch, each rank's step gets batch/N samples and\n"
+    "                     the budget is per rank (docs/distributed.md)\n") +
     kTrainingFlagsHelp +
     "  -h, --help         this text\n";
 
@@ -107,7 +111,8 @@ static const std::string kTrainHelp = std::string(
     "Compiles MODEL to a plan and runs N training steps on it: the same as\n"
     "`remat compile MODEL --emit=plan -o P` then `remat run P`.\n"
     "\n"
-    "compile options: --preset NAME, --set NAME=VALUE, --budget BYTES,\n"
+    "compile options: --preset NAME, --set NAME=VALUE, --ranks N,\n"
+    "  --budget BYTES,\n"
     "  --workspace-reserve BYTES, --backend NAME (the plan's and the run's),\n"
     "  --solver NAME, --time-limit S, --progress, --no-reorder,\n"
     "  --device-profile NAME|FILE|measure,\n"
@@ -153,7 +158,7 @@ std::vector<std::string> flagNames(bool train) {
       "--report",     "--budget",     "--workspace-reserve", "--backend",
       "--solver",     "--time-limit", "--progress",
       "--no-reorder", "--reorder",    "--device-profile",
-      "--preset",     "--set",        "--help"};
+      "--preset",     "--set",        "--ranks",             "--help"};
   for (const std::string &flag : trainingFlagNames())
     names.push_back(flag);
   if (!train) {
@@ -229,15 +234,7 @@ int parse(const char *command, int argc, char **argv, Options &options,
         options.reorder = arg == "--reorder";
       } else if (arg == "--min-feasible" && !train) {
         options.minFeasible = true;
-      } else if (takeValue(argc, argv, i, "--preset", value)) {
-        options.modelOptions.preset = value;
-      } else if (takeValue(argc, argv, i, "--set", value)) {
-        auto eq = value.find('=');
-        if (eq == std::string::npos || eq == 0)
-          return usageError(command,
-                            "--set expects NAME=VALUE, got '" + value + "'");
-        options.modelOptions.overrides.emplace_back(value.substr(0, eq),
-                                                    value.substr(eq + 1));
+      } else if (takeModelFlag(argc, argv, i, options.modelOptions)) {
 #ifdef REMAT_HAVE_RUN
       } else if (std::optional<bool> takesValue =
                      train ? runFlagTakesValue(arg.substr(0, arg.find('=')))
@@ -465,6 +462,38 @@ const std::vector<std::string> &trainingFlagNames() {
   return names;
 }
 
+bool takeModelFlag(int argc, char **argv, int &i,
+                   model::ModelOptions &options) {
+  std::string value;
+  if (takeValue(argc, argv, i, "--preset", value)) {
+    options.preset = value;
+    return true;
+  }
+  if (takeValue(argc, argv, i, "--set", value)) {
+    auto eq = value.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument("--set expects NAME=VALUE, got '" + value +
+                                  "'");
+    options.overrides.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+    return true;
+  }
+  if (takeValue(argc, argv, i, "--ranks", value)) {
+    size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(value, &used);
+    } catch (const std::exception &) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size() || n < 1 || n > (1 << 20))
+      throw std::invalid_argument("--ranks needs a rank count in [1, 2^20], "
+                                  "got '" + value + "'");
+    options.ranks = n;
+    return true;
+  }
+  return false;
+}
+
 bool takeTrainingFlag(int argc, char **argv, int &i,
                       model::TrainingOptions &options) {
   std::string value;
@@ -612,6 +641,7 @@ static const char *kProfileHelp =
     "  --warmup N         untimed steps first (default 1)\n"
     "  --backend NAME     the backend to time (default cpu)\n"
     "  --preset NAME, --set NAME=VALUE   model configuration\n"
+    "  --ranks N          time one rank's step of an N-rank plan\n"
     "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X\n"
     "                     an ONNX model's training step (docs/onnx.md)\n"
     "  -h, --help         this text\n";
@@ -654,19 +684,11 @@ int profileMain(int argc, char **argv) {
         count("--warmup", value, 0, warmup);
       } else if (takeValue(argc, argv, i, "--backend", value)) {
         backend = value;
-      } else if (takeValue(argc, argv, i, "--preset", value)) {
-        options.modelOptions.preset = value;
-      } else if (takeValue(argc, argv, i, "--set", value)) {
-        auto eq = value.find('=');
-        if (eq == std::string::npos || eq == 0)
-          return usageError("profile",
-                            "--set expects NAME=VALUE, got '" + value + "'");
-        options.modelOptions.overrides.emplace_back(value.substr(0, eq),
-                                                    value.substr(eq + 1));
+      } else if (takeModelFlag(argc, argv, i, options.modelOptions)) {
       } else if (arg.size() > 1 && arg[0] == '-') {
         std::vector<std::string> flags = {"-o",       "--steps", "--warmup",
                                           "--backend", "--preset", "--set",
-                                          "--help"};
+                                          "--ranks",  "--help"};
         for (const std::string &f : trainingFlagNames())
           flags.push_back(f);
         return usageError("profile", unknownOption(arg, flags));

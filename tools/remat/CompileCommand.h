@@ -26,6 +26,12 @@ bool takeValue(int argc, char **argv, int &i, const std::string &flag,
 /// std::invalid_argument with a usage message on a bad value.
 bool takeTrainingFlag(int argc, char **argv, int &i,
                       model::TrainingOptions &options);
+/// Takes a flag that configures how a model is read at argv[i]: --preset
+/// NAME, --set NAME=VALUE (repeatable), --ranks N; false when argv[i] is
+/// another flag. Throws std::invalid_argument with a usage message on a
+/// bad value.
+bool takeModelFlag(int argc, char **argv, int &i,
+                   model::ModelOptions &options);
 /// Those flags' names, and their lines of --help.
 const std::vector<std::string> &trainingFlagNames();
 extern const char *const kTrainingFlagsHelp;

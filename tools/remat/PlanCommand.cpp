@@ -87,6 +87,9 @@ static const char *kPlanHelp =
     "                     (docs/planner.md; remat profile writes one), or\n"
     "                     measure: time the model's ops on --backend first\n"
     "  --preset NAME, --set NAME=VALUE   model configuration\n"
+    "  --ranks N          plan each of N data-parallel ranks: the config's\n"
+    "                     batch is the global batch, the budget per rank\n"
+    "                     (docs/distributed.md)\n"
     "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X,\n"
     "  --frozen NAME,...  the training step of an ONNX model (docs/onnx.md;\n"
     "                     see remat compile --help)\n"
@@ -127,7 +130,7 @@ const std::vector<std::string> kPlanFlags = {
     "--max-batch",
     "--graph",  "--budget-frac", "--reorder",  "--no-reorder",
     "--solver", "--time-limit",  "--progress", "--device-profile",
-    "--preset", "--set",         "--json",     "--svg",      "--help"};
+    "--preset", "--set",         "--ranks",         "--json",     "--svg",      "--help"};
 
 std::vector<std::string> planFlagNames() {
   std::vector<std::string> names = kPlanFlags;
@@ -649,15 +652,9 @@ int planMain(int argc, char **argv) {
         if (!options.measureProfile)
           options.deviceProfile = compiler::parseDeviceProfile(v);
       }
-      else if (takeValue(argc, argv, i, "--preset", v))
-        options.modelOptions.preset = v;
-      else if (takeValue(argc, argv, i, "--set", v)) {
-        auto eq = v.find('=');
-        if (eq == std::string::npos || eq == 0)
-          return usage("--set expects NAME=VALUE, got '" + v + "'");
-        options.modelOptions.overrides.emplace_back(v.substr(0, eq),
-                                                    v.substr(eq + 1));
-      } else if (arg.size() > 1 && arg[0] == '-')
+      else if (takeModelFlag(argc, argv, i, options.modelOptions))
+        continue;
+      else if (arg.size() > 1 && arg[0] == '-')
         return usage(unknownOption(arg, planFlagNames()));
       else if (options.model.empty())
         options.model = arg;
@@ -684,6 +681,9 @@ int planMain(int argc, char **argv) {
       return usage("no model given");
     if (options.workspaceReserve && !options.budget)
       return usage("--workspace-reserve needs --budget");
+    if (options.maxBatch && options.modelOptions.ranks > 1)
+      return usage("--max-batch with --ranks is not supported yet "
+                   "(docs/distributed.md)");
     if (options.workspaceReserve && (options.sweep || options.maxBatch))
       return usage("--workspace-reserve goes with a single --budget only");
     if (options.workspaceReserve && *options.workspaceReserve >= *options.budget)

@@ -10,6 +10,7 @@
 #include "runtime/Loader.h"
 #include "runtime/Npy.h"
 #include "runtime/OutputFile.h"
+#include "runtime/Ranks.h"
 #include "runtime/Safetensors.h"
 #include "tools/remat/Usage.h"
 
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 namespace remat {
 
@@ -55,6 +57,37 @@ std::string formatStepLine(const StepResult &r, const Plan &plan,
                 tokens ? r.tokensPerSecond : r.samplesPerSecond,
                 tokens ? "tokens" : "samples", (unsigned long long)arenaBytes);
   return line;
+}
+
+/// FNV-1a of a file's bytes: the ranks check they run the same plan.
+uint64_t fileHash(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  uint64_t h = 1469598103934665603ull;
+  char buffer[1 << 16];
+  while (in) {
+    in.read(buffer, sizeof(buffer));
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      h ^= uint8_t(buffer[i]);
+      h *= 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+/// Data-parallel runs: every rank must have read the same plan.
+void checkSamePlan(Ranks &ranks, const std::string &planPath) {
+  std::vector<uint64_t> hashes = ranks.gather(fileHash(planPath));
+  for (size_t r = 1; r < hashes.size(); ++r)
+    if (hashes[r] != hashes[0]) {
+      char text[160];
+      std::snprintf(text, sizeof(text),
+                    "rank 0 read a plan with hash %016llx, rank %zu one with "
+                    "%016llx",
+                    (unsigned long long)hashes[0], r,
+                    (unsigned long long)hashes[r]);
+      throw PlanError(planPath + ": the ranks run different plans (" + text +
+                      "); give every rank the same plan file");
+    }
 }
 
 } // namespace
@@ -130,9 +163,25 @@ void checkWithinBudget(const LoadedPlan &plan, Backend &backend,
 int runCommand(const RunOptions &opt) {
   std::ostream &out = *opt.out;
   std::ostream &err = *opt.err;
+  Ranks *ranks = nullptr;
+  try {
+    ranks = &Ranks::world();
+  } catch (const std::exception &e) {
+    err << "remat run: error: " << e.what() << "\n";
+    return 1;
+  }
+  // Rank 0 prints and writes the outputs; the others only report errors,
+  // which stop every rank.
+  bool lead = ranks->rank() == 0;
+  std::string who = ranks->distributed()
+                        ? "remat run: rank " + std::to_string(ranks->rank()) +
+                              ": "
+                        : "remat run: ";
   try {
     if (opt.steps < 0)
       throw PlanError("--steps must be >= 0");
+    if (ranks->distributed())
+      checkSamePlan(*ranks, opt.planPath);
     LoadedPlan plan = loadPlan(opt.planPath);
     std::unique_ptr<Backend> backend = createBackend(opt.backend);
     Backend *device = backend.get(); // not the bounds check
@@ -141,6 +190,7 @@ int runCommand(const RunOptions &opt) {
     checkWithinBudget(plan, *backend, device->name());
     ExecutorOptions execOptions;
     execOptions.seed = opt.seed;
+    execOptions.ranks = ranks;
     Executor exec(plan, *backend, execOptions);
     // --weights replaces the weights file a plan names (an imported
     // model's initial values, docs/plan-format.md).
@@ -155,7 +205,7 @@ int runCommand(const RunOptions &opt) {
     // The log is written in place, a line per step, so it can be followed
     // while the run goes on.
     std::unique_ptr<OutputFile> log;
-    if (!opt.logPath.empty())
+    if (!opt.logPath.empty() && lead)
       log = std::make_unique<OutputFile>(opt.logPath, OutputFile::Mode::InPlace);
 
     // --dump-grads: after the plan step that last writes each param grad in
@@ -163,7 +213,7 @@ int runCommand(const RunOptions &opt) {
     const Plan &p = plan.plan;
     std::map<size_t, std::vector<size_t>> gradsFinalAfter;
     std::map<std::string, NamedTensor> dumped;
-    if (!opt.dumpGradsPath.empty()) {
+    if (!opt.dumpGradsPath.empty() && lead) {
       for (size_t i = 0; i < p.buffers.size(); ++i) {
         if (p.buffers[i].role != BufferRole::Grad)
           continue;
@@ -185,28 +235,35 @@ int runCommand(const RunOptions &opt) {
       };
     }
 
-    err << "remat run: model '" << p.model << "', " << p.buffers.size()
+    // Only rank 0 talks from here on (errors excepted).
+    std::ostringstream quiet;
+    std::ostream &info = lead ? err : quiet;
+    info << "remat run: model '" << p.model << "', " << p.buffers.size()
         << " buffers, " << p.steps.size() << " steps, arena "
         << exec.arenaBytes() << " B, workspace " << exec.workspaceBytes()
         << " B, backend " << backend->name() << ", seed " << exec.seed()
         << "\n";
+    if (ranks->distributed())
+      info << "remat run: " << ranks->size() << " ranks, batch " << p.batch
+           << " each (global batch " << p.batch * p.ranks
+           << "); gradients averaged over the ranks\n";
     if (auto budget = p.report.find("budget_bytes");
         budget != p.report.end() && budget->is_number_integer() &&
         budget->get<int64_t>() > 0) {
-      err << "remat run: budget " << budget->get<int64_t>()
+      info << "remat run: budget " << budget->get<int64_t>()
           << " B; arena + workspace "
           << exec.arenaBytes() + exec.workspaceBytes() << " B (within)";
       if (auto allowance = p.report.find("runtime_allowance_bytes");
           allowance != p.report.end() && allowance->is_number_integer() &&
           device->name() == "cpu")
-        err << "; runtime allowance beside it " << allowance->get<int64_t>()
+        info << "; runtime allowance beside it " << allowance->get<int64_t>()
             << " B";
-      err << "\n";
+      info << "\n";
     }
 #ifdef REMAT_HAVE_CUDA_BACKEND
     if (auto *cuda = dynamic_cast<CudaBackend *>(device)) {
       CudaWorkspace split = cuda->workspaceSplit();
-      err << "remat run: cuda workspace: cuBLAS " << split.cublas
+      info << "remat run: cuda workspace: cuBLAS " << split.cublas
           << " B, kernel scratch " << split.scratch << " B, status "
           << CudaWorkspace::kStatusBytes << " B\n";
     }
@@ -221,13 +278,21 @@ int runCommand(const RunOptions &opt) {
       bool gpuProfile = planned.rfind("cpu", 0) != 0;
       bool gpuBackend = device->name() != "cpu";
       if (gpuProfile != gpuBackend)
-        err << "remat run: note: the plan's costs were modeled for '"
+        info << "remat run: note: the plan's costs were modeled for '"
             << planned << "' (remat compile --device-profile), this run uses "
             << "the " << device->name() << " backend\n";
     }
     for (int64_t s = 0; s < opt.steps; ++s) {
       StepResult r = exec.runStep(/*prefetchNext=*/s + 1 < opt.steps);
-      out << formatStepLine(r, p, exec.arenaBytes()) << "\n" << std::flush;
+      // Every rank's timings (collective: each rank takes part).
+      std::vector<double> rankMs, rankWaitMs, rankLoss;
+      if (ranks->distributed()) {
+        rankMs = ranks->gather(r.milliseconds);
+        rankWaitMs = ranks->gather(r.commWaitMilliseconds);
+        rankLoss = ranks->gather(r.rankLoss);
+      }
+      if (lead)
+        out << formatStepLine(r, p, exec.arenaBytes()) << "\n" << std::flush;
       if (log) {
         nlohmann::json entry = {{"step", r.step},
                                 {"loss", r.loss},
@@ -240,6 +305,12 @@ int runCommand(const RunOptions &opt) {
                                 {"samples_per_s", r.samplesPerSecond}};
         if (p.tokensPerSample > 1)
           entry["tokens_per_s"] = r.tokensPerSecond;
+        if (ranks->distributed()) {
+          entry["ranks"] = ranks->size();
+          entry["rank_ms"] = rankMs;
+          entry["rank_comm_wait_ms"] = rankWaitMs;
+          entry["rank_loss"] = rankLoss;
+        }
 #ifdef REMAT_HAVE_CUDA_BACKEND
         if (auto *cuda = dynamic_cast<CudaBackend *>(device)) {
           entry["device_peak_bytes"] = cuda->devicePeakBytes();
@@ -249,7 +320,7 @@ int runCommand(const RunOptions &opt) {
 #endif
         log->stream() << entry.dump() << "\n" << std::flush;
       }
-      if (s == 0 && !opt.dumpGradsPath.empty()) {
+      if (s == 0 && !opt.dumpGradsPath.empty() && lead) {
         writeSafetensors(opt.dumpGradsPath, dumped);
         exec.onStepExecuted = nullptr;
       }
@@ -268,13 +339,18 @@ int runCommand(const RunOptions &opt) {
 #endif
     if (!opt.dumpGradsPath.empty() && opt.steps == 0)
       err << "remat run: warning: --steps 0, no gradients dumped\n";
-    if (!opt.savePath.empty())
+    if (!opt.savePath.empty() && lead)
       writeSafetensors(opt.savePath, exec.stateTensors());
     if (log)
       log->commit();
     return 0;
   } catch (const std::exception &e) {
-    err << "remat run: error: " << e.what() << "\n";
+    err << who << "error: " << e.what() << "\n";
+    // The other ranks would wait for this one forever: stop them all.
+    if (ranks->distributed()) {
+      err << std::flush;
+      ranks->abort(1);
+    }
     return 1;
   }
 }

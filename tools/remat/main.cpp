@@ -60,6 +60,7 @@ static const char *kUsage =
     "  docs/planner.md      how budgets are planned: solvers, costs\n"
     "  docs/explain.md      reading `remat explain` and its timeline\n"
     "  docs/cuda.md         the CUDA backend and its CPU emulator\n"
+    "  docs/distributed.md  data-parallel runs on several ranks (MPI)\n"
     "  docs/benchmarks.md   measured memory and speed\n"
     "  docs/planner-bench-checkmate.md  the planner on the Checkmate graphs\n"
     "  docs/adding-an-op.md the path for a new op\n";

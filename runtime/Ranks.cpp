@@ -1,0 +1,175 @@
+//===- Ranks.cpp - The ranks of a data-parallel run (MPI) -----------------===//
+#include "runtime/Ranks.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <stdexcept>
+
+#ifdef REMAT_HAVE_MPI
+// The C API only: OpenMPI's mpi.h would pull in the deprecated C++
+// bindings, which need a library of their own.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+namespace remat::runtime {
+
+int launcherRankCount() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
+                           "MPI_LOCALNRANKS"}) {
+    const char *value = std::getenv(name);
+    if (value && *value) {
+      int n = std::atoi(value);
+      if (n >= 1)
+        return n;
+    }
+  }
+  return 1;
+}
+
+bool builtWithMpi() {
+#ifdef REMAT_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+#ifdef REMAT_HAVE_MPI
+struct Ranks::Pending {
+  std::vector<MPI_Request> requests;
+};
+
+namespace {
+/// MPI's counts are ints: a large sum goes in pieces.
+constexpr uint64_t kMaxPiece = uint64_t(INT_MAX) / 4 * 4;
+} // namespace
+
+Ranks::Ranks() {
+  // Started by a launcher (or as a singleton under one): use MPI. A plain
+  // `remat run` stays one rank and never touches MPI.
+  bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") ||
+                  std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK") ||
+                  std::getenv("PMI_RANK");
+  if (!launched)
+    return;
+  int already = 0;
+  MPI_Initialized(&already);
+  if (!already) {
+    MPI_Init(nullptr, nullptr);
+    initialized = true;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rankIndex);
+  MPI_Comm_size(MPI_COMM_WORLD, &rankCount);
+}
+
+Ranks::~Ranks() {
+  for (Pending *p : pending)
+    delete p;
+  int finalized = 0;
+  if (initialized && (MPI_Finalized(&finalized), !finalized))
+    MPI_Finalize();
+}
+
+size_t Ranks::startSum(float *data, uint64_t count) {
+  auto *p = new Pending;
+  for (uint64_t begin = 0; begin < count; begin += kMaxPiece) {
+    int n = int(std::min(kMaxPiece, count - begin));
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, data + begin, n, MPI_FLOAT, MPI_SUM,
+                   MPI_COMM_WORLD, &r);
+    p->requests.push_back(r);
+  }
+  pending.push_back(p);
+  return pending.size() - 1;
+}
+
+double Ranks::wait(size_t handle) {
+  Pending *p = pending.at(handle);
+  if (!p)
+    return 0;
+  auto start = std::chrono::steady_clock::now();
+  MPI_Waitall(int(p->requests.size()), p->requests.data(),
+              MPI_STATUSES_IGNORE);
+  delete p;
+  pending[handle] = nullptr;
+  bool any = false;
+  for (Pending *q : pending)
+    any |= q != nullptr;
+  if (!any)
+    pending.clear();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
+}
+
+void Ranks::poll() {
+  for (Pending *p : pending) {
+    if (!p)
+      continue;
+    int done = 0;
+    MPI_Testall(int(p->requests.size()), p->requests.data(), &done,
+                MPI_STATUSES_IGNORE);
+  }
+}
+
+void Ranks::sum(std::vector<double> &values) {
+  if (rankCount > 1)
+    MPI_Allreduce(MPI_IN_PLACE, values.data(), int(values.size()),
+                  MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+}
+
+std::vector<double> Ranks::gather(double value) {
+  std::vector<double> all(size_t(rankCount), value);
+  if (rankCount > 1)
+    MPI_Allgather(&value, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE,
+                  MPI_COMM_WORLD);
+  return all;
+}
+
+std::vector<uint64_t> Ranks::gather(uint64_t value) {
+  std::vector<uint64_t> all(size_t(rankCount), value);
+  if (rankCount > 1)
+    MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T,
+                  MPI_COMM_WORLD);
+  return all;
+}
+
+void Ranks::abort(int code) {
+  if (rankCount > 1)
+    MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);
+}
+
+#else // no MPI: one rank
+
+struct Ranks::Pending {};
+
+Ranks::Ranks() {
+  int asked = launcherRankCount();
+  if (asked > 1)
+    throw std::runtime_error(
+        "started as one of " + std::to_string(asked) +
+        " ranks, but this remat was built without MPI (install "
+        "libopenmpi-dev and reconfigure; docs/distributed.md)");
+}
+Ranks::~Ranks() = default;
+size_t Ranks::startSum(float *, uint64_t) { return 0; }
+double Ranks::wait(size_t) { return 0; }
+void Ranks::poll() {}
+void Ranks::sum(std::vector<double> &) {}
+std::vector<double> Ranks::gather(double value) { return {value}; }
+std::vector<uint64_t> Ranks::gather(uint64_t value) { return {value}; }
+void Ranks::abort(int code) { std::exit(code); }
+
+#endif
+
+Ranks &Ranks::world() {
+  static Ranks ranks;
+  return ranks;
+}
+
+} // namespace remat::runtime

@@ -1,0 +1,71 @@
+//===- Ranks.h - The ranks of a data-parallel run --------------------------===//
+//
+// A plan compiled with --ranks N runs as N processes started by an MPI
+// launcher (`mpirun -np N remat run PLAN`, docs/distributed.md). Ranks is
+// this process's view of them: its rank and the rank count, in-place sums
+// of gradients over the ranks (started as soon as a gradient is final and
+// waited for before it is read), and small blocking exchanges (the loss,
+// timings, the plan's hash).
+//
+// Communication goes through MPI (Debian's OpenMPI) where the build found
+// it; without an MPI launcher, or in a build without MPI, there is one
+// rank and nothing is communicated.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_RANKS_H
+#define REMAT_RUNTIME_RANKS_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace remat::runtime {
+
+class Ranks {
+public:
+  /// The ranks of this process: MPI's world when an MPI launcher started
+  /// it (MPI is initialized on the first call), else one rank. Throws
+  /// std::runtime_error when a launcher asks for several ranks but this
+  /// build has no MPI.
+  static Ranks &world();
+
+  int rank() const { return rankIndex; }
+  int size() const { return rankCount; }
+  bool distributed() const { return rankCount > 1; }
+
+  /// Starts summing `count` floats at `data` over every rank, in place;
+  /// the bytes must stay untouched until wait(handle) returns.
+  size_t startSum(float *data, uint64_t count);
+  /// Waits for a started sum; returns the seconds spent waiting.
+  double wait(size_t handle);
+  /// Lets started sums progress (MPI moves them only inside its calls).
+  void poll();
+  /// Sums `values` over every rank, in place (blocking).
+  void sum(std::vector<double> &values);
+  /// Every rank's `value`, in rank order (blocking).
+  std::vector<double> gather(double value);
+  std::vector<uint64_t> gather(uint64_t value);
+  /// Stops every rank (MPI_Abort) after this one reported its error.
+  [[noreturn]] void abort(int code);
+
+  ~Ranks();
+
+private:
+  Ranks();
+  int rankIndex = 0;
+  int rankCount = 1;
+  bool initialized = false; ///< this process called MPI_Init
+  struct Pending;
+  std::vector<Pending *> pending; ///< by handle; null once waited for
+};
+
+/// Whether this build can run several ranks (found MPI at configure time).
+bool builtWithMpi();
+
+/// The rank count an MPI launcher asked for, from its environment
+/// (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE...), or 1 without one.
+int launcherRankCount();
+
+} // namespace remat::runtime
+
+#endif // REMAT_RUNTIME_RANKS_H

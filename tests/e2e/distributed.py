@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Data-parallel runs on MPI (docs/distributed.md, issue #14).
+
+  distributed.py REMAT parity MODEL PRESET [--budget-frac F]
+      2 ranks (mpirun -np 2) with the global batch B against 1 rank with
+      batch B, 50 steps: every step's loss within 1e-4 relative (the first
+      within 1e-6), and every parameter after the last step likewise. With
+      --budget-frac F each plan is compiled at F of the way from its
+      minimum feasible budget to its store-all peak (per rank), so that
+      the planner recomputes (checked). Step 1's averaged gradients match
+      one rank's within 1e-5.
+  distributed.py REMAT errors
+      a rank count that does not divide the batch, a plan run on another
+      rank count, different plans on the ranks: clear errors, exit 1.
+  distributed.py REMAT rank-killed
+      rank 1 killed mid-run: the run stops within 30 s with an error that
+      names rank 1.
+
+Exit 0 on success, 1 with a message on failure, 77 (skipped) without
+mpirun or without MPI in this remat.
+"""
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]
+
+
+def run(argv, timeout=600):
+    return subprocess.run(argv, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def must(r, what):
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: {what}: exit {r.returncode}\n{r.stdout}\n"
+                         f"{r.stderr}")
+    return r
+
+
+def mpi_available(remat, work):
+    """Skips unless mpirun exists and this remat runs two ranks."""
+    if not shutil.which("mpirun"):
+        print("SKIP: no mpirun (openmpi-bin)")
+        return False
+    plan = os.path.join(work, "probe.plan")
+    must(run([remat, "compile", model_path("mlp_deep"), "--preset", "tiny",
+              "--ranks", "2", "--emit=plan", "-o", plan]), "compile --ranks 2")
+    r = run(MPIRUN + ["2", remat, "run", plan, "--steps", "1"], timeout=120)
+    if "built without MPI" in r.stderr:
+        print("SKIP: this remat was built without MPI")
+        return False
+    must(r, "mpirun -np 2 remat run (probe)")
+    return True
+
+
+def model_path(name):
+    return os.path.join(ROOT, "models", name + ".json")
+
+
+def read_safetensors(path):
+    """{name: list of floats} of an F32 safetensors file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        raw = data[8 + n + begin:8 + n + end]
+        out[name] = struct.unpack(f"<{len(raw) // 4}f", raw)
+    return out
+
+
+def norm(a):
+    return sum(x * x for x in a) ** 0.5
+
+
+def relative(a, b):
+    num = sum((x - y) ** 2 for x, y in zip(a, b)) ** 0.5
+    den = sum(y * y for y in b) ** 0.5
+    return num / den if den > 0 else num
+
+
+def losses(log):
+    with open(log) as f:
+        return [json.loads(line) for line in f]
+
+
+def parity(remat, work, model, preset, budget_frac):
+    base = [model_path(model), "--preset", preset]
+    budget = []
+    if budget_frac:
+        # F of the way from each plan's minimum feasible budget up to its
+        # store-all peak (per rank): the planner must recompute.
+        for ranks in (1, 2):
+            args = base + ["--ranks", str(ranks)]
+            report = os.path.join(work, f"storeall{ranks}.json")
+            must(run([remat, "compile"] + args + ["--emit=plan", "-o",
+                      os.devnull, "--report", report]), "store-all compile")
+            with open(report) as f:
+                full = json.load(f)["planned_peak_bytes"]
+            r = run([remat, "compile"] + args + ["--budget", "1",
+                                                 "--emit=plan", "-o",
+                                                 os.devnull])
+            marker = "minimum feasible budget: "
+            if marker not in r.stderr:
+                raise SystemExit(f"FAIL: no minimum in: {r.stderr}")
+            least = int(r.stderr.split(marker)[1].split()[0])
+            budget.append(int(least + budget_frac * (full - least)))
+    plans = {}
+    for ranks in (1, 2):
+        plan = os.path.join(work, f"r{ranks}.plan")
+        report = os.path.join(work, f"r{ranks}.json")
+        extra = ["--budget", str(budget[ranks - 1])] if budget else []
+        must(run([remat, "compile"] + base + ["--ranks", str(ranks),
+                  "--emit=plan", "-o", plan, "--report", report] + extra),
+             f"compile --ranks {ranks}")
+        with open(report) as f:
+            rep = json.load(f)
+        recomputed = rep.get("recompute_overhead", 0)
+        print(f"{ranks} rank(s): planned peak {rep['planned_peak_bytes']} B"
+              f" per rank, recompute overhead {recomputed:.3f}")
+        if budget and not recomputed > 0:
+            raise SystemExit(f"FAIL: the budget {budget[ranks - 1]} did not "
+                             f"make the {ranks}-rank plan recompute")
+        plans[ranks] = plan
+    steps = "50"
+    one_log, two_log = (os.path.join(work, n) for n in ("1.jsonl", "2.jsonl"))
+    one_save, two_save = (os.path.join(work, n)
+                          for n in ("1.safetensors", "2.safetensors"))
+    one_grads, two_grads = (os.path.join(work, n)
+                            for n in ("1g.safetensors", "2g.safetensors"))
+    must(run([remat, "run", plans[1], "--steps", steps, "--log", one_log,
+              "--save", one_save, "--dump-grads", one_grads]), "1-rank run")
+    r = must(run(MPIRUN + ["2", remat, "run", plans[2], "--steps", steps,
+                           "--log", two_log, "--save", two_save,
+                           "--dump-grads", two_grads]),
+             "2-rank run")
+    if not r.stdout.strip():
+        raise SystemExit("FAIL: rank 0 printed no step lines")
+    a, b = losses(one_log), losses(two_log)
+    if len(a) != 50 or len(b) != 50:
+        raise SystemExit(f"FAIL: {len(a)} and {len(b)} log lines, not 50")
+    worst = 0
+    for k, (x, y) in enumerate(zip(a, b)):
+        rel = abs(x["loss"] - y["loss"]) / max(abs(x["loss"]), 1e-30)
+        limit = 1e-6 if k == 0 else 1e-4
+        worst = max(worst, rel)
+        if rel > limit:
+            raise SystemExit(f"FAIL: step {k + 1}: loss {y['loss']} on 2 "
+                             f"ranks, {x['loss']} on 1 (relative {rel:.2e} "
+                             f"> {limit})")
+        if y.get("ranks") != 2 or len(y.get("rank_ms", [])) != 2:
+            raise SystemExit(f"FAIL: step {k + 1}: the log has no per-rank "
+                             f"timings: {y}")
+    print(f"losses: 50 steps, first {a[0]['loss']:.6f} -> last "
+          f"{a[-1]['loss']:.6f}; worst relative difference {worst:.2e}")
+    # Step 1's gradients (rank 0 dumps the averaged ones). A gradient that
+    # is analytically zero (attention's key bias: softmax ignores a shift
+    # of every logit of a row) is float noise in both runs; AdamW turns
+    # noise into full-size steps, so those parameters and their optimizer
+    # state cannot agree and are left out, named.
+    g1, g2 = read_safetensors(one_grads), read_safetensors(two_grads)
+    largest = max(norm(g) for g in g1.values())
+    noise = {k for k, g in g1.items() if norm(g) < 1e-5 * largest}
+    worst_grad = max(relative(g2[k], g1[k]) for k in g1 if k not in noise)
+    print(f"step-1 gradients: {len(g1)} tensors, worst relative difference "
+          f"{worst_grad:.2e}" + (f"; float noise (norm < 1e-5 x the largest, "
+                                 f"left out): {sorted(noise)}" if noise
+                                 else ""))
+    if worst_grad > 1e-5:
+        raise SystemExit("FAIL: the averaged gradients differ by more than "
+                         "1e-5")
+    p1, p2 = read_safetensors(one_save), read_safetensors(two_save)
+    if sorted(p1) != sorted(p2):
+        raise SystemExit(f"FAIL: saved tensors differ: {sorted(p1)} vs "
+                         f"{sorted(p2)}")
+    compared = [k for k in p1 if k.split(":")[-1] not in noise]
+    worst = max(relative(p2[k], p1[k]) for k in compared)
+    print(f"parameters and optimizer state after 50 steps: {len(compared)} "
+          f"of {len(p1)} tensors, worst relative difference {worst:.2e}")
+    if worst > 1e-4:
+        raise SystemExit("FAIL: the parameters differ by more than 1e-4")
+    print("OK")
+    return 0
+
+
+def expect_error(r, *texts):
+    if r.returncode == 0 or any(t not in r.stderr for t in texts):
+        raise SystemExit(f"FAIL: expected an error with {texts}, got exit "
+                         f"{r.returncode}:\n{r.stderr}")
+    print("ok: " + texts[0])
+
+
+def errors(remat, work):
+    tiny = [model_path("mlp_deep"), "--preset", "tiny"]
+    expect_error(run([remat, "compile"] + tiny + ["--ranks", "3"]),
+                 "--ranks 3 does not divide the global batch 8")
+    expect_error(run([remat, "compile"] + tiny + ["--ranks", "0"]),
+                 "--ranks needs a rank count")
+    two = os.path.join(work, "two.plan")
+    must(run([remat, "compile"] + tiny + ["--ranks", "2", "--emit=plan",
+              "-o", two]), "compile --ranks 2")
+    expect_error(run([remat, "run", two, "--steps", "1"]),
+                 "the plan is for 2 ranks", "mpirun -np 2")
+    expect_error(run(MPIRUN + ["3", remat, "run", two, "--steps", "1"],
+                     timeout=120),
+                 "the plan is for 2 ranks", "this run has 3")
+    # Different plans on the ranks: rank 1 reads another file.
+    other = os.path.join(work, "other.plan")
+    must(run([remat, "compile"] + tiny + ["--ranks", "2", "--set",
+              "width=32", "--emit=plan", "-o", other]), "compile other")
+    script = os.path.join(work, "per_rank.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\nif [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then "
+                f"exec {remat} run {other} --steps 1; else exec {remat} run "
+                f"{two} --steps 1; fi\n")
+    os.chmod(script, 0o755)
+    expect_error(run(MPIRUN + ["2", script], timeout=120),
+                 "the ranks run different plans")
+    return 0
+
+
+def rank_killed(remat, work):
+    plan = os.path.join(work, "long.plan")
+    must(run([remat, "compile", model_path("mlp_deep"), "--preset", "tiny",
+              "--ranks", "2", "--emit=plan", "-o", plan]), "compile")
+    log = os.path.join(work, "long.jsonl")
+    proc = subprocess.Popen(MPIRUN + ["2", remat, "run", plan, "--steps",
+                                      "100000000", "--log", log],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    # Wait until the ranks train, then kill rank 1.
+    deadline = time.time() + 60
+    while time.time() < deadline and not (os.path.exists(log) and
+                                          os.path.getsize(log) > 0):
+        time.sleep(0.2)
+    victim = None
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if b"OMPI_COMM_WORLD_RANK=1" in env and plan.encode() in cmd:
+            victim = int(pid)
+    if victim is None:
+        proc.kill()
+        raise SystemExit("FAIL: found no process of rank 1")
+    killed = time.time()
+    os.kill(victim, signal.SIGKILL)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise SystemExit("FAIL: the run did not stop within 60 s of rank 1's "
+                         "death")
+    took = time.time() - killed
+    print(f"stopped {took:.1f} s after rank 1 was killed, exit "
+          f"{proc.returncode}")
+    if proc.returncode == 0 or took > 30:
+        raise SystemExit(f"FAIL: exit {proc.returncode} after {took:.1f} s")
+    if "rank 1" not in err:
+        raise SystemExit(f"FAIL: the error does not name rank 1:\n{err}")
+    print("ok: the error names rank 1: " +
+          next(l for l in err.splitlines() if "rank 1" in l).strip())
+    return 0
+
+
+def main():
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    remat, check = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory(prefix="remat-mpi-") as work:
+        if not mpi_available(remat, work):
+            return SKIP
+        if check == "parity":
+            frac = None
+            if "--budget-frac" in sys.argv:
+                frac = float(sys.argv[sys.argv.index("--budget-frac") + 1])
+            return parity(remat, work, sys.argv[3], sys.argv[4], frac)
+        if check == "errors":
+            return errors(remat, work)
+        if check == "rank-killed":
+            return rank_killed(remat, work)
+    raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

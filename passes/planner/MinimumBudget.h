@@ -48,8 +48,11 @@ struct MinimumSearchOptions {
   /// Time limit of each MILP run.
   double exactSeconds = 10.0;
   /// Time limit handed to the heuristic per probe. Fixed, so that the
-  /// answer does not depend on a command's --time-limit.
-  double heuristicSeconds = 2.0;
+  /// answer does not depend on a command's --time-limit, and equal to the
+  /// least the heuristic gets anywhere (kHeuristicMinSeconds): its limit is
+  /// a work budget (kHeuristicWorkPerSecond), so a probe that succeeds here
+  /// succeeds in auto at the same budget too, whatever the machine's load.
+  double heuristicSeconds = kHeuristicMinSeconds;
 };
 
 /// The smallest budget at which a solver finds a schedule of `problem`:

@@ -60,7 +60,8 @@ struct MinimumSearchOptions {
 /// heuristic, per-block, sqrt or the chain DP finds a schedule" (the
 /// feasibility of auto, which runs them all), then on graphs of up to
 /// exactMaxNodes nodes the exact MILP 1% below, repeatedly, until it fails
-/// or proves infeasibility. Deterministic but for the MILP's time limits.
+/// or proves infeasibility. Deterministic but for the MILP's and the DP's
+/// time limits (the heuristic's is a work budget).
 MinimumBudget searchMinimumBudget(const Problem &problem,
                                   const MinimumSearchOptions &options =
                                       MinimumSearchOptions());

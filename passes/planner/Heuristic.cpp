@@ -13,6 +13,11 @@
 //      known distance to the next use (Belady), since the schedule is static.
 //   4. Repeat with several alpha values and eviction headrooms; keep the
 //      cheapest run that completed.
+// The time limit is spent as a work budget (eviction candidates scored,
+// recompute-cost visits, computes; kWorkPerSecond per second), not by the
+// clock: the same problem, budget and limit give the same answer on an idle
+// and on a loaded machine, so a budget at which the minimum search found a
+// schedule is one at which auto finds it again.
 // One run is O(sum over computes of live-set size); no optimality claim:
 // on Checkmate's graphs it is typically within tens of percent of the MILP
 // at tight budgets (see docs/planner.md).
@@ -21,7 +26,6 @@
 #include "passes/planner/Solvers.h"
 #include "passes/planner/Staged.h"
 
-#include <chrono>
 #include <cmath>
 
 namespace remat {
@@ -59,6 +63,8 @@ class RecomputeCost {
 public:
   explicit RecomputeCost(const Problem &problem)
       : problem(problem), stamp(problem.size(), 0) {}
+  /// Nodes visited so far (the heuristic's work count).
+  int64_t visits = 0;
   double operator()(int v, const std::vector<char> &live) {
     ++stampValue;
     double total = 0;
@@ -77,6 +83,7 @@ public:
         }
       }
     }
+    visits += visited;
     // Unvisited non-live ancestors: charge them as much again.
     return stack.empty() ? total : 2 * total;
   }
@@ -115,12 +122,19 @@ int nonLiveOperands(const Problem &problem, int v,
 /// stage recomputed: keeping some of them is what would have let it fit.
 bool runOnce(const Problem &problem, const UseInfo &uses, int64_t budget,
              const HeuristicParams &params, EventList &schedule, double &cost,
-             std::string &error, const std::vector<char> *protect = nullptr,
+             std::string &error, int64_t &work,
+             const std::vector<char> *protect = nullptr,
              std::vector<int> *failedStage = nullptr) {
   int n = problem.size();
   StagedBuilder builder(problem, uses);
   RecomputeCost recomputeCost(problem);
   cost = 0;
+  struct Count {
+    int64_t &work;
+    RecomputeCost &costs;
+    int64_t own = 0;
+    ~Count() { work += own + costs.visits; }
+  } count{work, recomputeCost};
   for (int t = 0; t < n; ++t) {
     std::vector<int> stageNodes = builder.closure(t, error);
     if (!error.empty())
@@ -136,6 +150,7 @@ bool runOnce(const Problem &problem, const UseInfo &uses, int64_t budget,
                (params.headroom > 0 && builder.memory + need > target)) {
           int bestNode = -1;
           double bestScore = 0;
+          count.own += static_cast<int64_t>(builder.liveList.size());
           for (int v : builder.liveList) {
             const Node &node = problem.nodes[v];
             if (!node.recomputable || uses.required[v] || node.bytes == 0)
@@ -176,6 +191,7 @@ bool runOnce(const Problem &problem, const UseInfo &uses, int64_t budget,
         }
       }
       builder.compute(k);
+      ++count.own;
       cost += problem.nodes[k].cost;
       auto settle = [&](int v) {
         if (!builder.live[v] || builder.lastReadPos[v] > pos)
@@ -204,6 +220,9 @@ public:
         builder(problem, uses), recomputeCost(problem),
         locks(problem.size(), 0),
         pending(problem.size(), 0) {}
+
+  /// Work done (as runOnce counts it).
+  int64_t work() const { return ownWork + recomputeCost.visits; }
 
   bool run(EventList &schedule, double &cost, std::string &error) {
     int n = problem.size();
@@ -248,6 +267,7 @@ private:
       ok = makeRoom(node.bytes, v, error);
     if (ok) {
       builder.compute(v);
+      ++ownWork;
       totalCost += node.cost;
       touched.push_back(v);
     }
@@ -264,6 +284,7 @@ private:
     while (builder.memory + bytes > budget) {
       int bestNode = -1;
       double bestScore = 0;
+      ownWork += static_cast<int64_t>(builder.liveList.size());
       for (int v : builder.liveList) {
         const Node &node = problem.nodes[v];
         if (locks[v] || !node.recomputable || uses.required[v] ||
@@ -302,15 +323,18 @@ private:
   std::vector<int> touched;
   int stage = 0;
   double totalCost = 0;
+  int64_t ownWork = 0;
 };
 
 } // namespace
 
 SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
                             double timeLimitSeconds, CountingMode mode) {
-  auto start = std::chrono::steady_clock::now();
   UseInfo uses(problem);
   SolverOutput out;
+  // The work done so far, in seconds of this machine (see the top).
+  int64_t work = 0;
+  auto spent = [&] { return double(work) / kHeuristicWorkPerSecond; };
   double bestCost = 0;
   const HeuristicParams variants[] = {
       {1.0, 0.0}, {2.0, 0.0}, {0.5, 0.0}, {1.0, 0.1}, {0.0, 0.0}, {3.0, 0.0},
@@ -321,11 +345,15 @@ SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
       EventList schedule;
       double cost = 0;
       std::string error;
-      bool ok = variant == 0
-                    ? runOnce(problem, uses, budgetBytes, params, schedule,
-                              cost, error)
-                    : EventDtr(problem, uses, budgetBytes, params)
-                          .run(schedule, cost, error);
+      bool ok;
+      if (variant == 0) {
+        ok = runOnce(problem, uses, budgetBytes, params, schedule, cost,
+                     error, work);
+      } else {
+        EventDtr dtr(problem, uses, budgetBytes, params);
+        ok = dtr.run(schedule, cost, error);
+        work += dtr.work();
+      }
       if (ok) {
         if (!out.found || cost < bestCost) {
           out.found = true;
@@ -336,11 +364,8 @@ SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
         out.message = error;
       }
     }
-    double elapsed = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
     // Stop when the next run would likely exceed the limit.
-    if (elapsed * 2 > timeLimitSeconds)
+    if (spent() * 2 > timeLimitSeconds)
       break;
   }
   // Nothing found: repair. Each failing run names the values its failing
@@ -351,17 +376,14 @@ SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
     HeuristicParams params = variants[setting];
     params.shallow = setting >= 2;
     for (int round = 0; !out.found && round < 32; ++round) {
-      double elapsed = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
-      if (elapsed * 2 > timeLimitSeconds)
+      if (spent() * 2 > timeLimitSeconds)
         break;
       EventList schedule;
       double cost = 0;
       std::string error;
       std::vector<int> failed;
       if (runOnce(problem, uses, budgetBytes, params, schedule, cost, error,
-                  &protect, &failed)) {
+                  work, &protect, &failed)) {
         out.found = true;
         out.schedule = std::move(schedule);
         break;
@@ -378,10 +400,7 @@ SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
   // shallow evictions, until one completes (a feasibility search: the
   // budget is tight, cost matters less), or 48 runs, or half the limit.
   for (unsigned seed = 1; !out.found && seed <= 48; ++seed) {
-    double elapsed = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
-    if (elapsed * 2 > timeLimitSeconds)
+    if (spent() * 2 > timeLimitSeconds)
       break;
     HeuristicParams params = variants[seed % 8];
     params.seed = seed;
@@ -389,7 +408,8 @@ SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
     EventList schedule;
     double cost = 0;
     std::string error;
-    if (runOnce(problem, uses, budgetBytes, params, schedule, cost, error)) {
+    if (runOnce(problem, uses, budgetBytes, params, schedule, cost, error,
+                work)) {
       out.found = true;
       out.schedule = std::move(schedule);
     }

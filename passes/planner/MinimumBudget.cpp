@@ -69,6 +69,23 @@ MinimumBudget searchMinimumBudget(const Problem &input,
       low = mid;
     }
   }
+  // The heuristic's success is not monotone in the budget (a probe may
+  // fail where a smaller budget succeeds: on a 1,000-node layered graph the
+  // bisection stopped at 0.186 of store-all, the heuristic plans at 0.177),
+  // so scan below the bisection's answer: up to kScanProbes budgets 0.2% of
+  // the store-all peak apart, restarting below each success.
+  constexpr int kScanProbes = 8;
+  for (int i = 1, probes = 0; probes < kScanProbes; ++i, ++probes) {
+    int64_t budget = high - i * 2 * step;
+    if (budget < bound.bytes)
+      break;
+    int64_t peak = probe(budget, solver);
+    if (peak >= 0) {
+      high = peak;
+      m.solver = solver;
+      i = 0;
+    }
+  }
   m.minFeasibleBytes = high;
   if (problem.size() <= options.exactMaxNodes &&
       m.minFeasibleBytes > bound.bytes) {

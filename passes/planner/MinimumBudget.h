@@ -48,8 +48,11 @@ struct MinimumSearchOptions {
   /// Time limit of each MILP run.
   double exactSeconds = 10.0;
   /// Time limit handed to the heuristic per probe. Fixed, so that the
-  /// answer does not depend on a command's --time-limit.
-  double heuristicSeconds = 2.0;
+  /// answer does not depend on a command's --time-limit, and equal to the
+  /// least the heuristic gets anywhere (kHeuristicMinSeconds): its limit is
+  /// a work budget (kHeuristicWorkPerSecond), so a probe that succeeds here
+  /// succeeds in auto at the same budget too, whatever the machine's load.
+  double heuristicSeconds = kHeuristicMinSeconds;
 };
 
 /// The smallest budget at which a solver finds a schedule of `problem`:
@@ -57,7 +60,8 @@ struct MinimumSearchOptions {
 /// heuristic, per-block, sqrt or the chain DP finds a schedule" (the
 /// feasibility of auto, which runs them all), then on graphs of up to
 /// exactMaxNodes nodes the exact MILP 1% below, repeatedly, until it fails
-/// or proves infeasibility. Deterministic but for the MILP's time limits.
+/// or proves infeasibility. Deterministic but for the MILP's and the DP's
+/// time limits (the heuristic's is a work budget).
 MinimumBudget searchMinimumBudget(const Problem &problem,
                                   const MinimumSearchOptions &options =
                                       MinimumSearchOptions());

@@ -135,7 +135,8 @@ SolveResult solveOneQuietly(const Problem &problem, int64_t budget,
   case SolverKind::Heuristic:
     return finish(problem, budget, options, name,
                   solveHeuristic(problem, budget,
-                                 std::max(1.0, options.timeLimitSeconds),
+                                 std::max(kHeuristicMinSeconds,
+                                          options.timeLimitSeconds),
                                  options.mode),
                   start);
   case SolverKind::ChainDp:

@@ -157,6 +157,16 @@ SolverOutput solvePerBlock(const Problem &problem);
 /// points is a checkpoint.
 SolverOutput solveSqrtN(const Problem &problem);
 
+/// The heuristic's time limit is a work budget: this many units (eviction
+/// candidates scored, recompute-cost visits, computes) per second, measured
+/// on the project's 2-core machine, so that its answer does not depend on
+/// the machine's load (Heuristic.cpp).
+constexpr double kHeuristicWorkPerSecond = 1e8;
+/// The least time limit the heuristic gets (SolveOptions::timeLimitSeconds
+/// when larger): the minimum search probes with exactly this, so auto at
+/// any limit finds a schedule wherever the search found one.
+constexpr double kHeuristicMinSeconds = 2.0;
+
 /// DTR-style heuristic (Kirisame et al. 2021). See Heuristic.cpp for the
 /// algorithm. In Checkmate mode only the stage-structured variant runs; in
 /// Event mode also the on-demand recursive one, and the cheaper wins.

@@ -57,3 +57,31 @@ TEST_CASE("minimum feasible budget of small training DAGs is exact to 1%",
     checkAgainstExhaustive(remat::planner::test::randomTrainingDag(seed, 4));
   }
 }
+
+TEST_CASE("auto plans at the searched minimum of a large training DAG",
+          "[planner]") {
+  // 1,201 nodes: no MILP; the minimum is the heuristic's, whose failing
+  // probes spend their whole work budget on restarts. Its limit counts
+  // work, not time, so auto (1 s, raised to the heuristic's floor) repeats
+  // the search's successful probe however loaded the machine is.
+  Problem problem = remat::planner::test::randomTrainingDag(3, 600);
+  MinimumBudget m = searchMinimumBudget(problem);
+  INFO("bound " << m.lowerBoundBytes << ", minimum " << m.minFeasibleBytes
+                << " (" << m.solver << ")");
+  REQUIRE(m.minFeasibleBytes < storeAllPeak(problem));
+  SolveOptions options;
+  options.mode = CountingMode::Checkmate;
+  options.timeLimitSeconds = 1;
+  SolveResult first = solve(problem, m.minFeasibleBytes, SolverKind::Auto,
+                            options);
+  REQUIRE(first.ok);
+  CHECK(first.stats.peakBytes <= m.minFeasibleBytes);
+  // The heuristic alone, twice: the same schedule cost.
+  SolveResult a = solve(problem, m.minFeasibleBytes, SolverKind::Heuristic,
+                        options);
+  SolveResult b = solve(problem, m.minFeasibleBytes, SolverKind::Heuristic,
+                        options);
+  REQUIRE(a.ok == b.ok);
+  if (a.ok)
+    CHECK(a.stats.cost == b.stats.cost);
+}

@@ -10,7 +10,7 @@ packages=(cmake ninja-build g++ pkg-config python3
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   catch2 nlohmann-json3-dev coinor-libcbc-dev libopenblas-dev
   libonnx-dev libdnnl-dev
-  python3-torch python3-numpy)
+  python3-torch python3-numpy python3-onnx)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

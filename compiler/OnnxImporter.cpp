@@ -99,6 +99,38 @@ const char *elemTypeName(int elemType) {
              : "unknown";
 }
 
+/// Whether `s` is valid UTF-8 (protobuf does not check the strings of a
+/// proto2 file; names reach JSON, the plan and the weights file's header).
+bool isValidUtf8(const std::string &s) {
+  // RFC 3629: no overlong forms, surrogates or code points past U+10FFFF.
+  size_t i = 0;
+  auto in = [&](size_t k, unsigned lo, unsigned hi) {
+    if (k >= s.size())
+      return false;
+    unsigned c = static_cast<unsigned char>(s[k]);
+    return c >= lo && c <= hi;
+  };
+  while (i < s.size()) {
+    unsigned c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      i += 1;
+    } else if (c >= 0xC2 && c <= 0xDF && in(i + 1, 0x80, 0xBF)) {
+      i += 2;
+    } else if (c >= 0xE0 && c <= 0xEF &&
+               in(i + 1, c == 0xE0 ? 0xA0 : 0x80, c == 0xED ? 0x9F : 0xBF) &&
+               in(i + 2, 0x80, 0xBF)) {
+      i += 3;
+    } else if (c >= 0xF0 && c <= 0xF4 &&
+               in(i + 1, c == 0xF0 ? 0x90 : 0x80, c == 0xF4 ? 0x8F : 0xBF) &&
+               in(i + 2, 0x80, 0xBF) && in(i + 3, 0x80, 0xBF)) {
+      i += 4;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// The compute ops (mapped onto graph ops) and the ops folded when their
 /// inputs are constant; each with the attributes it accepts.
 const std::map<std::string, std::set<std::string>> &onnxOpAttributes() {
@@ -192,6 +224,7 @@ private:
   }
 
   void parse();
+  void checkStrings();
   void checkAndInferShapes();
   std::string isolated(const std::string &what,
                        const std::function<std::string()> &work,
@@ -290,12 +323,52 @@ void OnnxReader::parse() {
       opset = int(set.version());
   if (opset == 0)
     fail("the model imports no opset of the default ONNX domain");
+  checkStrings();
   if (opset < kMinOnnxOpset || opset > kMaxOnnxOpset)
     fail("opset " + std::to_string(opset) +
          " is not supported: this remat reads opsets " +
          std::to_string(kMinOnnxOpset) + " to " +
          std::to_string(kMaxOnnxOpset) +
          " (export with torch.onnx.export(..., opset_version=17))");
+}
+
+/// Every name in the graph is valid UTF-8 (a flipped byte in a name would
+/// otherwise surface as a JSON library error far from the file).
+void OnnxReader::checkStrings() {
+  auto check = [&](const std::string &text, const std::string &what) {
+    if (!isValidUtf8(text))
+      fail(what + " is not valid UTF-8 (a corrupt file)");
+  };
+  const onnx::GraphProto &g = proto.graph();
+  check(g.name(), "the graph's name");
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto &n = g.node(i);
+    std::string where = "the name or an input or output of node " +
+                        std::to_string(i);
+    check(n.name(), where);
+    check(n.op_type(), where);
+    check(n.domain(), where);
+    for (const std::string &name : n.input())
+      check(name, where);
+    for (const std::string &name : n.output())
+      check(name, where);
+    for (const onnx::AttributeProto &a : n.attribute()) {
+      check(a.name(), "an attribute name of node " + std::to_string(i));
+      check(a.s(), "a string attribute of node " + std::to_string(i));
+    }
+  }
+  for (const auto *list : {&g.input(), &g.output(), &g.value_info()})
+    for (const onnx::ValueInfoProto &v : *list) {
+      check(v.name(), "the name of a graph input, output or value_info");
+      for (const auto &dim : v.type().tensor_type().shape().dim())
+        check(dim.dim_param(), "a dimension name of '" + v.name() + "'");
+    }
+  for (const onnx::TensorProto &t : g.initializer()) {
+    check(t.name(), "the name of an initializer");
+    for (const auto &entry : t.external_data())
+      check(entry.value(), "the external data of initializer '" + t.name() +
+                               "'");
+  }
 }
 
 /// Runs `work` in a child process and returns what it wrote: libonnx's
@@ -364,9 +437,19 @@ std::string OnnxReader::isolated(const std::string &what,
          std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
   failed = result[0] == 'E';
   std::string text = result.substr(1);
-  if (failed)
+  if (failed) {
+    // One line: libonnx lists an error per node, most of them consequences
+    // of the first.
     while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
       text.pop_back();
+    size_t newline = text.find('\n');
+    if (newline != std::string::npos) {
+      size_t more = size_t(std::count(text.begin() + long(newline),
+                                      text.end(), '\n'));
+      text = text.substr(0, newline) + " (and " + std::to_string(more) +
+             " more line" + (more == 1 ? "" : "s") + ")";
+    }
+  }
   return text;
 }
 
@@ -401,6 +484,14 @@ void OnnxReader::checkAndInferShapes() {
       continue;
     if (!input.type().has_tensor_type())
       fail("input '" + input.name() + "' is not a tensor");
+    // (Before shape inference, whose error for this is less clear.)
+    int elemType = input.type().tensor_type().elem_type();
+    if (elemType != onnx::TensorProto::FLOAT &&
+        elemType != onnx::TensorProto::INT64 &&
+        elemType != onnx::TensorProto::INT32)
+      fail("input '" + input.name() + "' is " + elemTypeName(elemType) +
+           "; this remat imports float (f32) and integer (int64, int32) "
+           "inputs only");
     onnx::TensorShapeProto *shape =
         input.mutable_type()->mutable_tensor_type()->mutable_shape();
     auto given = options.training.inputShapes.find(input.name());

@@ -82,6 +82,8 @@ ELEM_TYPES = [0, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 17, 99, -1]
 
 def export_seeds(folder, names=None):
     """Exports the seed models; returns [(name, bytes, flags)]."""
+    import warnings
+    warnings.filterwarnings("ignore")   # torch.onnx's export notes
     import export_onnx
     seeds = []
     for stem, model, kwargs, flags in SEEDS:
@@ -573,6 +575,7 @@ def main(argv=None):
         return SKIP
     if not os.access(args.binary, os.X_OK):
         p.error("binary %r is not executable" % args.binary)
+    args.binary = os.path.abspath(args.binary)   # runs start in scratch dirs
     classes = [c for c in args.classes.split(",") if c]
     for c in classes:
         if c not in CLASSES:
@@ -616,7 +619,7 @@ def main(argv=None):
             yield i, cls, stem, flags, mutant, detail
 
     def job(i, cls, stem, flags, mutant, detail):
-        return (i, cls, stem, mutant, detail) + run_mutant(
+        return (i, cls, stem, flags, mutant, detail) + run_mutant(
             args.binary, mutant, flags, args.timeout, workdir,
             not args.no_train)
 
@@ -633,7 +636,7 @@ def main(argv=None):
                 pending.append(pool.submit(job, *item))
             if not pending:
                 break
-            i, cls, stem, mutant, detail, kind, stage, rc, stderr = \
+            i, cls, stem, flags, mutant, detail, kind, stage, rc, stderr = \
                 pending.pop(0).result()
             n += 1
             outcome = kind if kind in FAILURES else (

@@ -36,6 +36,10 @@ outcome (the judging is tools/fuzz_inputs.py's, made stricter):
   resource the memory guard stopped the run (huge sizes must be refused
            before anything is allocated, so this is a failure too)
 
+It prints the outcomes per class, and the errors per class by the check
+that refused the mutant (parse, checker, inference: libonnx's; importer:
+remat's; train: the training step).
+
 Every failing input is saved in OUT_DIR (one per distinct signature, with
 the mutation and stderr next to it in .stderr) to reproduce:
 `remat compile OUT_DIR/crash-<hash>.onnx`. Exit 0 when nothing failed,
@@ -528,6 +532,22 @@ def run_mutant(binary, data, flags, timeout, workdir, train):
 
 
 FAILURES = ("crash", "hang", "unclear", "resource")
+SOURCES = ["parse", "checker", "inference", "importer", "train"]
+
+
+def error_source(stage, stderr):
+    """Which check refused a mutant: the protobuf parser, the ONNX checker,
+    ONNX shape inference, remat's importer (and planner), or the training
+    run."""
+    if stage == "train":
+        return "train"
+    if "does not parse" in stderr or "not a valid ONNX model" in stderr:
+        return "parse"
+    if "ONNX checker" in stderr:
+        return "checker"
+    if "shape inference" in stderr:
+        return "inference"
+    return "importer"
 
 
 def main(argv=None):
@@ -606,6 +626,7 @@ def main(argv=None):
     rng = random.Random(rng_seed)
     mutator = OnnxMutator(rng)
     counts = collections.defaultdict(collections.Counter)   # class -> outcome
+    sources = collections.defaultdict(collections.Counter)  # class -> source
     seen = {}
     start = time.time()
 
@@ -642,6 +663,8 @@ def main(argv=None):
             outcome = kind if kind in FAILURES else (
                 "ok" if kind == "ok" else "error")
             counts[cls][outcome] += 1
+            if outcome == "error":
+                sources[cls][error_source(stage, stderr)] += 1
             if args.verbose:
                 last = (stderr.strip().splitlines() or [""])[-1]
                 print("[%d] %s %s %s: %s -> %s (%s) %s" % (
@@ -678,6 +701,11 @@ def main(argv=None):
     print("%-10s %s %6d" % ("all", " ".join("%8d" % total[o]
                                             for o in outcomes),
                             sum(total.values())))
+    print("errors by the check that refused the mutant:")
+    print("%-10s %s" % ("class", " ".join("%9s" % x for x in SOURCES)))
+    for cls in classes:
+        print("%-10s %s" % (cls, " ".join("%9d" % sources[cls][x]
+                                          for x in SOURCES)))
     for sig, e in sorted(seen.items()):
         print("  %5d x %s\n          %s" % (e["count"], sig, e["file"]))
     for name in os.listdir(workdir):

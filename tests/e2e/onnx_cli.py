@@ -442,6 +442,14 @@ def fuzz_found(remat, work):
     expect(run(remat, "compile", mutant("input.onnx", huge_input)), 1,
            "input.onnx", "input 'x'", "more than 2^62")
 
+    # A plan far past the machine's memory: the run refuses it, and its
+    # error named the temporary plan instead of the model.
+    def big_batch(m):
+        m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2**34
+        m.graph.output[0].type.tensor_type.shape.dim[0].dim_value = 2**34
+    expect(run(remat, "train", mutant("big.onnx", big_batch), "--steps", "1"),
+           1, "big.onnx", "more than this machine's memory")
+
     def undefined(m):
         m.graph.input[0].type.tensor_type.elem_type = 0
     expect(run(remat, "compile", mutant("undefined.onnx", undefined)), 1,

@@ -35,7 +35,10 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -43,6 +46,9 @@
 #include <limits>
 #include <set>
 #include <sstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using nlohmann::json;
 
@@ -91,6 +97,38 @@ const char *elemTypeName(int elemType) {
                    onnx::TensorProto::DataType(elemType))
                    .c_str()
              : "unknown";
+}
+
+/// Whether `s` is valid UTF-8 (protobuf does not check the strings of a
+/// proto2 file; names reach JSON, the plan and the weights file's header).
+bool isValidUtf8(const std::string &s) {
+  // RFC 3629: no overlong forms, surrogates or code points past U+10FFFF.
+  size_t i = 0;
+  auto in = [&](size_t k, unsigned lo, unsigned hi) {
+    if (k >= s.size())
+      return false;
+    unsigned c = static_cast<unsigned char>(s[k]);
+    return c >= lo && c <= hi;
+  };
+  while (i < s.size()) {
+    unsigned c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      i += 1;
+    } else if (c >= 0xC2 && c <= 0xDF && in(i + 1, 0x80, 0xBF)) {
+      i += 2;
+    } else if (c >= 0xE0 && c <= 0xEF &&
+               in(i + 1, c == 0xE0 ? 0xA0 : 0x80, c == 0xED ? 0x9F : 0xBF) &&
+               in(i + 2, 0x80, 0xBF)) {
+      i += 3;
+    } else if (c >= 0xF0 && c <= 0xF4 &&
+               in(i + 1, c == 0xF0 ? 0x90 : 0x80, c == 0xF4 ? 0x8F : 0xBF) &&
+               in(i + 2, 0x80, 0xBF) && in(i + 3, 0x80, 0xBF)) {
+      i += 4;
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 /// The compute ops (mapped onto graph ops) and the ops folded when their
@@ -186,7 +224,11 @@ private:
   }
 
   void parse();
+  void checkStrings();
   void checkAndInferShapes();
+  std::string isolated(const std::string &what,
+                       const std::function<std::string()> &work,
+                       bool &failed);
   void readInputs();
   void importNode();
   void addLoss();
@@ -194,6 +236,7 @@ private:
   void readOptimizer();
 
   std::string uniqueName(const std::string &wanted);
+  int64_t elementCount(const onnx::TensorProto &t);
   std::vector<float> initializerFloats(const onnx::TensorProto &t);
   Constant tensorConstant(const onnx::TensorProto &t);
   void checkFrozen();
@@ -280,6 +323,7 @@ void OnnxReader::parse() {
       opset = int(set.version());
   if (opset == 0)
     fail("the model imports no opset of the default ONNX domain");
+  checkStrings();
   if (opset < kMinOnnxOpset || opset > kMaxOnnxOpset)
     fail("opset " + std::to_string(opset) +
          " is not supported: this remat reads opsets " +
@@ -288,15 +332,138 @@ void OnnxReader::parse() {
          " (export with torch.onnx.export(..., opset_version=17))");
 }
 
-void OnnxReader::checkAndInferShapes() {
-  try {
-    onnx::checker::check_model(path);
-  } catch (const std::exception &e) {
-    std::string what = e.what();
-    while (!what.empty() && (what.back() == '\n' || what.back() == ' '))
-      what.pop_back();
-    fail("the ONNX checker rejects the model: " + what);
+/// Every name in the graph is valid UTF-8 (a flipped byte in a name would
+/// otherwise surface as a JSON library error far from the file).
+void OnnxReader::checkStrings() {
+  auto check = [&](const std::string &text, const std::string &what) {
+    if (!isValidUtf8(text))
+      fail(what + " is not valid UTF-8 (a corrupt file)");
+  };
+  const onnx::GraphProto &g = proto.graph();
+  check(g.name(), "the graph's name");
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto &n = g.node(i);
+    std::string where = "the name or an input or output of node " +
+                        std::to_string(i);
+    check(n.name(), where);
+    check(n.op_type(), where);
+    check(n.domain(), where);
+    for (const std::string &name : n.input())
+      check(name, where);
+    for (const std::string &name : n.output())
+      check(name, where);
+    for (const onnx::AttributeProto &a : n.attribute()) {
+      check(a.name(), "an attribute name of node " + std::to_string(i));
+      check(a.s(), "a string attribute of node " + std::to_string(i));
+    }
   }
+  for (const auto *list : {&g.input(), &g.output(), &g.value_info()})
+    for (const onnx::ValueInfoProto &v : *list) {
+      check(v.name(), "the name of a graph input, output or value_info");
+      for (const auto &dim : v.type().tensor_type().shape().dim())
+        check(dim.dim_param(), "a dimension name of '" + v.name() + "'");
+    }
+  for (const onnx::TensorProto &t : g.initializer()) {
+    check(t.name(), "the name of an initializer");
+    for (const auto &entry : t.external_data())
+      check(entry.value(), "the external data of initializer '" + t.name() +
+                               "'");
+  }
+}
+
+/// Runs `work` in a child process and returns what it wrote: libonnx's
+/// checker and shape inference functions can crash on a malformed model
+/// (an input without a type, a rank they assume; onnx/onnx#6180, #6185),
+/// and such a crash must be an error about the file, not a crash of remat.
+/// `work` returns its result, or throws for an error (whose message is
+/// returned with `failed` set).
+std::string OnnxReader::isolated(const std::string &what,
+                                 const std::function<std::string()> &work,
+                                 bool &failed) {
+  int fds[2];
+  if (pipe(fds) != 0)
+    fail("cannot create a pipe for " + what);
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    fail("cannot fork for " + what);
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    std::string result;
+    try {
+      result = "O" + work();
+    } catch (const std::exception &e) {
+      result = std::string("E") + e.what();
+    } catch (...) {
+      result = "Eunknown exception";
+    }
+    const char *p = result.data();
+    size_t left = result.size();
+    while (left > 0) {
+      ssize_t n = ::write(fds[1], p, left);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        _exit(3);
+      p += n;
+      left -= size_t(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string result;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    result.append(buffer, size_t(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    fail(what + " crashed on the model (" + strsignal(WTERMSIG(status)) +
+         "): the file is malformed (check it with onnx.checker."
+         "check_model(..., full_check=True))");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || result.empty())
+    fail(what + " failed on the model (exit status " +
+         std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")");
+  failed = result[0] == 'E';
+  std::string text = result.substr(1);
+  if (failed) {
+    // One line: libonnx lists an error per node, most of them consequences
+    // of the first.
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+      text.pop_back();
+    size_t newline = text.find('\n');
+    if (newline != std::string::npos) {
+      size_t more = size_t(std::count(text.begin() + long(newline),
+                                      text.end(), '\n'));
+      text = text.substr(0, newline) + " (and " + std::to_string(more) +
+             " more line" + (more == 1 ? "" : "s") + ")";
+    }
+  }
+  return text;
+}
+
+void OnnxReader::checkAndInferShapes() {
+  bool failed = false;
+  std::string message = isolated(
+      "the ONNX checker",
+      [&] {
+        onnx::checker::check_model(path);
+        return std::string();
+      },
+      failed);
+  if (failed)
+    fail("the ONNX checker rejects the model: " + message);
 
   // Inputs with dynamic dims get theirs from --input-shape.
   std::set<std::string> inputNames;
@@ -317,6 +484,14 @@ void OnnxReader::checkAndInferShapes() {
       continue;
     if (!input.type().has_tensor_type())
       fail("input '" + input.name() + "' is not a tensor");
+    // (Before shape inference, whose error for this is less clear.)
+    int elemType = input.type().tensor_type().elem_type();
+    if (elemType != onnx::TensorProto::FLOAT &&
+        elemType != onnx::TensorProto::INT64 &&
+        elemType != onnx::TensorProto::INT32)
+      fail("input '" + input.name() + "' is " + elemTypeName(elemType) +
+           "; this remat imports float (f32) and integer (int64, int32) "
+           "inputs only");
     onnx::TensorShapeProto *shape =
         input.mutable_type()->mutable_tensor_type()->mutable_shape();
     auto given = options.training.inputShapes.find(input.name());
@@ -358,15 +533,27 @@ void OnnxReader::checkAndInferShapes() {
     }
   }
 
-  try {
-    onnx::ShapeInferenceOptions inference(/*check_type=*/true,
-                                          /*strict_mode=*/1,
-                                          /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(),
-                                       inference);
-  } catch (const std::exception &e) {
-    fail(std::string("ONNX shape inference fails: ") + e.what());
-  }
+  // In a child process (isolated()); it sends back the inferred shapes.
+  std::string inferred = isolated(
+      "ONNX shape inference",
+      [&] {
+        onnx::ShapeInferenceOptions inference(/*check_type=*/true,
+                                              /*strict_mode=*/1,
+                                              /*data_prop=*/true);
+        onnx::shape_inference::InferShapes(
+            proto, onnx::OpSchemaRegistry::Instance(), inference);
+        onnx::GraphProto shapes;
+        *shapes.mutable_value_info() = proto.graph().value_info();
+        return shapes.SerializeAsString();
+      },
+      failed);
+  if (failed)
+    fail("ONNX shape inference fails: " + inferred);
+  onnx::GraphProto shapes;
+  if (!shapes.ParseFromString(inferred))
+    fail("ONNX shape inference returned no shapes");
+  proto.mutable_graph()->mutable_value_info()->Swap(
+      shapes.mutable_value_info());
   for (const onnx::ValueInfoProto &info : proto.graph().value_info()) {
     if (!info.type().has_tensor_type() ||
         !info.type().tensor_type().has_shape())
@@ -414,6 +601,11 @@ void OnnxReader::readInputs() {
                                                           : "i32";
     for (const auto &dim : tensor.shape().dim())
       v.type.shape.push_back(dim.dim_value());
+    try {
+      v.type.bytes(); // a size past 2^62 bytes is refused here
+    } catch (const std::overflow_error &e) {
+      fail("input '" + input.name() + "': " + e.what());
+    }
     // Integer inputs (token ids) get their generator where an embedding
     // reads them (its table's rows bound them; importEmbedding).
     if (elemType == onnx::TensorProto::FLOAT)
@@ -427,35 +619,76 @@ void OnnxReader::readInputs() {
   }
 }
 
+/// The element count of an initializer or constant tensor, checked before
+/// anything is allocated for it: no negative dimension and fewer than 2^59
+/// elements, so that byte counts of 8-byte elements fit int64. (Its data,
+/// checked against the count next, bounds what is allocated.)
+int64_t OnnxReader::elementCount(const onnx::TensorProto &t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0)
+      fail("tensor '" + t.name() + "' has a negative dimension " +
+           std::to_string(d));
+    if (d > 0 && n > (int64_t(1) << 59) / d)
+      fail("tensor '" + t.name() + "' has " +
+           std::to_string(t.dims_size()) +
+           " dimensions whose product overflows (more than 2^59 elements)");
+    n *= d;
+  }
+  return n;
+}
+
 std::vector<float> OnnxReader::initializerFloats(const onnx::TensorProto &t) {
-  int64_t count = 1;
-  for (int64_t d : t.dims())
-    count *= d;
+  int64_t count = elementCount(t);
   std::string where = "initializer '" + t.name() + "'";
-  std::vector<float> values(size_t(count), 0.0f);
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
+    auto number = [&](const std::string &key, const std::string &text) {
+      int64_t v = -1;
+      auto [end, ec] =
+          std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc() || end != text.data() + text.size() || v < 0)
+        fail(where + ": its external data has " + key + " '" + text +
+             "', not a non-negative integer");
+      return v;
+    };
     for (const auto &entry : t.external_data()) {
       if (entry.key() == "location")
         location = entry.value();
       else if (entry.key() == "offset")
-        offset = std::stoll(entry.value());
+        offset = number("offset", entry.value());
       else if (entry.key() == "length")
-        length = std::stoll(entry.value());
+        length = number("length", entry.value());
     }
-    std::filesystem::path file =
-        std::filesystem::path(path).parent_path() / location;
-    if (location.empty() || std::filesystem::path(location).is_absolute())
+    std::filesystem::path relative(location);
+    if (location.empty() || relative.is_absolute() ||
+        location.find('\0') != std::string::npos)
       fail(where + ": its external data has no relative 'location'");
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
+    for (const auto &part : relative)
+      if (part == "..")
+        fail(where + ": its external data file '" + location +
+             "' is outside the model's folder");
+    std::filesystem::path file =
+        std::filesystem::path(path).parent_path() / relative;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec))
       fail(where + ": cannot open its external data file '" + file.string() +
            "'");
     int64_t bytes = count * 4;
     if (length >= 0 && length != bytes)
       fail(where + ": its external data has " + std::to_string(length) +
            " bytes, expected " + std::to_string(bytes));
+    auto size = std::filesystem::file_size(file, ec);
+    if (ec || offset > int64_t(size) || int64_t(size) - offset < bytes)
+      fail(where + ": its external data file '" + file.string() +
+           "' ends before offset " + std::to_string(offset) + " + " +
+           std::to_string(bytes) + " bytes");
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+      fail(where + ": cannot open its external data file '" + file.string() +
+           "'");
+    std::vector<float> values(size_t(count), 0.0f);
     in.seekg(offset);
     in.read(reinterpret_cast<char *>(values.data()), bytes);
     if (in.gcount() != bytes)
@@ -467,28 +700,29 @@ std::vector<float> OnnxReader::initializerFloats(const onnx::TensorProto &t) {
     if (int64_t(t.raw_data().size()) != count * 4)
       fail(where + ": raw data of " + std::to_string(t.raw_data().size()) +
            " bytes, expected " + std::to_string(count * 4));
+    std::vector<float> values(size_t(count), 0.0f);
     std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
     return values;
   }
   if (t.float_data_size() != count)
     fail(where + ": " + std::to_string(t.float_data_size()) +
          " values, expected " + std::to_string(count));
-  std::copy(t.float_data().begin(), t.float_data().end(), values.begin());
-  return values;
+  return std::vector<float>(t.float_data().begin(), t.float_data().end());
 }
 
 Constant OnnxReader::tensorConstant(const onnx::TensorProto &t) {
   Constant c;
   c.shape.assign(t.dims().begin(), t.dims().end());
-  int64_t count = product(c.shape, 0, c.shape.size());
+  int64_t count = elementCount(t);
   auto raw = [&](auto tag) {
     using T = decltype(tag);
+    // The size is checked before anything is allocated for it.
+    if (t.raw_data().size() != size_t(count) * sizeof(T))
+      fail("tensor '" + t.name() + "': raw data of " +
+           std::to_string(t.raw_data().size()) + " bytes, expected " +
+           std::to_string(count * int64_t(sizeof(T))));
     std::vector<T> data(static_cast<size_t>(count));
-    if (!t.raw_data().empty()) {
-      if (t.raw_data().size() != data.size() * sizeof(T))
-        fail("tensor '" + t.name() + "': raw data has the wrong size");
-      std::memcpy(data.data(), t.raw_data().data(), t.raw_data().size());
-    }
+    std::memcpy(data.data(), t.raw_data().data(), t.raw_data().size());
     return data;
   };
   switch (t.data_type()) {

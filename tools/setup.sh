@@ -10,7 +10,7 @@ packages=(cmake ninja-build g++ pkg-config python3
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
   catch2 nlohmann-json3-dev coinor-libcbc-dev libopenblas-dev
   libonnx-dev libdnnl-dev libopenmpi-dev openmpi-bin
-  python3-torch python3-torchvision python3-numpy)
+  python3-torch python3-torchvision python3-numpy python3-onnx)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -21,10 +21,10 @@ if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
   $sudo apt-get update -qq
-  # PyTorch and torchvision are references for tests and benchmarks only;
+  # PyTorch, torchvision and the onnx module serve tests and benchmarks only;
   # their absence makes those tests skip, so a failure to install them is
   # not fatal.
-  optional=(python3-torch python3-torchvision)
+  optional=(python3-torch python3-torchvision python3-onnx)
   core=(); opt=()
   for p in "${missing[@]}"; do
     if [[ " ${optional[*]} " == *" $p "* ]]; then opt+=("$p"); else core+=("$p"); fi

@@ -5,6 +5,10 @@
                                  opset, dynamic dim without --input-shape,
                                  graph without an output, bad flags: each
                                  one message, the right exit code, no crash
+  onnx_cli.py REMAT fuzz-found   mutants tools/fuzz_onnx.py found (external
+                                 data fields, huge dims, bad UTF-8, an
+                                 undefined input type): each a clear error
+                                 (skips without the onnx Python module)
   onnx_cli.py REMAT train-falls  remat train on the exported classifier MLP
                                  for 200 steps: the loss falls below half
                                  its start
@@ -417,9 +421,94 @@ def running_stats(remat, work):
     return 0
 
 
+def fuzz_found(remat, work):
+    """Mutants that tools/fuzz_onnx.py found to crash remat or to give an
+    unclear error, each now one clear error naming the file."""
+    try:
+        import onnx
+    except ImportError as e:
+        print(f"SKIP: {e} (needs python3-onnx)")
+        return SKIP
+    import export_onnx
+
+    good = os.path.join(work, "classifier.onnx")
+    export_onnx.export("classifier", good, batch=4)
+
+    def mutant(name, change, data=None):
+        m = onnx.load(good)
+        change(m)
+        path = os.path.join(work, name)
+        blob = m.SerializeToString()
+        with open(path, "wb") as f:
+            f.write(data(blob) if data else blob)
+        return path
+
+    def external(offset):
+        def change(m):
+            t = m.graph.initializer[0]
+            t.ClearField("raw_data")
+            t.data_location = onnx.TensorProto.EXTERNAL
+            for k, v in (("location", "w.bin"), ("offset", offset)):
+                e = t.external_data.add()
+                e.key, e.value = k, v
+        return change
+
+    # std::stoll's exception escaped as "remat compile: error: stoll".
+    with open(os.path.join(work, "w.bin"), "wb") as f:
+        f.write(b"\0" * 64)
+    expect(run(remat, "compile", mutant("offset.onnx", external("abc"))), 1,
+           "offset.onnx", "has offset 'abc', not a non-negative integer")
+    expect(run(remat, "compile", mutant("short.onnx", external("0"))), 1,
+           "short.onnx", "w.bin' ends before offset 0")
+
+    def dims(values):
+        def change(m):
+            t = m.graph.initializer[0]
+            del t.dims[:]
+            t.dims.extend(values)
+        return change
+
+    # Sizes from the dims were allocated before the data was checked.
+    expect(run(remat, "compile", mutant("huge.onnx", dims([2**40, 4]))), 1,
+           "huge.onnx", "raw data of", "expected 17592186044416")
+    expect(run(remat, "compile", mutant("overflow.onnx",
+                                        dims([3, 2**62]))), 1,
+           "overflow.onnx", "product overflows")
+
+    def huge_input(m):
+        for d in m.graph.input[0].type.tensor_type.shape.dim:
+            d.dim_value = 2**40
+        m.graph.output[0].type.tensor_type.shape.dim[0].dim_value = 2**40
+    expect(run(remat, "compile", mutant("input.onnx", huge_input)), 1,
+           "input.onnx", "input 'x'", "more than 2^62")
+
+    # A plan far past the machine's memory: the run refuses it, and its
+    # error named the temporary plan instead of the model.
+    def big_batch(m):
+        m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2**34
+        m.graph.output[0].type.tensor_type.shape.dim[0].dim_value = 2**34
+    expect(run(remat, "train", mutant("big.onnx", big_batch), "--steps", "1"),
+           1, "big.onnx", "more than this machine's memory")
+
+    def undefined(m):
+        m.graph.input[0].type.tensor_type.elem_type = 0
+    expect(run(remat, "compile", mutant("undefined.onnx", undefined)), 1,
+           "undefined.onnx", "input 'x' is UNDEFINED")
+
+    # A flipped byte in a name reached the JSON library's exception.
+    def placeholder(m):
+        m.graph.node[0].name = "/ZZZZ"
+    expect(run(remat, "compile", mutant(
+        "utf8.onnx", placeholder,
+        lambda b: b.replace(b"/ZZZZ", b"/\x86ZZZ"))), 1,
+        "utf8.onnx", "node 0 is not valid UTF-8")
+    return 0
+
+
 CHECKS = {"errors": errors, "train-falls": train_falls,
           "lm-train-falls": lm_train_falls, "running-stats": running_stats,
-          "resnet18-train-falls": resnet18_train_falls}
+          "resnet18-train-falls": resnet18_train_falls,
+          "fuzz-found": fuzz_found}
 
 
 def main():

@@ -779,15 +779,16 @@ int trainMain(int argc, char **argv) {
   if (int code = parse("train", argc, argv, options, true); code >= 0)
     return code;
   // The run reads its own temporary copy of the plan: --plan may name a
-  // file that cannot be read back (/dev/null, a FIFO).
+  // file that cannot be read back (/dev/null, a FIFO). It is named after
+  // the model, so that the run's errors (which name the plan) name it too.
   char pattern[] = "/tmp/remat-train-XXXXXX";
-  int fd = mkstemp(pattern);
-  if (fd < 0) {
+  if (!mkdtemp(pattern)) {
     std::cerr << "remat train: cannot create a temporary plan file\n";
     return 1;
   }
-  close(fd);
-  std::string planPath = pattern;
+  std::string planPath =
+      std::string(pattern) + "/" +
+      std::filesystem::path(options.model).filename().string() + ".plan";
   int code = 0;
   try {
     nlohmann::json report =
@@ -811,6 +812,8 @@ int trainMain(int argc, char **argv) {
   }
   std::remove(planPath.c_str());
   std::remove(model::weightsPathForPlan(planPath).c_str());
+  std::error_code ec;
+  std::filesystem::remove(pattern, ec); // the folder, when empty
   return code;
 #endif
 }

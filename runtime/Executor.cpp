@@ -34,6 +34,7 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
                     std::to_string(rankCount));
   if (rankCount > 1) {
     ranks = options.ranks;
+    overlapSums = options.overlapGradientSums;
     if (backend.name() != "cpu")
       throw PlanError("data-parallel runs work on the cpu backend only for "
                       "now (the " + backend.name() +
@@ -367,7 +368,7 @@ StepResult Executor::runStep(bool prefetchNext) {
         sumHandles[b] = ranks->startSum(static_cast<float *>(bufferAddress(b)),
                                         p.buffers[b].bytes / sizeof(float));
       // A callback (--dump-grads) sees the averaged gradients.
-      if (onStepExecuted)
+      if (onStepExecuted || !overlapSums)
         for (size_t b : sumsAfter[si])
           finishGradientSum(b);
     }

@@ -46,6 +46,9 @@ struct ExecutorOptions {
   /// last writes them and the first that reads them, and the loss is the
   /// global batch's.
   Ranks *ranks = nullptr;
+  /// false: wait for each gradient's sum right after it starts (no
+  /// overlap with the rest of the backward pass; for measuring overlap).
+  bool overlapGradientSums = true;
 };
 
 struct StepResult {
@@ -143,6 +146,7 @@ private:
   PlanCalls calls;
   std::map<size_t, NpyArray> userData;
   Ranks *ranks = nullptr; ///< null or one rank: nothing communicated
+  bool overlapSums = true; ///< ExecutorOptions::overlapGradientSums
   /// Per plan step: grad buffers whose sum starts after it / must have
   /// finished before it.
   std::vector<std::vector<size_t>> sumsAfter, sumsBefore;

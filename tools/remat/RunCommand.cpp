@@ -125,6 +125,9 @@ std::string runUsage() {
          "                            operands and writes only its results\n"
          "                            (each step runs twice; graphs off;\n"
          "                            for debugging a backend)\n"
+         "  --sync-gradients          several ranks (docs/distributed.md):\n"
+         "                            wait for each gradient's sum at once,\n"
+         "                            no overlap (for measuring it)\n"
          "  --help                    this text\n";
 }
 
@@ -191,6 +194,7 @@ int runCommand(const RunOptions &opt) {
     ExecutorOptions execOptions;
     execOptions.seed = opt.seed;
     execOptions.ranks = ranks;
+    execOptions.overlapGradientSums = !opt.syncGradients;
     Executor exec(plan, *backend, execOptions);
     // --weights replaces the weights file a plan names (an imported
     // model's initial values, docs/plan-format.md).
@@ -369,7 +373,8 @@ const RunFlag kRunFlags[] = {{"--steps", true},         {"--seed", true},
                              {"--weights", true},       {"--save", true},
                              {"--log", true},           {"--data", true},
                              {"--dump-grads", true},    {"--backend", true},
-                             {"--check-bounds", false}, {"--help", false}};
+                             {"--check-bounds", false},
+                             {"--sync-gradients", false}, {"--help", false}};
 
 std::vector<std::string> splitNames(const std::string &list) {
   std::vector<std::string> names;
@@ -444,6 +449,10 @@ int parseRunOptions(int argc, char **argv, RunOptions &opt, std::ostream &out,
     }
     if (arg == "--check-bounds") {
       opt.checkBounds = true;
+      continue;
+    }
+    if (arg == "--sync-gradients") {
+      opt.syncGradients = true;
       continue;
     }
     if (runFlagTakesValue(arg).value_or(false)) {

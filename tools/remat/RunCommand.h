@@ -34,6 +34,9 @@ struct RunOptions {
   /// Check every step's reads and writes against its buffers
   /// (runtime/BoundsCheck.h): slow, for debugging a backend.
   bool checkBounds = false;
+  /// --sync-gradients: data-parallel runs wait for each gradient's sum
+  /// right away (no overlap; for measuring the overlap).
+  bool syncGradients = false;
   std::ostream *out = &std::cout; ///< step lines
   std::ostream *err = &std::cerr; ///< errors and the header line
 };

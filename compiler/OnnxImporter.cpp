@@ -44,6 +44,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -1450,28 +1451,28 @@ void OnnxReader::importNode() {
     importShapeOp();
     return;
   }
-  if (op == "Slice") {
-    importSlice();
-    return;
-  }
-  if (op == "Split") {
-    importSplit();
-    return;
-  }
-  if (op == "LayerNormalization") {
-    importLayerNorm();
-    return;
-  }
-  if (op == "ReduceMean") {
-    importReduceMean();
-    return;
-  }
-  if (op == "Dropout") {
-    importDropout();
-    return;
-  }
-  if (op == "Pow") {
-    importPow();
+  // Ops imported by one method each.
+  using Importer = void (OnnxReader::*)();
+  static const std::map<std::string, Importer> kImporters = {
+      {"Slice", &OnnxReader::importSlice},
+      {"Split", &OnnxReader::importSplit},
+      {"LayerNormalization", &OnnxReader::importLayerNorm},
+      {"ReduceMean", &OnnxReader::importReduceMean},
+      {"Dropout", &OnnxReader::importDropout},
+      {"Pow", &OnnxReader::importPow},
+      {"Add", &OnnxReader::importArithmetic},
+      {"Sub", &OnnxReader::importArithmetic},
+      {"Mul", &OnnxReader::importArithmetic},
+      {"Div", &OnnxReader::importArithmetic},
+      {"Conv", &OnnxReader::importWindowOp},
+      {"MaxPool", &OnnxReader::importWindowOp},
+      {"AveragePool", &OnnxReader::importWindowOp},
+      {"GlobalAveragePool", &OnnxReader::importWindowOp},
+      {"BatchNormalization", &OnnxReader::importBatchNormalization},
+      {"Clip", &OnnxReader::importClip},
+      {"Resize", &OnnxReader::importResize}};
+  if (auto it = kImporters.find(op); it != kImporters.end()) {
+    (this->*(it->second))();
     return;
   }
   if (op == "Erf") {
@@ -1491,27 +1492,6 @@ void OnnxReader::importNode() {
       define(0, s.value);
     else
       defineConstant(0, *s.constant);
-    return;
-  }
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-    importArithmetic();
-    return;
-  }
-  if (op == "Conv" || op == "MaxPool" || op == "AveragePool" ||
-      op == "GlobalAveragePool") {
-    importWindowOp();
-    return;
-  }
-  if (op == "BatchNormalization") {
-    importBatchNormalization();
-    return;
-  }
-  if (op == "Clip") {
-    importClip();
-    return;
-  }
-  if (op == "Resize") {
-    importResize();
     return;
   }
   if (op == "Reshape" || op == "Flatten") {

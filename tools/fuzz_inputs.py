@@ -652,6 +652,24 @@ def minimize(binary, args_template, data, suffix, timeout, workdir,
 # --------------------------------------------------------------------------
 
 
+def in_order(job, items, jobs):
+    """job(*item) for every item of the iterable `items` on `jobs` threads,
+    at most 2 x jobs in flight; yields the results in the items' order (so
+    a seeded run reports the same sequence whatever the thread count)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        pending = []
+        source = iter(items)
+        while True:
+            while len(pending) < 2 * jobs:
+                item = next(source, None)
+                if item is None:
+                    break
+                pending.append(pool.submit(job, *item))
+            if not pending:
+                return
+            yield pending.pop(0).result()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -748,37 +766,27 @@ def main(argv=None):
             yield path, os.path.splitext(path)[1] or ".json", \
                 mutator.mutate(text)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        source = mutants()
-        pending = []
-        n = 0
-        while True:
-            while len(pending) < 2 * args.jobs:
-                item = next(source, None)
-                if item is None:
-                    break
-                pending.append(pool.submit(job, *item))
-            if not pending:
-                break
-            path, suffix, data, kind, rc, stderr = pending.pop(0).result()
-            n += 1
-            counts[kind] = counts.get(kind, 0) + 1
-            if kind in ("crash", "hang") or (kind == "noplace" and
-                                             args.save_noplace):
-                sig = signature(stderr, rc, kind)
-                new = sig not in seen
-                save_finding(args.out, kind, sig, data, suffix, stderr, seen)
-                if new and not args.quiet:
-                    print("[%d] NEW %s from %s: %s" % (n, kind, path, sig),
-                          flush=True)
-            elif kind == "noplace":
-                lines = stderr.strip().splitlines()
-                key = re.sub(r"[-0-9]+", "N", lines[-1] if lines else "")
-                noplace[key] = noplace.get(key, 0) + 1
-            if not args.quiet and n % 100 == 0:
-                print("[%d/%d] %.0fs %s" % (n, args.iterations,
-                                            time.time() - start, counts),
+    n = 0
+    for path, suffix, data, kind, rc, stderr in in_order(job, mutants(),
+                                                          args.jobs):
+        n += 1
+        counts[kind] = counts.get(kind, 0) + 1
+        if kind in ("crash", "hang") or (kind == "noplace" and
+                                         args.save_noplace):
+            sig = signature(stderr, rc, kind)
+            new = sig not in seen
+            save_finding(args.out, kind, sig, data, suffix, stderr, seen)
+            if new and not args.quiet:
+                print("[%d] NEW %s from %s: %s" % (n, kind, path, sig),
                       flush=True)
+        elif kind == "noplace":
+            lines = stderr.strip().splitlines()
+            key = re.sub(r"[-0-9]+", "N", lines[-1] if lines else "")
+            noplace[key] = noplace.get(key, 0) + 1
+        if not args.quiet and n % 100 == 0:
+            print("[%d/%d] %.0fs %s" % (n, args.iterations,
+                                        time.time() - start, counts),
+                  flush=True)
     if not os.listdir(workdir):
         os.rmdir(workdir)
     print("seed %d, %d iterations in %.0fs: %s" % (

@@ -644,48 +644,36 @@ def main(argv=None):
             args.binary, mutant, flags, args.timeout, workdir,
             not args.no_train)
 
-    import concurrent.futures
-    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        source = mutants()
-        pending = []
-        n = 0
-        while True:
-            while len(pending) < 2 * args.jobs:
-                item = next(source, None)
-                if item is None:
-                    break
-                pending.append(pool.submit(job, *item))
-            if not pending:
-                break
-            i, cls, stem, flags, mutant, detail, kind, stage, rc, stderr = \
-                pending.pop(0).result()
-            n += 1
-            outcome = kind if kind in FAILURES else (
-                "ok" if kind == "ok" else "error")
-            counts[cls][outcome] += 1
-            if outcome == "error":
-                sources[cls][error_source(stage, stderr)] += 1
-            if args.verbose:
-                last = (stderr.strip().splitlines() or [""])[-1]
-                print("[%d] %s %s %s: %s -> %s (%s) %s" % (
-                    i, cls, stem, detail[:100], stage, outcome, rc,
-                    last[:160]), flush=True)
-            if outcome in FAILURES:
-                sig = "%s %s: %s" % (stage, cls, fuzz_inputs.signature(
-                    stderr, rc, outcome))
-                new = sig not in seen
-                fuzz_inputs.save_finding(
-                    out, outcome, sig, mutant, ".onnx",
-                    "mutant %d of seed %s (%s), flags %s\n\n%s" % (
-                        i, stem, detail, " ".join(flags) or "-", stderr),
-                    seen)
-                if new:
-                    print("[%d] NEW %s (%s of %s: %s): %s" % (
-                        i, outcome, cls, stem, detail[:120], sig),
-                        flush=True)
-            if not args.verbose and n % 100 == 0:
-                print("[%d/%d] %.0fs" % (n, args.count, time.time() - start),
-                      flush=True)
+    n = 0
+    for (i, cls, stem, flags, mutant, detail, kind, stage, rc,
+         stderr) in fuzz_inputs.in_order(job, mutants(), args.jobs):
+        n += 1
+        outcome = kind if kind in FAILURES else (
+            "ok" if kind == "ok" else "error")
+        counts[cls][outcome] += 1
+        if outcome == "error":
+            sources[cls][error_source(stage, stderr)] += 1
+        if args.verbose:
+            last = (stderr.strip().splitlines() or [""])[-1]
+            print("[%d] %s %s %s: %s -> %s (%s) %s" % (
+                i, cls, stem, detail[:100], stage, outcome, rc,
+                last[:160]), flush=True)
+        if outcome in FAILURES:
+            sig = "%s %s: %s" % (stage, cls, fuzz_inputs.signature(
+                stderr, rc, outcome))
+            new = sig not in seen
+            fuzz_inputs.save_finding(
+                out, outcome, sig, mutant, ".onnx",
+                "mutant %d of seed %s (%s), flags %s\n\n%s" % (
+                    i, stem, detail, " ".join(flags) or "-", stderr),
+                seen)
+            if new:
+                print("[%d] NEW %s (%s of %s: %s): %s" % (
+                    i, outcome, cls, stem, detail[:120], sig),
+                    flush=True)
+        if not args.verbose and n % 100 == 0:
+            print("[%d/%d] %.0fs" % (n, args.count, time.time() - start),
+                  flush=True)
 
     outcomes = ["ok", "error"] + list(FAILURES)
     print("seed %d, %d mutants in %.0fs (%s)" % (

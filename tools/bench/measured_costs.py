@@ -7,7 +7,8 @@ feasible budget, planned with the default roofline profile and with a
 measured one (`remat profile`).
 For each plan: the modeled recompute overhead, the measured step-time
 overhead against store-all (median step of each run, median of `--runs`
-runs), their relative difference, and the step time.
+runs; the runs go in rounds over every plan, so that a change of load
+hits all alike), their relative difference, and the step time.
 
 usage: measured_costs.py [--remat build/tools/remat/remat] [--runs 3]
                          [--steps 4]
@@ -61,29 +62,29 @@ def main():
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--remat", default=os.path.join(ROOT, "build/tools/remat/remat"))
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=4,
+                        help="steps per run (the first left out)")
+    parser.add_argument("--profile-steps", type=int, default=5,
+                        help="timed steps of remat profile")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         profile = os.path.join(work, "measured.json")
         subprocess.run([args.remat, "profile", MODEL] + CONFIG +
-                       ["--steps", "5", "-o", profile],
+                       ["--steps", str(args.profile_steps), "-o", profile],
                        check=True, capture_output=True)
         full_plan, full = compile_plan(args.remat, [], work, "full")
-        base = step_seconds(args.remat, full_plan, args.steps, args.runs, work)
         b = full["breakdown"]
         acts = b["activations"] + b["grads"]
         fixed = full["planned_peak_bytes"] - acts
-        print("store-all: step %.1f ms (median of %d runs), activations %d B"
-              % (1000 * base, args.runs, acts))
-        print()
-        print("| activations | budget | profile | modeled overhead | "
-              "measured overhead | relative difference | step ms |")
-        print("|---:|---:|---|---:|---:|---:|---:|")
         # The minimum feasible budget (the same for both profiles: it is
         # a matter of memory, not cost).
         _, probe = compile_plan(args.remat, ["--budget", str(full[
             "planned_peak_bytes"]), "--min-feasible"], work, "probe")
         minimum = probe["min_feasible_bytes"]
+        # Every plan first, then the runs in rounds (store-all, then each
+        # plan, once per round), so that a change of the machine's load
+        # during the bench hits every plan alike.
+        rows = []  # (label, budget, profile name, plan or None, report)
         for fraction in (0.5, 0.25, None):
             budget = (fixed + int(acts * fraction) if fraction is not None
                       else minimum)
@@ -91,23 +92,39 @@ def main():
                      "min (%.2f)" % ((minimum - fixed) / acts))
             for name, extra in (("roofline (cpu)", []),
                                 ("measured", ["--device-profile", profile])):
+                tag = "p%d" % len(rows)
                 plan, rep = compile_plan(args.remat,
                                          ["--budget", str(budget)] + extra,
-                                         work, "b")
-                if plan is None:
-                    print("| %s | %d | %s | infeasible: below the minimum "
-                          "feasible budget %d | | | |" % (label, budget, name,
-                                                          minimum))
-                    continue
-                t = step_seconds(args.remat, plan, args.steps, args.runs, work)
-                modeled = rep["recompute_overhead"]
-                measured = t / base - 1
-                diff = (abs(modeled - measured) / measured
-                        if measured > 0 else float("nan"))
-                print("| %s | %d | %s | %.1f%% | %.1f%% | %.0f%% | %.1f |" % (
-                    label, budget, name, 100 * modeled, 100 * measured,
-                    100 * diff, 1000 * t))
-                sys.stdout.flush()
+                                         work, tag)
+                rows.append((label, budget, name, plan, rep))
+        runs = {None: []}
+        runs.update({k: [] for k, row in enumerate(rows) if row[3]})
+        for _ in range(args.runs):
+            for k in runs:
+                plan = full_plan if k is None else rows[k][3]
+                runs[k].append(step_seconds(args.remat, plan, args.steps, 1,
+                                            work))
+        base = statistics.median(runs[None])
+        print("store-all: step %.1f ms (median of %d runs), activations %d B"
+              % (1000 * base, args.runs, acts))
+        print()
+        print("| activations | budget | profile | modeled overhead | "
+              "measured overhead | relative difference | step ms |")
+        print("|---:|---:|---|---:|---:|---:|---:|")
+        for k, (label, budget, name, plan, rep) in enumerate(rows):
+            if plan is None:
+                print("| %s | %d | %s | infeasible: below the minimum "
+                      "feasible budget %d | | | |" % (label, budget, name,
+                                                      minimum))
+                continue
+            t = statistics.median(runs[k])
+            modeled = rep["recompute_overhead"]
+            measured = t / base - 1
+            diff = (abs(modeled - measured) / measured
+                    if measured > 0 else float("nan"))
+            print("| %s | %d | %s | %.1f%% | %.1f%% | %.0f%% | %.1f |" % (
+                label, budget, name, 100 * modeled, 100 * measured,
+                100 * diff, 1000 * t))
     return 0
 
 

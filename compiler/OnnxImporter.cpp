@@ -586,14 +586,9 @@ void OnnxReader::readInputs() {
   for (const onnx::ValueInfoProto &input : proto.graph().input()) {
     if (initializers.count(input.name()))
       continue;
+    // checkAndInferShapes refused every other element type.
     const auto &tensor = input.type().tensor_type();
     int elemType = tensor.elem_type();
-    if (elemType != onnx::TensorProto::FLOAT &&
-        elemType != onnx::TensorProto::INT64 &&
-        elemType != onnx::TensorProto::INT32)
-      fail("input '" + input.name() + "' is " + elemTypeName(elemType) +
-           "; this remat imports float (f32) and integer (int64, int32) "
-           "inputs only");
     Value v;
     v.kind = ValueKind::Input;
     v.name = input.name();

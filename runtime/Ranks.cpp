@@ -122,20 +122,23 @@ void Ranks::sum(std::vector<double> &values) {
                   MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 }
 
-std::vector<double> Ranks::gather(double value) {
-  std::vector<double> all(size_t(rankCount), value);
-  if (rankCount > 1)
-    MPI_Allgather(&value, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE,
-                  MPI_COMM_WORLD);
+namespace {
+/// Every rank's `value`, in rank order.
+template <typename T>
+std::vector<T> allGather(T value, int ranks, MPI_Datatype type) {
+  std::vector<T> all(size_t(ranks), value);
+  if (ranks > 1)
+    MPI_Allgather(&value, 1, type, all.data(), 1, type, MPI_COMM_WORLD);
   return all;
+}
+} // namespace
+
+std::vector<double> Ranks::gather(double value) {
+  return allGather(value, rankCount, MPI_DOUBLE);
 }
 
 std::vector<uint64_t> Ranks::gather(uint64_t value) {
-  std::vector<uint64_t> all(size_t(rankCount), value);
-  if (rankCount > 1)
-    MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T,
-                  MPI_COMM_WORLD);
-  return all;
+  return allGather(value, rankCount, MPI_UINT64_T);
 }
 
 void Ranks::abort(int code) {

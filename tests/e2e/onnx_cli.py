@@ -261,6 +261,22 @@ def errors(remat, work):
     return 0
 
 
+def expect_loss_halves(r, log, start, end):
+    """`remat train` (result r) ran 200 steps, logged to `log`: the mean loss
+    of the last `end` steps is below half the mean of the first `start`."""
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: remat train exit {r.returncode}:\n{r.stderr}")
+    with open(log) as f:
+        losses = [json.loads(line)["loss"] for line in f]
+    first = sum(losses[:start]) / start
+    last = sum(losses[-end:]) / end
+    print(f"loss {first:.4f} averaged over steps 1-{start}, {last:.4f} over "
+          f"steps {201 - end}-200")
+    if len(losses) != 200 or not last < first / 2:
+        raise SystemExit("FAIL: the loss did not fall below half its start")
+    return 0
+
+
 def train_falls(remat, work):
     import export_onnx
     model = os.path.join(work, "classifier.onnx")
@@ -269,16 +285,7 @@ def train_falls(remat, work):
     log = os.path.join(work, "log.jsonl")
     r = run(remat, "train", model, "--steps", "200", "--optimizer", "adamw",
             "--lr", "0.01", "--log", log)
-    if r.returncode != 0:
-        raise SystemExit(f"FAIL: remat train exit {r.returncode}:\n{r.stderr}")
-    with open(log) as f:
-        losses = [json.loads(line)["loss"] for line in f]
-    first, last = losses[0], sum(losses[-10:]) / 10
-    print(f"loss {first:.4f} at step 1, {last:.4f} averaged over steps "
-          f"191-200")
-    if len(losses) != 200 or not last < first / 2:
-        raise SystemExit("FAIL: the loss did not fall below half its start")
-    return 0
+    return expect_loss_halves(r, log, start=1, end=10)
 
 
 def lm_train_falls(remat, work):
@@ -289,16 +296,7 @@ def lm_train_falls(remat, work):
     log = os.path.join(work, "log.jsonl")
     r = run(remat, "train", model, "--frozen", "mask", "--steps", "200",
             "--optimizer", "adamw", "--lr", "0.01", "--log", log)
-    if r.returncode != 0:
-        raise SystemExit(f"FAIL: remat train exit {r.returncode}:\n{r.stderr}")
-    with open(log) as f:
-        losses = [json.loads(line)["loss"] for line in f]
-    first, last = losses[0], sum(losses[-10:]) / 10
-    print(f"loss {first:.4f} at step 1, {last:.4f} averaged over steps "
-          f"191-200")
-    if len(losses) != 200 or not last < first / 2:
-        raise SystemExit("FAIL: the loss did not fall below half its start")
-    return 0
+    return expect_loss_halves(r, log, start=1, end=10)
 
 
 def resnet18_train_falls(remat, work):
@@ -323,17 +321,8 @@ def resnet18_train_falls(remat, work):
             "--lr", "0.001", "--data", "x=" + os.path.join(work, "x.npy"),
             "--data", "labels=" + os.path.join(work, "labels.npy"),
             "--log", log)
-    if r.returncode != 0:
-        raise SystemExit(f"FAIL: remat train exit {r.returncode}:\n{r.stderr}")
-    with open(log) as f:
-        losses = [json.loads(line)["loss"] for line in f]
     # One pass over the 4 batches at the start and at the end.
-    first, last = sum(losses[:4]) / 4, sum(losses[-4:]) / 4
-    print(f"loss {first:.4f} averaged over steps 1-4, {last:.4f} over steps "
-          f"197-200")
-    if len(losses) != 200 or not last < first / 2:
-        raise SystemExit("FAIL: the loss did not fall below half its start")
-    return 0
+    return expect_loss_halves(r, log, start=4, end=4)
 
 
 def running_stats(remat, work):

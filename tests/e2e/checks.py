@@ -596,9 +596,10 @@ def recompute_reads_latest(remat, work):
     the GPT-2 of tools/bench/budget_memory.py at its minimum feasible
     budget, planned with a measured CPU profile (a fixture: the schedule it
     gives recomputes an op whose first computation read a recomputed
-    copy), gets an arena within its budget. Before the fix the emitted step
-    kept old copies alive: "internal error: arena of 126797888 bytes
-    exceeds the arena's budget of 123480127"."""
+    copy), gets an arena within its budget; a clone that read its
+    original's copies would keep them alive, and the compile would stop with
+    "internal error: arena of 126797888 bytes exceeds the arena's budget of
+    123480127"."""
     config = ["--set", "n_layer=4", "--set", "d_model=256", "--set",
               "n_head=4", "--set", "seq=256", "--set", "vocab=4096",
               "--set", "batch=8"]

@@ -442,7 +442,8 @@ def fuzz_found(remat, work):
                 e.key, e.value = k, v
         return change
 
-    # std::stoll's exception escaped as "remat compile: error: stoll".
+    # External-data fields are parsed and checked: a bad offset, a file
+    # that ends before it.
     with open(os.path.join(work, "w.bin"), "wb") as f:
         f.write(b"\0" * 64)
     expect(run(remat, "compile", mutant("offset.onnx", external("abc"))), 1,
@@ -457,7 +458,8 @@ def fuzz_found(remat, work):
             t.dims.extend(values)
         return change
 
-    # Sizes from the dims were allocated before the data was checked.
+    # An initializer's dims are checked against its data before anything is
+    # allocated.
     expect(run(remat, "compile", mutant("huge.onnx", dims([2**40, 4]))), 1,
            "huge.onnx", "raw data of", "expected 17592186044416")
     expect(run(remat, "compile", mutant("overflow.onnx",
@@ -471,8 +473,8 @@ def fuzz_found(remat, work):
     expect(run(remat, "compile", mutant("input.onnx", huge_input)), 1,
            "input.onnx", "input 'x'", "more than 2^62")
 
-    # A plan far past the machine's memory: the run refuses it, and its
-    # error named the temporary plan instead of the model.
+    # A plan far past the machine's memory: the run refuses it, with an
+    # error that names the model (not remat train's temporary plan).
     def big_batch(m):
         m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2**34
         m.graph.output[0].type.tensor_type.shape.dim[0].dim_value = 2**34
@@ -484,7 +486,7 @@ def fuzz_found(remat, work):
     expect(run(remat, "compile", mutant("undefined.onnx", undefined)), 1,
            "undefined.onnx", "input 'x' is UNDEFINED")
 
-    # A flipped byte in a name reached the JSON library's exception.
+    # A name that is not valid UTF-8 is an importer error.
     def placeholder(m):
         m.graph.node[0].name = "/ZZZZ"
     expect(run(remat, "compile", mutant(

@@ -288,9 +288,10 @@ int runCommand(const RunOptions &opt) {
     }
     for (int64_t s = 0; s < opt.steps; ++s) {
       StepResult r = exec.runStep(/*prefetchNext=*/s + 1 < opt.steps);
-      // Every rank's timings (collective: each rank takes part).
+      // Every rank's timings for the log (collective: each rank takes
+      // part; every rank has the same --log flag, so all or none gather).
       std::vector<double> rankMs, rankWaitMs, rankLoss;
-      if (ranks->distributed()) {
+      if (ranks->distributed() && !opt.logPath.empty()) {
         rankMs = ranks->gather(r.milliseconds);
         rankWaitMs = ranks->gather(r.commWaitMilliseconds);
         rankLoss = ranks->gather(r.rankLoss);

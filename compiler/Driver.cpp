@@ -342,8 +342,8 @@ DeviceProfile parseDeviceProfile(const std::string &spec) {
       profile.name = value.get<std::string>();
       continue;
     }
-    if (key == "source")
-      continue; // remat profile's note of what it timed
+    if (key == "source" || key == "calls")
+      continue; // remat profile's note of what it timed, per plan step
     if (key == "ops") {
       // remat profile's table: seconds by op call (ops/CostKey.h).
       if (!value.is_object())
@@ -366,7 +366,7 @@ DeviceProfile parseDeviceProfile(const std::string &spec) {
     if (!field)
       throw std::invalid_argument(spec + ": unknown field '" + key +
                                   "' (expected name, flops_per_second, "
-                                  "bytes_per_second, launch_seconds, ops, source)");
+                                  "bytes_per_second, launch_seconds, ops, source, calls)");
     bool launch = key == "launch_seconds";
     if (!value.is_number() || !std::isfinite(value.get<double>()) ||
         (launch ? value.get<double>() < 0 : !(value.get<double>() > 0)))

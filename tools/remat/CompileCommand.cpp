@@ -751,6 +751,8 @@ int profileMain(int argc, char **argv) {
       profile["source"] = table;
     }
     profile["source"]["model"] = options.model;
+    profile["calls"] = profile["source"]["calls"];
+    profile["source"].erase("calls");
     runtime::writeOutputFile(output, profile.dump(1) + "\n");
     std::cerr << "remat profile: " << profile["ops"].size()
               << " op calls timed; median step "

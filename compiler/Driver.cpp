@@ -52,16 +52,6 @@ std::optional<int64_t> stepWorkspaceBytes(mlir::ModuleOp module,
     std::optional<ops::OpKind> kind = ops::parseOpKind(name.str());
     if (!kind)
       return;
-    auto shapesOf = [](auto values) {
-      std::vector<ops::Shape> shapes;
-      for (mlir::Value v : values) {
-        auto type = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
-        shapes.push_back(type ? ops::Shape(type.getShape().begin(),
-                                           type.getShape().end())
-                              : ops::Shape());
-      }
-      return shapes;
-    };
     // The attributes as the plan carries them (AssignBuffers: all but
     // remat.*), parsed as the runtime parses them.
     nlohmann::json attrs = nlohmann::json::object();

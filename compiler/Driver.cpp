@@ -163,12 +163,78 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
   return module;
 }
 
+namespace {
+/// The order of step's ops with each optimizer update moved `lag` ops
+/// later (counting the other ops; updates that come due together keep
+/// their order). An update's results are read by nothing in the step, so
+/// every such move keeps the dependencies.
+std::vector<int> laggedOrder(const TrainStep &step, int lag) {
+  std::vector<int> order;
+  std::vector<std::pair<int, int>> held; // (op, other ops still to pass)
+  for (size_t k = 0; k < step.graph.ops.size(); ++k) {
+    if (step.graph.ops[k].phase == runtime::Phase::Optimizer) {
+      held.push_back({int(k), lag});
+      continue;
+    }
+    order.push_back(int(k));
+    for (auto &h : held)
+      --h.second;
+    while (!held.empty() && held.front().second <= 0) {
+      order.push_back(held.front().first);
+      held.erase(held.begin());
+    }
+  }
+  for (auto &h : held)
+    order.push_back(h.first);
+  return order;
+}
+} // namespace
+
+int lagOptimizerUpdates(mlir::ModuleOp module, const CompileOptions &options,
+                        int64_t arenaLimit) {
+  if (arenaLimit <= 0) {
+    // No budget: the lag may grow the arena of the planner's order by 1%
+    // at most (a gradient kept a few ops longer, where the peak falls in
+    // the backward pass).
+    TrainStep step = extractTrainStep(module);
+    memory::Liveness live =
+        memory::computeLiveness(step.graph, options.alignment);
+    int64_t planned =
+        memory::assignOffsets(step.graph, live, options.alignment).arenaBytes;
+    arenaLimit = planned + planned / 100;
+  }
+  for (int lag = options.updateLag; lag > 0; lag /= 2) {
+    TrainStep step = extractTrainStep(module);
+    mlir::Operation *terminator = nullptr;
+    std::vector<mlir::Operation *> ops = trainStepOps(module, &terminator);
+    std::vector<mlir::Operation *> before = ops;
+    for (int k : laggedOrder(step, lag))
+      ops[size_t(k)]->moveBefore(terminator);
+    TrainStep lagged = extractTrainStep(module);
+    memory::Liveness live =
+        memory::computeLiveness(lagged.graph, options.alignment);
+    if (memory::assignOffsets(lagged.graph, live, options.alignment)
+            .arenaBytes <= arenaLimit)
+      return lag;
+    for (mlir::Operation *op : before) // back to the planner's order
+      op->moveBefore(terminator);
+  }
+  return 0;
+}
+
 runtime::Plan compilePlan(const model::ModelGraph &graph,
                           const CompileOptions &options,
                           nlohmann::json &report) {
   mlir::MLIRContext context;
   auto start = std::chrono::steady_clock::now();
   auto module = buildModule(graph, context, Stage::Plan, options);
+  int updateLag = 0;
+  if (extractTrainStep(*module).ranks > 1 && options.updateLag > 0)
+    updateLag = lagOptimizerUpdates(
+        *module, options,
+        options.budgetBytes
+            ? arenaBudget(options, workspaceReserve(options, *module))
+            : 0);
   TrainStep step = extractTrainStep(*module);
   memory::Liveness liveness =
       memory::computeLiveness(step.graph, options.alignment);
@@ -186,6 +252,8 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   report["lower_bound_reason"] = nullptr;
   int64_t reserve = workspaceReserve(options, *module);
   report["workspace_reserve_bytes"] = reserve;
+  if (step.ranks > 1)
+    report["update_lag"] = updateLag;
   // The whole step on its backend: the arena plus the workspace beside it
   // (the breakdown's workspace, so that the breakdown adds up to the
   // planned peak), and the runtime's own memory, stated beside the budget.

@@ -70,7 +70,7 @@ struct SolveOptions {
   /// budget over that window. Not in Event mode: the remat pass plans each
   /// budget at a fixed grid of targets of its own, where failing targets
   /// are common and the ladder would multiply their cost. The minimum
-  /// search turns it off (it scans below its answer itself).
+  /// search's probes run it too.
   bool heuristicLadder = true;
 };
 

@@ -13,11 +13,16 @@
 //      known distance to the next use (Belady), since the schedule is static.
 //   4. Repeat with several alpha values and eviction headrooms; keep the
 //      cheapest run that completed.
-// The time limit is spent as a work budget (eviction candidates scored,
-// recompute-cost visits, computes; kWorkPerSecond per second), not by the
-// clock: the same problem, budget and limit give the same answer on an idle
-// and on a loaded machine, so a budget at which the minimum search found a
-// schedule is one at which auto finds it again.
+//   5. None completed: a feasibility search (repair, then perturbed
+//      restarts; see searchAtBudget).
+//   6. The time limit is spent as a work budget (eviction candidates
+//      scored, recompute-cost visits, computes; kWorkPerSecond per second),
+//      not by the clock: the same problem, budget and limit give the same
+//      answer on an idle and on a loaded machine, so a budget at which the
+//      minimum search found a schedule is one at which auto finds it again.
+//   7. Still none (Checkmate mode): the budget ladder, steps 1-5 again at
+//      up to 8 points of a fixed geometric grid below the budget (see
+//      solveHeuristic): a schedule found at one of them fits the budget.
 // One run is O(sum over computes of live-set size); no optimality claim:
 // on Checkmate's graphs it is typically within tens of percent of the MILP
 // at tight budgets (see docs/planner.md).

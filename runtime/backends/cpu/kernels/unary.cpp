@@ -1,8 +1,12 @@
 //===- unary.cpp - Elementwise activations and their gradients -----------===//
 //
 // Elementwise in the float type. gelu is the tanh form,
-// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), with the constants
-// rounded to the float type; silu is x s with s = 1 / (1 + exp(-x)); erf
+// 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), computed as
+// x s with s = 0.5 (1 + tanh(u)) = 1 / (1 + e), e = exp(-2u) (the
+// exponent capped at 80, where s is below 2e-35): one exp instead of a
+// tanh, a third of the time with glibc, and no cancellation in 1 - t^2 for
+// the gradient, s (1 + 2 x e s du/dx); constants rounded to the float
+// type; silu is x s with s = 1 / (1 + exp(-x)); erf
 // and pow are the C library's. The gradients take x, except
 // tanh_grad, which takes y.
 //
@@ -16,16 +20,19 @@ namespace {
 template <typename T> constexpr T kGeluC = T(0.7978845608028654); // sqrt(2/pi)
 template <typename T> constexpr T kGeluA = T(0.044715);
 
-template <typename T> T gelu(T x) {
+/// exp(-2u) for gelu's u, the exponent capped at 80 (no inf).
+template <typename T> T geluExp(T x) {
   T u = kGeluC<T> * (x + kGeluA<T> * x * x * x);
-  return T(0.5) * x * (T(1) + std::tanh(u));
+  return std::exp(std::min(T(-2) * u, T(80)));
 }
 
+template <typename T> T gelu(T x) { return x / (T(1) + geluExp(x)); }
+
 template <typename T> T geluDerivative(T x) {
-  T u = kGeluC<T> * (x + kGeluA<T> * x * x * x);
-  T t = std::tanh(u);
+  T e = geluExp(x);
+  T s = T(1) / (T(1) + e);
   T du = kGeluC<T> * (T(1) + T(3) * kGeluA<T> * x * x);
-  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
+  return s * (T(1) + T(2) * x * (e * s) * du);
 }
 
 template <typename T>

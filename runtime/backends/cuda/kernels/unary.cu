@@ -1,6 +1,7 @@
 //===- unary.cu - Elementwise activations and their gradients ------------===//
 //
-// gelu is the tanh form with the CPU's constants, evaluated in f32; silu
+// gelu is the tanh form with the CPU's constants and the CPU's sigmoid
+// evaluation (x / (1 + exp(-2u)), unary.cpp), in f32; silu
 // is x s with s = 1 / (1 + exp(-x)), in the CPU's order; erf and pow are
 // CUDA's erff and powf.
 //
@@ -15,16 +16,18 @@ constexpr float kGeluC = 0.7978845608028654f; // sqrt(2/pi)
 constexpr float kGeluA = 0.044715f;
 constexpr float kTwoOverSqrtPi = 1.1283791670955126f; // 2/sqrt(pi)
 
-__device__ inline float gelu(float x) {
+__device__ inline float geluExp(float x) {
   float u = kGeluC * (x + kGeluA * x * x * x);
-  return 0.5f * x * (1.0f + tanhf(u));
+  return expf(fminf(-2.0f * u, 80.0f));
 }
 
+__device__ inline float gelu(float x) { return x / (1.0f + geluExp(x)); }
+
 __device__ inline float geluDerivative(float x) {
-  float u = kGeluC * (x + kGeluA * x * x * x);
-  float t = tanhf(u);
+  float e = geluExp(x);
+  float s = 1.0f / (1.0f + e);
   float du = kGeluC * (1.0f + 3.0f * kGeluA * x * x);
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+  return s * (1.0f + 2.0f * x * (e * s) * du);
 }
 
 __device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }

@@ -51,14 +51,18 @@ REMAT_HOST_DEVICE inline float philoxWordToUnit(uint32_t word) {
   return float(word >> 8) * (1.0f / 16777216.0f);
 }
 
+/// The Philox block of dropout elements 4 block .. 4 block + 3.
+REMAT_HOST_DEVICE inline PhiloxBlock dropoutBlock(uint64_t seed, uint64_t step,
+                                                  uint64_t block) {
+  PhiloxBlock ctr = {
+      {uint32_t(block), uint32_t(block >> 32), uint32_t(step), 0u}};
+  return philox4x32_10(ctr, uint32_t(seed), uint32_t(seed >> 32));
+}
+
 /// The dropout uniform of element `index` at training step `step`.
 REMAT_HOST_DEVICE inline float dropoutUniform(uint64_t seed, uint64_t step,
                                               uint64_t index) {
-  uint64_t block = index / 4;
-  PhiloxBlock ctr = {
-      {uint32_t(block), uint32_t(block >> 32), uint32_t(step), 0u}};
-  PhiloxBlock out = philox4x32_10(ctr, uint32_t(seed), uint32_t(seed >> 32));
-  return philoxWordToUnit(out.word[index % 4]);
+  return philoxWordToUnit(dropoutBlock(seed, step, index / 4).word[index % 4]);
 }
 
 /// Whether dropout keeps element `index` (philox(seed, step, i) >= rate).

@@ -101,7 +101,11 @@ static const std::string kCompileHelp = std::string(
     "  --ranks N          plan for N data-parallel ranks (mpirun -np N\n"
     "                     remat run PLAN): the config's batch is the global\n"
     "                     batch, each rank's step gets batch/N samples and\n"
-    "                     the budget is per rank (docs/distributed.md)\n") +
+    "                     the budget is per rank (docs/distributed.md)\n"
+    "  --shard-optimizer  with --ranks N > 1: each rank keeps 1/N of every\n"
+    "                     optimizer state tensor and updates 1/N of each\n"
+    "                     param, then the params are all-gathered (ZeRO-1;\n"
+    "                     docs/distributed.md); no effect with one rank\n") +
     kTrainingFlagsHelp +
     "  -h, --help         this text\n";
 
@@ -112,7 +116,7 @@ static const std::string kTrainHelp = std::string(
     "`remat compile MODEL --emit=plan -o P` then `remat run P`.\n"
     "\n"
     "compile options: --preset NAME, --set NAME=VALUE, --ranks N,\n"
-    "  --budget BYTES,\n"
+    "  --shard-optimizer, --budget BYTES,\n"
     "  --workspace-reserve BYTES, --backend NAME (the plan's and the run's),\n"
     "  --solver NAME, --time-limit S, --progress, --no-reorder,\n"
     "  --device-profile NAME|FILE|measure,\n"
@@ -158,7 +162,8 @@ std::vector<std::string> flagNames(bool train) {
       "--report",     "--budget",     "--workspace-reserve", "--backend",
       "--solver",     "--time-limit", "--progress",
       "--no-reorder", "--reorder",    "--device-profile",
-      "--preset",     "--set",        "--ranks",             "--help"};
+      "--preset",     "--set",        "--ranks",             "--help",
+      "--shard-optimizer"};
   for (const std::string &flag : trainingFlagNames())
     names.push_back(flag);
   if (!train) {
@@ -234,6 +239,8 @@ int parse(const char *command, int argc, char **argv, Options &options,
         options.reorder = arg == "--reorder";
       } else if (arg == "--min-feasible" && !train) {
         options.minFeasible = true;
+      } else if (arg == "--shard-optimizer") {
+        options.modelOptions.shardOptimizer = true;
       } else if (takeModelFlag(argc, argv, i, options.modelOptions)) {
 #ifdef REMAT_HAVE_RUN
       } else if (std::optional<bool> takesValue =
@@ -326,6 +333,12 @@ void printSummary(const nlohmann::json &report) {
             << " (params " << formatBytes(b["params"].get<int64_t>())
             << ", grads " << formatBytes(b["grads"].get<int64_t>())
             << ", optimizer " << formatBytes(b["optimizer"].get<int64_t>())
+            << (report.contains("optimizer_shards")
+                    ? " (this rank's 1/" +
+                          std::to_string(
+                              report["optimizer_shards"].get<int64_t>()) +
+                          ")"
+                    : std::string())
             << (b.value("state", int64_t(0)) > 0
                     ? ", state " + formatBytes(b["state"].get<int64_t>())
                     : std::string())

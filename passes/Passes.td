@@ -63,7 +63,7 @@ def OptimizerPass : Pass<"remat-optimizer", "::mlir::ModuleOp"> {
     graph.init = {kind = "zeros"}, graph.param = <p's arg index : i64>}.
     With the module attribute `graph.optimizer_shards` = N > 1
     (`--shard-optimizer` with `--ranks N`, ZeRO-1) each state argument is
-    instead one rank's slice, `tensor<ceil(numel/N) x f32>`, and the
+    instead one rank's share, `tensor<ceil(numel/N) x f32>`, and the
     stateful updates carry `shards = N` (sgd_plain_update has no state and
     stays whole).
 

@@ -469,8 +469,11 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
     return low;
   };
   {
-    model::ModelGraph g =
-        loadModelFile(options, options.modelOptions, /*warn=*/true);
+    // Read as one rank: the config's batch need not be a multiple of the
+    // ranks, since the search sets it.
+    model::ModelOptions one = options.modelOptions;
+    one.ranks = 1;
+    model::ModelGraph g = loadModelFile(options, one, /*warn=*/true);
     if (!g.config.count("batch"))
       throw model::ModelError(options.model +
                               ": --max-batch needs a config variable 'batch'");

@@ -134,8 +134,9 @@ def batch_table(args, work):
           "then the per-rank breakdown at that batch (bytes live at the "
           "planned peak).\n" % (args.batch_config, args.budget))
     print("| ranks | optimizer state | largest global batch | per rank | "
-          "params | grads | optimizer | activations | planned peak |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+          "params | grads | optimizer | activations | planned peak | "
+          "recompute overhead |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for ranks in [int(n) for n in args.ranks_list.split(",")]:
         for shard in (False, True):
             if shard and ranks == 1:
@@ -157,11 +158,12 @@ def batch_table(args, work):
             with open(rep_path) as f:
                 rep = json.load(f)
             b = rep["breakdown"]
-            print("| %d | %s | %d | %d | %s | %s | %s | %s | %s |" % (
-                ranks, "sharded 1/%d" % ranks if shard else
-                "whole (DDP)", global_batch, global_batch // ranks,
-                gib(b["params"]), gib(b["grads"]), gib(b["optimizer"]),
-                gib(b["activations"]), gib(rep["planned_peak_bytes"])))
+            print("| %d | %s | %d | %d | %s | %s | %s | %s | %s | %.1f%% |"
+                  % (ranks, "sharded 1/%d" % ranks if shard else
+                     "whole (DDP)", global_batch, global_batch // ranks,
+                     gib(b["params"]), gib(b["grads"]), gib(b["optimizer"]),
+                     gib(b["activations"]), gib(rep["planned_peak_bytes"]),
+                     100 * rep["recompute_overhead"]))
             sys.stdout.flush()
     return []
 

@@ -247,10 +247,18 @@ int runCommand(const RunOptions &opt) {
         << exec.arenaBytes() << " B, workspace " << exec.workspaceBytes()
         << " B, backend " << backend->name() << ", seed " << exec.seed()
         << "\n";
-    if (ranks->distributed())
+    if (ranks->distributed()) {
+      bool sharded = std::any_of(
+          plan.steps.begin(), plan.steps.end(),
+          [](const ResolvedStep &s) { return s.attrs.shards > 1; });
       info << "remat run: " << ranks->size() << " ranks, batch " << p.batch
            << " each (global batch " << p.batch * p.ranks
-           << "); gradients averaged over the ranks\n";
+           << "); gradients averaged over the ranks"
+           << (sharded ? "; optimizer state sharded over them (each keeps "
+                         "1/" + std::to_string(ranks->size()) + ")"
+                       : "")
+           << "\n";
+    }
     if (auto budget = p.report.find("budget_bytes");
         budget != p.report.end() && budget->is_number_integer() &&
         budget->get<int64_t>() > 0) {

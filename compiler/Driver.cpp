@@ -52,16 +52,6 @@ std::optional<int64_t> stepWorkspaceBytes(mlir::ModuleOp module,
     std::optional<ops::OpKind> kind = ops::parseOpKind(name.str());
     if (!kind)
       return;
-    auto shapesOf = [](auto values) {
-      std::vector<ops::Shape> shapes;
-      for (mlir::Value v : values) {
-        auto type = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
-        shapes.push_back(type ? ops::Shape(type.getShape().begin(),
-                                           type.getShape().end())
-                              : ops::Shape());
-      }
-      return shapes;
-    };
     // The attributes as the plan carries them (AssignBuffers: all but
     // remat.*), parsed as the runtime parses them.
     nlohmann::json attrs = nlohmann::json::object();
@@ -173,12 +163,78 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
   return module;
 }
 
+namespace {
+/// The order of step's ops with each optimizer update moved `lag` ops
+/// later (counting the other ops; updates that come due together keep
+/// their order). An update's results are read by nothing in the step, so
+/// every such move keeps the dependencies.
+std::vector<int> laggedOrder(const TrainStep &step, int lag) {
+  std::vector<int> order;
+  std::vector<std::pair<int, int>> held; // (op, other ops still to pass)
+  for (size_t k = 0; k < step.graph.ops.size(); ++k) {
+    if (step.graph.ops[k].phase == runtime::Phase::Optimizer) {
+      held.push_back({int(k), lag});
+      continue;
+    }
+    order.push_back(int(k));
+    for (auto &h : held)
+      --h.second;
+    while (!held.empty() && held.front().second <= 0) {
+      order.push_back(held.front().first);
+      held.erase(held.begin());
+    }
+  }
+  for (auto &h : held)
+    order.push_back(h.first);
+  return order;
+}
+} // namespace
+
+int lagOptimizerUpdates(mlir::ModuleOp module, const CompileOptions &options,
+                        int64_t arenaLimit) {
+  if (arenaLimit <= 0) {
+    // No budget: the lag may grow the arena of the planner's order by 1%
+    // at most (a gradient kept a few ops longer, where the peak falls in
+    // the backward pass).
+    TrainStep step = extractTrainStep(module);
+    memory::Liveness live =
+        memory::computeLiveness(step.graph, options.alignment);
+    int64_t planned =
+        memory::assignOffsets(step.graph, live, options.alignment).arenaBytes;
+    arenaLimit = planned + planned / 100;
+  }
+  for (int lag = options.updateLag; lag > 0; lag /= 2) {
+    TrainStep step = extractTrainStep(module);
+    mlir::Operation *terminator = nullptr;
+    std::vector<mlir::Operation *> ops = trainStepOps(module, &terminator);
+    std::vector<mlir::Operation *> before = ops;
+    for (int k : laggedOrder(step, lag))
+      ops[size_t(k)]->moveBefore(terminator);
+    TrainStep lagged = extractTrainStep(module);
+    memory::Liveness live =
+        memory::computeLiveness(lagged.graph, options.alignment);
+    if (memory::assignOffsets(lagged.graph, live, options.alignment)
+            .arenaBytes <= arenaLimit)
+      return lag;
+    for (mlir::Operation *op : before) // back to the planner's order
+      op->moveBefore(terminator);
+  }
+  return 0;
+}
+
 runtime::Plan compilePlan(const model::ModelGraph &graph,
                           const CompileOptions &options,
                           nlohmann::json &report) {
   mlir::MLIRContext context;
   auto start = std::chrono::steady_clock::now();
   auto module = buildModule(graph, context, Stage::Plan, options);
+  int updateLag = 0;
+  if (extractTrainStep(*module).ranks > 1 && options.updateLag > 0)
+    updateLag = lagOptimizerUpdates(
+        *module, options,
+        options.budgetBytes
+            ? arenaBudget(options, workspaceReserve(options, *module))
+            : 0);
   TrainStep step = extractTrainStep(*module);
   memory::Liveness liveness =
       memory::computeLiveness(step.graph, options.alignment);
@@ -196,6 +252,8 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   report["lower_bound_reason"] = nullptr;
   int64_t reserve = workspaceReserve(options, *module);
   report["workspace_reserve_bytes"] = reserve;
+  if (step.ranks > 1)
+    report["update_lag"] = updateLag;
   // The whole step on its backend: the arena plus the workspace beside it
   // (the breakdown's workspace, so that the breakdown adds up to the
   // planned peak), and the runtime's own memory, stated beside the budget.
@@ -342,8 +400,8 @@ DeviceProfile parseDeviceProfile(const std::string &spec) {
       profile.name = value.get<std::string>();
       continue;
     }
-    if (key == "source")
-      continue; // remat profile's note of what it timed
+    if (key == "source" || key == "calls")
+      continue; // remat profile's note of what it timed, per plan step
     if (key == "ops") {
       // remat profile's table: seconds by op call (ops/CostKey.h).
       if (!value.is_object())
@@ -366,7 +424,7 @@ DeviceProfile parseDeviceProfile(const std::string &spec) {
     if (!field)
       throw std::invalid_argument(spec + ": unknown field '" + key +
                                   "' (expected name, flops_per_second, "
-                                  "bytes_per_second, launch_seconds, ops, source)");
+                                  "bytes_per_second, launch_seconds, ops, source, calls)");
     bool launch = key == "launch_seconds";
     if (!value.is_number() || !std::isfinite(value.get<double>()) ||
         (launch ? value.get<double>() < 0 : !(value.get<double>() > 0)))

@@ -53,12 +53,26 @@ struct CompileOptions {
   bool searchMinimum = false;
   /// The roofline the planner models op costs with (--device-profile).
   DeviceProfile deviceProfile;
+  /// Several ranks (graph.ranks > 1): each optimizer update runs this many
+  /// ops later than the planner placed it, so that its gradient's sum
+  /// overlaps backward work (--update-lag; lagOptimizerUpdates).
+  int updateLag = 4;
 };
 
 /// `--device-profile`: a built-in name (builtinDeviceProfileNames) or a JSON
 /// file {"name", "flops_per_second", "bytes_per_second", "launch_seconds"}
 /// (positive numbers; name optional). Throws std::invalid_argument.
 DeviceProfile parseDeviceProfile(const std::string &spec);
+
+/// Moves each optimizer update of the planned @train_step in `module`
+/// options.updateLag ops later (halving the lag while the arena would then
+/// exceed `arenaLimit`; when it is 0, 1.01 x the arena of the order as
+/// planned) and returns the lag kept
+/// (0: the order is unchanged). With several ranks an update waits for its
+/// gradient's sum, which starts after the gradient's last write, so the
+/// ops in between hide the sum (docs/distributed.md).
+int lagOptimizerUpdates(mlir::ModuleOp module, const CompileOptions &options,
+                        int64_t arenaLimit);
 
 /// The names --backend accepts: "cpu, cuda".
 const std::vector<std::string> &backendNames();

@@ -131,6 +131,17 @@ bool isElementwiseInPlace(const std::string &kind) {
 
 } // namespace
 
+std::vector<std::vector<int64_t>> shapesOf(mlir::ValueRange values) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (mlir::Value v : values) {
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
+    shapes.push_back(type ? std::vector<int64_t>(type.getShape().begin(),
+                                                 type.getShape().end())
+                          : std::vector<int64_t>());
+  }
+  return shapes;
+}
+
 json attributeToJson(mlir::Attribute attr) {
   if (auto b = mlir::dyn_cast<mlir::BoolAttr>(attr))
     return b.getValue();
@@ -314,16 +325,6 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     }
     info.seconds = profile.opSeconds(info.flops, info.bytes);
     if (!profile.measured.empty()) {
-      auto shapesOf = [](auto values) {
-        std::vector<ops::Shape> shapes;
-        for (mlir::Value v : values) {
-          auto t = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
-          shapes.push_back(t ? ops::Shape(t.getShape().begin(),
-                                          t.getShape().end())
-                             : ops::Shape());
-        }
-        return shapes;
-      };
       auto it = profile.measured.find(
           ops::opCostKey(info.kind, info.attrs, shapesOf(op.getOperands()),
                          shapesOf(op.getResults())));

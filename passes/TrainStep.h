@@ -106,6 +106,11 @@ std::optional<TrainStep> extractTrainStepOrEmit(mlir::ModuleOp module);
 /// these; null for anything else.
 nlohmann::json attributeToJson(mlir::Attribute attr);
 
+/// The static shapes of `values` (an empty shape for a value that is not a
+/// ranked tensor), as ops::opCostKey and ops::cpuWorkspaceElements take
+/// them.
+std::vector<std::vector<int64_t>> shapesOf(mlir::ValueRange values);
+
 /// The ops of @train_step's body in IR order, terminator excluded: ops[k]
 /// is the op of step.graph.ops[k] as extractTrainStep numbers them. Call it
 /// on a module whose @train_step extracted. `terminator`, when given,

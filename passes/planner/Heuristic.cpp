@@ -13,11 +13,16 @@
 //      known distance to the next use (Belady), since the schedule is static.
 //   4. Repeat with several alpha values and eviction headrooms; keep the
 //      cheapest run that completed.
-// The time limit is spent as a work budget (eviction candidates scored,
-// recompute-cost visits, computes; kWorkPerSecond per second), not by the
-// clock: the same problem, budget and limit give the same answer on an idle
-// and on a loaded machine, so a budget at which the minimum search found a
-// schedule is one at which auto finds it again.
+//   5. None completed: a feasibility search (repair, then perturbed
+//      restarts; see searchAtBudget).
+//   6. The time limit is spent as a work budget (eviction candidates
+//      scored, recompute-cost visits, computes; kWorkPerSecond per second),
+//      not by the clock: the same problem, budget and limit give the same
+//      answer on an idle and on a loaded machine, so a budget at which the
+//      minimum search found a schedule is one at which auto finds it again.
+//   7. Still none (Checkmate mode): the budget ladder, steps 1-5 again at
+//      up to 8 points of a fixed geometric grid below the budget (see
+//      solveHeuristic): a schedule found at one of them fits the budget.
 // One run is O(sum over computes of live-set size); no optimality claim:
 // on Checkmate's graphs it is typically within tens of percent of the MILP
 // at tight budgets (see docs/planner.md).
@@ -326,20 +331,42 @@ private:
   int64_t ownWork = 0;
 };
 
-} // namespace
-
-SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
-                            double timeLimitSeconds, CountingMode mode) {
-  UseInfo uses(problem);
+/// Steps 1-5 at one budget, with `timeLimitSeconds` of work (counted from
+/// zero here, so the outcome depends only on the problem, the budget and
+/// the limit); adds the work done to `total`.
+SolverOutput searchAtBudget(const Problem &problem, const UseInfo &uses,
+                            int64_t budgetBytes, double timeLimitSeconds,
+                            CountingMode mode, int64_t &total) {
   SolverOutput out;
   // The work done so far, in seconds of this machine (see the top).
   int64_t work = 0;
+  struct AddToTotal {
+    int64_t &total;
+    const int64_t &work;
+    ~AddToTotal() { total += work; }
+  } addToTotal{total, work};
   auto spent = [&] { return double(work) / kHeuristicWorkPerSecond; };
   double bestCost = 0;
   const HeuristicParams variants[] = {
       {1.0, 0.0}, {2.0, 0.0}, {0.5, 0.0}, {1.0, 0.1}, {0.0, 0.0}, {3.0, 0.0},
       {1.0, 0.25}, {2.0, 0.1}};
-  for (const HeuristicParams &params : variants) {
+  // The repair settings of the feasibility search: the shallow ones first
+  // (their first round is new; the others' first round is the plain run
+  // of step 4, whose failing stage seeds their protection).
+  struct Repair {
+    HeuristicParams params;
+    std::vector<char> protect;
+    bool done = false;
+  };
+  Repair repairs[] = {{variants[2], {}}, {variants[3], {}},
+                      {variants[0], {}}, {variants[1], {}}};
+  for (Repair &repair : repairs)
+    repair.protect.assign(problem.size(), 0);
+  repairs[0].params.shallow = repairs[1].params.shallow = true;
+  // Repairs 2 and 3 start from the plain runs' failing stages (runs 0, 1).
+  std::vector<int> plainFailed[2];
+  for (int index = 0; index < 8; ++index) {
+    const HeuristicParams &params = variants[index];
     for (int variant = 0; variant < (mode == CountingMode::Event ? 2 : 1);
          ++variant) {
       EventList schedule;
@@ -348,7 +375,8 @@ SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
       bool ok;
       if (variant == 0) {
         ok = runOnce(problem, uses, budgetBytes, params, schedule, cost,
-                     error, work);
+                     error, work, nullptr,
+                     index < 2 ? &plainFailed[index] : nullptr);
       } else {
         EventDtr dtr(problem, uses, budgetBytes, params);
         ok = dtr.run(schedule, cost, error);
@@ -368,39 +396,50 @@ SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
     if (spent() * 2 > timeLimitSeconds)
       break;
   }
+  // The feasibility search (steps 5-6) may spend up to 3/4 of the limit:
+  // on the 3,000-node layered graph the plain runs alone take half.
+  auto feasibilityLeft = [&] { return spent() < 0.75 * timeLimitSeconds; };
   // Nothing found: repair. Each failing run names the values its failing
   // stage had to recompute; protecting them (evicted last) in the next run
-  // keeps the checkpoints that stage needed. Up to 32 rounds per setting.
-  for (int setting = 0; !out.found && setting < 4; ++setting) {
-    std::vector<char> protect(problem.size(), 0);
-    HeuristicParams params = variants[setting];
-    params.shallow = setting >= 2;
-    for (int round = 0; !out.found && round < 32; ++round) {
-      if (spent() * 2 > timeLimitSeconds)
-        break;
+  // keeps the checkpoints that stage needed. The settings take turns, up to
+  // 32 rounds each, so that under a tight work budget each gets its first
+  // rounds.
+  for (int index = 0; index < 2; ++index) {
+    Repair &repair = repairs[2 + index];
+    repair.done = plainFailed[index].empty(); // the plain run did not fail
+    for (int v : plainFailed[index])
+      repair.protect[v] = 1;
+  }
+  for (int round = 0; !out.found && round < 32; ++round) {
+    bool any = false;
+    for (Repair &repair : repairs) {
+      if (out.found || repair.done || !feasibilityLeft())
+        continue;
+      any = true;
       EventList schedule;
       double cost = 0;
       std::string error;
       std::vector<int> failed;
-      if (runOnce(problem, uses, budgetBytes, params, schedule, cost, error,
-                  work, &protect, &failed)) {
+      if (runOnce(problem, uses, budgetBytes, repair.params, schedule, cost,
+                  error, work, &repair.protect, &failed)) {
         out.found = true;
         out.schedule = std::move(schedule);
         break;
       }
       bool grew = false;
       for (int v : failed)
-        if (!protect[v])
-          protect[v] = 1, grew = true;
-      if (!grew)
-        break;
+        if (!repair.protect[v])
+          repair.protect[v] = 1, grew = true;
+      repair.done = !grew;
     }
+    if (!any)
+      break;
   }
   // Still nothing: restart with perturbed scores, half of them preferring
   // shallow evictions, until one completes (a feasibility search: the
-  // budget is tight, cost matters less), or 48 runs, or half the limit.
+  // budget is tight, cost matters less), or 48 runs, or the limit.
   for (unsigned seed = 1; !out.found && seed <= 48; ++seed) {
-    if (spent() * 2 > timeLimitSeconds)
+    if (!feasibilityLeft())
       break;
     HeuristicParams params = variants[seed % 8];
     params.seed = seed;
@@ -412,6 +451,46 @@ SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
                 work)) {
       out.found = true;
       out.schedule = std::move(schedule);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
+                            double timeLimitSeconds, CountingMode mode,
+                            int ladderSteps) {
+  UseInfo uses(problem);
+  int64_t work = 0;
+  SolverOutput out = searchAtBudget(problem, uses, budgetBytes,
+                                    timeLimitSeconds, mode, work);
+  // Step 7, the budget ladder: a schedule found at a smaller budget fits
+  // this one, so on failure search again at the ladder's rungs below the
+  // budget: the points kHeuristicLadderRatio^k (k an integer) of one
+  // geometric grid that does not depend on the budget, each with
+  // kHeuristicLadderShare of the limit. A rung's outcome depends only on the
+  // rung, so a schedule found at rung g is found again at every budget from
+  // g up to g x ratio^ladderSteps.
+  if (!out.found && ladderSteps > 0 && budgetBytes > 1) {
+    const double logRatio = std::log(kHeuristicLadderRatio);
+    double top = std::floor(std::log(double(budgetBytes)) / logRatio) + 1;
+    for (int k = 0, rungs = 0; rungs < ladderSteps; ++k) {
+      auto rung = static_cast<int64_t>(
+          std::floor(std::exp((top - k) * logRatio)));
+      if (rung >= budgetBytes)
+        continue; // above the budget (the grid's top point, rounding)
+      if (rung < 1)
+        break;
+      ++rungs;
+      SolverOutput low =
+          searchAtBudget(problem, uses, rung, timeLimitSeconds *
+                                                  kHeuristicLadderShare,
+                         mode, work);
+      if (low.found) {
+        out = std::move(low);
+        break;
+      }
     }
   }
   out.status = out.found ? "feasible" : "failed";

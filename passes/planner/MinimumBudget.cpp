@@ -34,6 +34,10 @@ MinimumBudget searchMinimumBudget(const Problem &input,
   SolveOptions fast;
   fast.mode = options.mode;
   fast.timeLimitSeconds = options.heuristicSeconds;
+  // The probes run the heuristic's budget ladder, as auto does (the
+  // default): it finds schedules at budgets where the search at the budget
+  // alone fails (the 1,000- and 3,000-node layered graphs: 0.179 -> 0.177
+  // and 0.178 -> 0.1767 of store-all).
   // The peak of the first fast solver's schedule within `budget`, or -1.
   auto probe = [&](int64_t budget, std::string &solver) -> int64_t {
     for (SolverKind kind : {SolverKind::Heuristic, SolverKind::PerBlock,
@@ -129,10 +133,9 @@ MinimumBudget searchMinimumBudget(const Problem &input,
   }
   if (m.minFeasibleBytes <= bound.bytes)
     m.gap = "bound-met";
-  else if (m.provenInfeasibleBytes >= bound.bytes &&
-           m.provenInfeasibleBytes >=
-               m.minFeasibleBytes - m.minFeasibleBytes / 100 - 1)
-    m.gap = "proven";
+  else if (m.provenInfeasibleBytes >=
+           m.minFeasibleBytes - m.minFeasibleBytes / 100 - 1)
+    m.gap = "proven"; // by the MILP, or by the bound when it is within 1%
   m.seconds = std::chrono::duration<double>(
                   std::chrono::steady_clock::now() - start)
                   .count();

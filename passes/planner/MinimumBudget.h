@@ -25,8 +25,9 @@ struct MinimumBudget {
   /// The solver whose schedule met it.
   std::string solver;
   /// "bound-met": min_feasible == the lower bound, nothing lies between;
-  /// "proven": the exact MILP proved `provenInfeasibleBytes` (at most 1%
-  /// below min_feasible) infeasible; "open": nothing proven in between.
+  /// "proven": `provenInfeasibleBytes`, at most 1% below min_feasible, is
+  /// infeasible: proven by the exact MILP, or below the lower bound when
+  /// that is within 1% of the minimum; "open": nothing proven in between.
   std::string gap = "open";
   /// The largest budget proven infeasible (the lower bound less one when
   /// nothing better is proven).

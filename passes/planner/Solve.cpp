@@ -137,7 +137,11 @@ SolveResult solveOneQuietly(const Problem &problem, int64_t budget,
                   solveHeuristic(problem, budget,
                                  std::max(kHeuristicMinSeconds,
                                           options.timeLimitSeconds),
-                                 options.mode),
+                                 options.mode,
+                                 options.heuristicLadder &&
+                                         options.mode == CountingMode::Checkmate
+                                     ? kHeuristicLadderSteps
+                                     : 0),
                   start);
   case SolverKind::ChainDp:
     return finish(problem, budget, options, name,

@@ -64,6 +64,14 @@ struct SolveOptions {
   /// under auto. In Checkmate mode the schedule is stage-structured in the
   /// order it was solved in (SolveStats::order).
   bool reorder = false;
+  /// In Checkmate mode, run the heuristic's budget ladder (Heuristic.cpp,
+  /// step 7: on failure, search again at kHeuristicLadderSteps points of a
+  /// fixed grid below the budget), which makes its success monotone in the
+  /// budget over that window. Not in Event mode: the remat pass plans each
+  /// budget at a fixed grid of targets of its own, where failing targets
+  /// are common and the ladder would multiply their cost. The minimum
+  /// search's probes run it too.
+  bool heuristicLadder = true;
 };
 
 /// Results whose proven gap is at most this are reported "optimal" (the
@@ -166,13 +174,22 @@ constexpr double kHeuristicWorkPerSecond = 1e8;
 /// when larger): the minimum search probes with exactly this, so auto at
 /// any limit finds a schedule wherever the search found one.
 constexpr double kHeuristicMinSeconds = 2.0;
+/// The heuristic's budget ladder (Heuristic.cpp, step 7): where nothing is
+/// found at the budget, the search runs again at up to `ladderSteps` points
+/// of the budget-independent grid kHeuristicLadderRatio^k below it (8 steps:
+/// 2% below), each with this share of the limit.
+constexpr double kHeuristicLadderRatio = 1.0025;
+constexpr double kHeuristicLadderShare = 0.25;
+constexpr int kHeuristicLadderSteps = 8;
 
 /// DTR-style heuristic (Kirisame et al. 2021). See Heuristic.cpp for the
 /// algorithm. In Checkmate mode only the stage-structured variant runs; in
 /// Event mode also the on-demand recursive one, and the cheaper wins.
+/// `ladderSteps` (0: none): the budget ladder's rungs below the budget.
 SolverOutput solveHeuristic(const Problem &problem, int64_t budgetBytes,
                             double timeLimitSeconds = 10.0,
-                            CountingMode mode = CountingMode::Event);
+                            CountingMode mode = CountingMode::Event,
+                            int ladderSteps = 0);
 
 /// Checkmate MILP on CBC; `warmStart` (may be empty) seeds the incumbent.
 SolverOutput solveExact(const Problem &problem, int64_t budgetBytes,

@@ -515,6 +515,14 @@ def measured_profile(remat, work):
     if timed != kinds or not all(v > 0 for v in ops.values()):
         fail("profile ops %r do not cover the plan's %r with positive times"
              % (sorted(timed), sorted(kinds)))
+    # `calls`: every plan step in plan order, each with its own median.
+    calls = profile["calls"]
+    if [c["op"] for c in calls] != [s["op"] for s in steps] or \
+            [c["step"] for c in calls] != list(range(len(steps))) or \
+            any(c["recompute"] for c in calls) or \
+            not all(c["seconds"] >= 0 for c in calls):
+        fail("profile calls do not list the plan's %d steps in order: %r"
+             % (len(steps), calls[:4]))
     for spec in (path, "measure"):
         r = subprocess.run([remat, "plan"] + tiny + ["--device-profile", spec],
                            capture_output=True, text=True)

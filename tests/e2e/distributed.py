@@ -361,11 +361,78 @@ def rank_killed(remat, work):
     return 0
 
 
+def update_lag(remat, work):
+    """--update-lag (compile only, no MPI needed): with 2 ranks each
+    optimizer update runs at least the kept lag of other plan steps after
+    the last write of the gradient it reads, without a budget at no arena
+    bytes over 1.01 x the unlagged plan, and under the minimum feasible budget
+    within it; one rank's report has no lag."""
+    base = [model_path("gpt2"), "--preset", "tiny"]
+
+    def compile_(extra, tag):
+        plan = os.path.join(work, tag + ".plan")
+        report = os.path.join(work, tag + ".json")
+        must(run([remat, "compile"] + base + extra + ["--emit=plan", "-o",
+                  plan, "--report", report]), "compile " + " ".join(extra))
+        with open(plan) as f, open(report) as g:
+            return json.load(f), json.load(g)
+
+    def shortest_lag(plan):
+        last_write = {}
+        lags = []
+        steps = plan["steps"]
+        for i, step in enumerate(steps):
+            if step["phase"] == "optimizer":
+                grads = [b for b in step["inputs"] if b in last_write]
+                start = max(last_write[b] for b in grads)
+                between = sum(1 for s in steps[start + 1:i]
+                              if s["phase"] != "optimizer")
+                after = sum(1 for s in steps[i + 1:]
+                            if s["phase"] != "optimizer")
+                lags.append(between if after else None)
+            for b in step["outputs"]:
+                last_write[b] = i
+        return min(x for x in lags if x is not None)
+
+    _, one = compile_(["--ranks", "1"], "one")
+    if "update_lag" in one:
+        raise SystemExit("FAIL: a one-rank report has update_lag")
+    plain, plain_rep = compile_(["--ranks", "2", "--update-lag", "0"], "l0")
+    lagged, rep = compile_(["--ranks", "2"], "l4")
+    if rep["update_lag"] < 1 or plain_rep["update_lag"] != 0:
+        raise SystemExit("FAIL: update_lag %r (default), %r (0)"
+                         % (rep["update_lag"], plain_rep["update_lag"]))
+    if rep["arena_bytes"] > 1.01 * plain_rep["arena_bytes"]:
+        raise SystemExit("FAIL: the lag grew the arena over 1%: "
+                         "%d > %d" % (rep["arena_bytes"],
+                                      plain_rep["arena_bytes"]))
+    got = shortest_lag(lagged)
+    if got < rep["update_lag"] or shortest_lag(plain) >= got:
+        raise SystemExit("FAIL: shortest distance from a gradient's last "
+                         "write to its update: %d with lag %d, %d without"
+                         % (got, rep["update_lag"], shortest_lag(plain)))
+    r = run([remat, "compile"] + base + ["--ranks", "2", "--budget", "1",
+                                         "--emit=plan", "-o", os.devnull])
+    least = int(r.stderr.split("minimum feasible budget: ")[1].split()[0])
+    _, tight = compile_(["--ranks", "2", "--budget", str(least)], "tight")
+    if tight["step_bytes"] > least:
+        raise SystemExit("FAIL: at the minimum budget %d the step takes %d"
+                         % (least, tight["step_bytes"]))
+    print("update lag %d: shortest gradient-to-update distance %d (%d "
+          "without), arena %d B (%d without); at the minimum budget %d B "
+          "lag %d" % (rep["update_lag"], got, shortest_lag(plain),
+                      rep["arena_bytes"], plain_rep["arena_bytes"], least,
+                      tight["update_lag"]))
+    return 0
+
+
 def main():
     if len(sys.argv) < 3:
         raise SystemExit(__doc__)
     remat, check = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory(prefix="remat-mpi-") as work:
+        if check == "update-lag":
+            return update_lag(remat, work)
         if not mpi_available(remat, work):
             return SKIP
         if check == "parity":

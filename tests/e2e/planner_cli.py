@@ -28,6 +28,13 @@
         of 12-16 nodes (tools/gen_layered_graph.py) --budget-frac min
         plans at the minimum and the exact MILP proves the budget 1% below
         it infeasible (gap "proven" or "bound-met")
+  planner_cli.py REMAT layered-monotone
+        on the 500-node layered graph of the benchmark set, auto's success
+        is monotone in the budget over 0.1965-0.2025 of the store-all peak
+        (every 0.001), where the heuristic's search without its budget
+        ladder was not (it planned at 0.1965 and 0.1975 and failed at
+        0.1985-0.2005: docs/benchmarks.md): no budget fails above one that
+        plans
 Exit 0 on success, 1 with a message on failure.
 """
 import glob
@@ -331,6 +338,33 @@ def min_feasible(remat, work):
               f"{report['min_search_seconds']:.2f} s")
 
 
+def layered_monotone(remat, work):
+    generator = os.path.join(ROOT, "tools", "gen_layered_graph.py")
+    path = os.path.join(work, "layered_500_s7.json")
+    run([sys.executable, generator, "--nodes", "500", "--seed", "7", "-o",
+         path])
+    planned = []
+    for i in range(7):
+        frac = round(0.1965 + 0.001 * i, 4)
+        r = run([remat, "plan", "--graph", path, "--budget-frac", str(frac)],
+                None)
+        if r.returncode not in (0, 1):
+            fail(f"--budget-frac {frac}: exit {r.returncode}\n{r.stderr}")
+        report = json.loads(r.stdout)
+        ok = r.returncode == 0
+        if ok and report["planned_peak_bytes"] > report["budget_bytes"]:
+            fail(f"--budget-frac {frac}: peak over the budget: {report}")
+        planned.append((frac, ok, report["solve_seconds"]))
+    print(" ".join(f"{f}:{'ok' if ok else 'FAIL'}({s:.1f}s)"
+                   for f, ok, s in planned))
+    first = next((i for i, (_, ok, _) in enumerate(planned) if ok), None)
+    if first is None:
+        fail("auto plans nowhere in the window: the check says nothing")
+    failing = [f for f, ok, _ in planned[first:] if not ok]
+    if failing:
+        fail(f"auto plans at {planned[first][0]} but not at {failing}")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -340,7 +374,8 @@ def main():
               "budget-errors": budget_errors,
               "plan-report": plan_report,
               "checkmate-auto": checkmate_auto,
-              "min-feasible": min_feasible}
+              "min-feasible": min_feasible,
+              "layered-monotone": layered_monotone}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

@@ -8,7 +8,12 @@ measured one (`remat profile`).
 For each plan: the modeled recompute overhead, the measured step-time
 overhead against store-all (median step of each run, median of `--runs`
 runs; the runs go in rounds over every plan, so that a change of load
-hits all alike), their relative difference, and the step time.
+hits all alike), their relative difference, and the step time. Each run
+is a `remat profile PLAN`, which also times every plan step: the last two
+columns split the step, from the same runs, into the recomputations'
+measured time (as a share of the store-all step) and the change of the
+other ops' time against store-all (which a recomputation model does not
+see: cache state, layout, load).
 
 usage: measured_costs.py [--remat build/tools/remat/remat] [--runs 3]
                          [--steps 4]
@@ -42,18 +47,18 @@ def compile_plan(remat, extra, work, tag):
         return plan, json.load(f)
 
 
-def step_seconds(remat, plan, steps, runs, work):
-    """Median over runs of each run's median step time (the first step of a
-    run, which pages the arena in, is left out)."""
-    medians = []
-    for r in range(runs):
-        log = os.path.join(work, "run.jsonl")
-        subprocess.run([remat, "run", plan, "--steps", str(steps), "--log", log],
-                       check=True, capture_output=True)
-        with open(log) as f:
-            ms = [json.loads(line)["ms"] for line in f][1:]
-        medians.append(statistics.median(ms) / 1000)
-    return statistics.median(medians)
+def timed_run(remat, plan, steps, work):
+    """One `remat profile PLAN` run: its median step (the warm-up step, which
+    pages the arena in, left out) and, from the same steps, the summed
+    medians of the plan's recomputations and of its other ops."""
+    out = os.path.join(work, "timed.json")
+    subprocess.run([remat, "profile", plan, "--steps", str(steps), "-o", out],
+                   check=True, capture_output=True)
+    with open(out) as f:
+        d = json.load(f)
+    rec = sum(c["seconds"] for c in d["calls"] if c["recompute"])
+    rest = sum(c["seconds"] for c in d["calls"] if not c["recompute"])
+    return d["source"]["step_seconds"], rec, rest
 
 
 def main():
@@ -63,7 +68,7 @@ def main():
     parser.add_argument("--remat", default=os.path.join(ROOT, "build/tools/remat/remat"))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", type=int, default=4,
-                        help="steps per run (the first left out)")
+                        help="timed steps per run (after one warm-up step)")
     parser.add_argument("--profile-steps", type=int, default=5,
                         help="timed steps of remat profile")
     args = parser.parse_args()
@@ -99,32 +104,37 @@ def main():
                 rows.append((label, budget, name, plan, rep))
         runs = {None: []}
         runs.update({k: [] for k, row in enumerate(rows) if row[3]})
-        for _ in range(args.runs):
+        for r in range(args.runs):
             for k in runs:
                 plan = full_plan if k is None else rows[k][3]
-                runs[k].append(step_seconds(args.remat, plan, args.steps, 1,
-                                            work))
-        base = statistics.median(runs[None])
+                runs[k].append(timed_run(args.remat, plan, args.steps, work))
+            print("round %d/%d done" % (r + 1, args.runs), file=sys.stderr)
+        med = {k: [statistics.median(x[i] for x in v) for i in range(3)]
+               for k, v in runs.items()}
+        base = med[None][0]
         print("store-all: step %.1f ms (median of %d runs), activations %d B"
               % (1000 * base, args.runs, acts))
         print()
         print("| activations | budget | profile | modeled overhead | "
-              "measured overhead | relative difference | step ms |")
-        print("|---:|---:|---|---:|---:|---:|---:|")
+              "measured overhead | relative difference | step ms | "
+              "recomputations in situ | other ops against store-all |")
+        print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
         for k, (label, budget, name, plan, rep) in enumerate(rows):
             if plan is None:
                 print("| %s | %d | %s | infeasible: below the minimum "
                       "feasible budget %d | | | |" % (label, budget, name,
                                                       minimum))
                 continue
-            t = statistics.median(runs[k])
+            t, rec, rest = med[k]
             modeled = rep["recompute_overhead"]
             measured = t / base - 1
             diff = (abs(modeled - measured) / measured
                     if measured > 0 else float("nan"))
-            print("| %s | %d | %s | %.1f%% | %.1f%% | %.0f%% | %.1f |" % (
-                label, budget, name, 100 * modeled, 100 * measured,
-                100 * diff, 1000 * t))
+            print("| %s | %d | %s | %.1f%% | %.1f%% | %.0f%% | %.1f | %.1f%% "
+                  "| %+.1f%% |" % (
+                      label, budget, name, 100 * modeled, 100 * measured,
+                      100 * diff, 1000 * t, 100 * rec / base,
+                      100 * (rest / med[None][2] - 1)))
     return 0
 
 

@@ -102,6 +102,10 @@ static const std::string kCompileHelp = std::string(
     "                     remat run PLAN): the config's batch is the global\n"
     "                     batch, each rank's step gets batch/N samples and\n"
     "                     the budget is per rank (docs/distributed.md)\n"
+    "  --update-lag K     with --ranks: run each optimizer update K ops\n"
+    "                     after the planner's place for it, so that its\n"
+    "                     gradient's sum overlaps them (default 4; halved\n"
+    "                     while the arena would exceed the budget; 0: off)\n"
     "  --shard-optimizer  with --ranks N > 1: each rank keeps 1/N of every\n"
     "                     optimizer state tensor and updates 1/N of each\n"
     "                     param, then the params are all-gathered (ZeRO-1;\n"
@@ -116,7 +120,8 @@ static const std::string kTrainHelp = std::string(
     "`remat compile MODEL --emit=plan -o P` then `remat run P`.\n"
     "\n"
     "compile options: --preset NAME, --set NAME=VALUE, --ranks N,\n"
-    "  --shard-optimizer, --budget BYTES,\n"
+    "  --update-lag K, --shard-optimizer,\n"
+    "  --budget BYTES,\n"
     "  --workspace-reserve BYTES, --backend NAME (the plan's and the run's),\n"
     "  --solver NAME, --time-limit S, --progress, --no-reorder,\n"
     "  --device-profile NAME|FILE|measure,\n"
@@ -145,6 +150,7 @@ struct Options {
   bool progress = false;
   bool reorder = true;
   bool minFeasible = false; ///< --min-feasible (compile only)
+  int updateLag = 4;        ///< --update-lag
   model::ModelOptions modelOptions;
   DeviceProfile deviceProfile;
   /// --device-profile measure: time the step's ops first (remat profile).
@@ -162,8 +168,8 @@ std::vector<std::string> flagNames(bool train) {
       "--report",     "--budget",     "--workspace-reserve", "--backend",
       "--solver",     "--time-limit", "--progress",
       "--no-reorder", "--reorder",    "--device-profile",
-      "--preset",     "--set",        "--ranks",             "--help",
-      "--shard-optimizer"};
+      "--preset",     "--set",        "--ranks",             "--update-lag",
+      "--help",       "--shard-optimizer"};
   for (const std::string &flag : trainingFlagNames())
     names.push_back(flag);
   if (!train) {
@@ -237,6 +243,13 @@ int parse(const char *command, int argc, char **argv, Options &options,
         options.progress = true;
       } else if (arg == "--no-reorder" || arg == "--reorder") {
         options.reorder = arg == "--reorder";
+      } else if (takeValue(argc, argv, i, "--update-lag", value)) {
+        char *end = nullptr;
+        long lag = std::strtol(value.c_str(), &end, 10);
+        if (value.empty() || *end || lag < 0 || lag > 1000000)
+          return usageError(command, "--update-lag '" + value +
+                                         "' is not a count of ops (0 or more)");
+        options.updateLag = int(lag);
       } else if (arg == "--min-feasible" && !train) {
         options.minFeasible = true;
       } else if (arg == "--shard-optimizer") {
@@ -361,6 +374,7 @@ compiler::CompileOptions toCompileOptions(const Options &options) {
   c.reorder = options.reorder;
   c.searchMinimum = options.minFeasible;
   c.deviceProfile = options.deviceProfile;
+  c.updateLag = options.updateLag;
   return c;
 }
 
@@ -764,6 +778,8 @@ int profileMain(int argc, char **argv) {
       profile["source"] = table;
     }
     profile["source"]["model"] = options.model;
+    profile["calls"] = profile["source"]["calls"];
+    profile["source"].erase("calls");
     runtime::writeOutputFile(output, profile.dump(1) + "\n");
     std::cerr << "remat profile: " << profile["ops"].size()
               << " op calls timed; median step "

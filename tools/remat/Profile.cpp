@@ -63,7 +63,15 @@ nlohmann::json measureOpCosts(const std::string &planPath,
              << std::flush;
   }
   std::map<std::string, std::vector<double>> byKey;
+  // Each plan step's own median too: where a recomputation costs what
+  // its key's pooled median says, and where it does not (cache state).
+  nlohmann::json calls = nlohmann::json::array();
   for (size_t i = 0; i < p.steps.size(); ++i) {
+    calls.push_back({{"step", i},
+                     {"op", p.steps[i].op},
+                     {"phase", phaseName(p.steps[i].phase)},
+                     {"recompute", p.steps[i].recompute},
+                     {"seconds", median(samples[i])}});
     std::vector<Shape> ins, outs;
     for (int64_t b : p.steps[i].inputs)
       ins.push_back(p.buffers[size_t(b)].shape);
@@ -80,7 +88,8 @@ nlohmann::json measureOpCosts(const std::string &planPath,
           {"warmup_steps", warmup},
           {"timed_steps", steps},
           {"step_seconds", median(stepSeconds)},
-          {"ops", table}};
+          {"ops", table},
+          {"calls", calls}};
 }
 
 } // namespace remat::tools

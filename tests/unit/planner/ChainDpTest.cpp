@@ -281,7 +281,9 @@ TEST_CASE("chain DP with keep options replays in Checkmate order and never "
       INFO("blocks " << blocks << " budget " << budget);
       SolveOptions options;
       options.mode = CountingMode::Checkmate;
-      options.timeLimitSeconds = 20;
+      // A limit, not the expected time: proofs must survive a loaded
+      // machine.
+      options.timeLimitSeconds = 60;
       SolveResult exact = solve(problem, budget, SolverKind::Exact, options);
       SolveResult dp = solve(problem, budget, SolverKind::ChainDp, options);
       if (!dp.ok)

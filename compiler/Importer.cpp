@@ -130,6 +130,9 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
   if (graph.ranks > 1)
     module->getOperation()->setAttr("graph.ranks",
                                     b.getI64IntegerAttr(graph.ranks));
+  if (graph.ranks > 1 && graph.shardOptimizer)
+    module->getOperation()->setAttr("graph.optimizer_shards",
+                                    b.getI64IntegerAttr(graph.ranks));
   module->getOperation()->setAttr("graph.tokens_per_sample",
                                   b.getI64IntegerAttr(graph.tokensPerSample));
   module->getOperation()->setAttr("graph.optimizer",

@@ -425,6 +425,7 @@ ModelGraph ModelReader::read(const std::string &text) {
                         "batch=...)");
     graph.config["batch"] = global / double(options.ranks);
     graph.ranks = options.ranks;
+    graph.shardOptimizer = options.shardOptimizer;
   }
   if (graph.config.count("batch"))
     graph.batch = static_cast<int64_t>(graph.config["batch"]);

@@ -114,6 +114,9 @@ struct ModelGraph {
   /// Data-parallel ranks the step is for (`--ranks`): `batch` is then each
   /// rank's share of the global batch `batch * ranks`.
   int64_t ranks = 1;
+  /// `--shard-optimizer` with ranks > 1: each rank keeps 1/ranks of every
+  /// optimizer state tensor (ZeRO-1, docs/distributed.md).
+  bool shardOptimizer = false;
   int64_t tokensPerSample = 1;  ///< `seq` for sequence models, else 1
   /// Located messages about a model that is valid but probably not what its
   /// author meant (a parameter no op reads), for the CLI to print.
@@ -169,6 +172,9 @@ struct ModelOptions {
   /// `--ranks N`: the config's `batch` is the global batch, which N must
   /// divide; the step is built for batch / N per rank (docs/distributed.md).
   int64_t ranks = 1;
+  /// `--shard-optimizer`: each of the ranks keeps only its slice of the
+  /// optimizer state (ZeRO-1); no effect with one rank.
+  bool shardOptimizer = false;
 };
 
 /// For each value of `graph` (by index), whether the loss needs it: one

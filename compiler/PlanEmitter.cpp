@@ -33,6 +33,9 @@ json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
   // Running statistics, for the models that have them.
   if (at(Role::State) > 0)
     report["breakdown"]["state"] = at(Role::State);
+  // --shard-optimizer: the optimizer bytes above are this rank's slices.
+  if (step.optimizerShards > 1)
+    report["optimizer_shards"] = step.optimizerShards;
   report["recompute_overhead"] = recomputeOverhead;
   report["solver"] = solver;
   report["solve_seconds"] = solveSeconds;

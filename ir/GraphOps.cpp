@@ -329,15 +329,30 @@ int64_t AvgPool2dGradOp::getFlops() {
 // Optimizer ops
 //===----------------------------------------------------------------------===//
 
+/// Whether an update is sharded (ZeRO-1): `shards` > 1. The optimizer
+/// pass leaves the attribute out when it is 1 (unsharded plans stay as
+/// before), so it may be absent.
+template <typename UpdateOp> bool isSharded(UpdateOp op) {
+  mlir::IntegerAttr shards = op.getShardsAttr();
+  return shards && shards.getInt() > 1;
+}
+
 /// 6 per element: grad + wd·param (2), μ·m + g (2), param - lr·m' (2).
-int64_t SgdUpdateOp::getFlops() { return times(6, elements(getParam())); }
+/// Sharded (ZeRO-1): per rank, over its slice (the state's elements).
+int64_t SgdUpdateOp::getFlops() {
+  return times(6, elements(isSharded(*this) ? getMomentumBuffer()
+                                            : getParam()));
+}
 int64_t SgdPlainUpdateOp::getFlops() {
   return times(4, elements(getParam()));
 }
 
 /// 15 per element: decay (1), m' (3), v' (4), two bias corrections (2),
 /// sqrt (1), + eps (1), divide (1), lr· and subtract (2).
-int64_t AdamwUpdateOp::getFlops() { return times(15, elements(getParam())); }
+/// Sharded (ZeRO-1): per rank, over its slice (the state's elements).
+int64_t AdamwUpdateOp::getFlops() {
+  return times(15, elements(isSharded(*this) ? getM() : getParam()));
+}
 
 //===----------------------------------------------------------------------===//
 // Batch normalization, clipping and resizing

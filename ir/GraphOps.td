@@ -923,7 +923,10 @@ def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [OwnFlops]> {
     `g = grad + weight_decay·param; m' = momentum·m + g;
     param' = param - lr·m'`. Returns the new values; buffer assignment puts
     each result in its operand's buffer. All operands and results have one
-    type. FLOPs: 6 per element.
+    type, except with `shards` = N > 1 (`--shard-optimizer`, ZeRO-1,
+    docs/distributed.md): the momentum buffer is then one rank's slice,
+    `[ceil(numel/N)]`, and each rank updates only its element range of the
+    param (FLOPs and state bytes per rank). FLOPs: 6 per element.
 
     ```mlir
     %p2, %m2 = graph.sgd_update %p, %g, %m
@@ -935,7 +938,8 @@ def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [OwnFlops]> {
   // The operand is `momentum_buffer` because the attribute is `momentum`.
   let arguments = (ins Graph_Tensor:$param, Graph_Tensor:$grad,
                        Graph_Tensor:$momentum_buffer, Graph_F32:$lr,
-                       Graph_F32:$momentum, Graph_F32:$weight_decay);
+                       Graph_F32:$momentum, Graph_F32:$weight_decay,
+                       DefaultValuedAttr<I64Attr, "1">:$shards);
   let results = (outs Graph_Tensor:$new_param,
                       Graph_Tensor:$new_momentum_buffer);
   let assemblyFormat = [{
@@ -983,7 +987,10 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [OwnFlops]> {
     `m' = β1·m + (1-β1)·g`; `v' = β2·v + (1-β2)·g²`;
     `param' = param - lr·(m'/(1-β1ᵗ))/(sqrt(v'/(1-β2ᵗ)) + eps)`.
     `beta1` and `beta2` are in `[0, 1)`. All operands and results have one
-    type. FLOPs: 15 per element.
+    type, except with `shards` = N > 1 (`--shard-optimizer`, ZeRO-1,
+    docs/distributed.md): `m` and `v` are then one rank's slice,
+    `[ceil(numel/N)]`, and each rank updates only its element range of the
+    param. FLOPs: 15 per element.
 
     ```mlir
     %p2, %m2, %v2 = graph.adamw_update %p, %g, %m, %v
@@ -996,7 +1003,8 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [OwnFlops]> {
   let arguments = (ins Graph_Tensor:$param, Graph_Tensor:$grad,
                        Graph_Tensor:$m, Graph_Tensor:$v, Graph_F32:$lr,
                        Graph_F32:$beta1, Graph_F32:$beta2, Graph_F32:$eps,
-                       Graph_F32:$weight_decay);
+                       Graph_F32:$weight_decay,
+                       DefaultValuedAttr<I64Attr, "1">:$shards);
   let results = (outs Graph_Tensor:$new_param, Graph_Tensor:$new_m,
                       Graph_Tensor:$new_v);
   let assemblyFormat = [{

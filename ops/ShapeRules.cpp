@@ -248,6 +248,24 @@ std::vector<Expected> Rule::elementwise(bool rowWise) {
   if (rowWise)
     expectRankAtLeast(0, 1);
   expectFloat(0);
+  if (opInfo(op).updatesParam && attrs.shards > 1) {
+    // A sharded optimizer update (ZeRO-1, docs/distributed.md): param and
+    // grad whole, each state one rank's slice [ceil(numel/shards)].
+    expectDType(1, in(0).dtype);
+    expectShape(1, in(0).shape);
+    uint64_t numel = checkedNumElements(in(0).shape).value_or(0);
+    Shape slice = {int64_t((numel + attrs.shards - 1) / attrs.shards)};
+    std::string why = "one of " + std::to_string(attrs.shards) +
+                      " shards of the param's " + std::to_string(numel) +
+                      " elements";
+    std::vector<Expected> out = {{in(0), ""}};
+    for (size_t i = 2; i < ins.types.size(); ++i) {
+      expectDType(i, in(0).dtype);
+      expectShape(i, slice, why);
+      out.push_back({{in(0).dtype, slice}, why});
+    }
+    return out;
+  }
   for (size_t i = 1; i < ins.types.size(); ++i) {
     expectDType(i, in(0).dtype);
     expectShape(i, in(0).shape);
@@ -798,6 +816,9 @@ void checkAttrValues(OpKind op, const OpAttrs &attrs) {
         !(attrs.momentum >= 0.0f && attrs.momentum <= 1.0f))
       throw TypeRuleError("attribute 'momentum' must be in [0, 1], got " +
                           format(attrs.momentum));
+    if (name == "shards" && !(attrs.shards >= 1 && attrs.shards <= (1u << 20)))
+      throw TypeRuleError("attribute 'shards' must be in [1, 2^20], got " +
+                          std::to_string(int64_t(attrs.shards)));
     if (name == "epsilon" && !(attrs.epsilon > 0.0f))
       throw TypeRuleError("attribute 'epsilon' must be positive, got " +
                           format(attrs.epsilon));

@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace remat {
@@ -244,6 +245,14 @@ void OptimizerPass::runOnOperation() {
   if (!config || mlir::failed(collectGradients(step, params)))
     return signalPassFailure();
 
+  // `graph.optimizer_shards` N > 1 (--shard-optimizer, ZeRO-1): each state
+  // argument is one rank's slice of its param, [ceil(numel/N)], and the
+  // updates carry shards = N (docs/distributed.md).
+  int64_t shards = 1;
+  if (auto a = module->getAttrOfType<mlir::IntegerAttr>(
+          "graph.optimizer_shards"))
+    shards = std::max<int64_t>(a.getInt(), 1);
+
   mlir::MLIRContext *context = &getContext();
   mlir::OpBuilder builder(context);
   mlir::Block &body = step.getBody().front();
@@ -277,13 +286,20 @@ void OptimizerPass::runOnOperation() {
   for (const ParamGradient &param : params) {
     // 3. State arguments.
     mlir::BlockArgument paramArg = step.getArgument(param.argIndex);
+    mlir::Type stateType = paramArg.getType();
+    auto paramType = llvm::cast<mlir::RankedTensorType>(paramArg.getType());
+    if (shards > 1 && !config->plainSgd()) {
+      int64_t numel = paramType.getNumElements();
+      stateType = mlir::RankedTensorType::get({(numel + shards - 1) / shards},
+                                              paramType.getElementType());
+    }
     llvm::SmallVector<Value, 2> states;
     for (llvm::StringRef stateName : config->stateNames()) {
       unsigned argIndex = step.getNumArguments();
       mlir::StringAttr name =
           stringAttr(stateName.str() + ":" + param.name.getValue().str());
       step.insertArgument(
-          argIndex, paramArg.getType(),
+          argIndex, stateType,
           builder.getDictionaryAttr(
               {builder.getNamedAttr(
                    "graph.init", builder.getDictionaryAttr(builder.getNamedAttr(
@@ -318,19 +334,25 @@ void OptimizerPass::runOnOperation() {
           static_cast<float>(config->weightDecay));
     } else if (config->kind == OptimizerConfig::Kind::Sgd) {
       auto sgd = builder.create<graph::SgdUpdateOp>(
-          paramArg.getLoc(), type, type, paramArg, param.grad, states[0],
+          paramArg.getLoc(), type, stateType, paramArg, param.grad, states[0],
           static_cast<float>(config->lr), static_cast<float>(config->momentum),
           static_cast<float>(config->weightDecay));
       update = sgd;
     } else {
       auto adamw = builder.create<graph::AdamwUpdateOp>(
-          paramArg.getLoc(), type, type, type, paramArg, param.grad, states[0],
+          paramArg.getLoc(), type, stateType, stateType, paramArg, param.grad,
+          states[0],
           states[1], static_cast<float>(config->lr),
           static_cast<float>(config->beta1), static_cast<float>(config->beta2),
           static_cast<float>(config->eps),
           static_cast<float>(config->weightDecay));
       update = adamw;
     }
+    // Only sharded updates carry `shards` (unsharded plans stay as before).
+    if (shards > 1 && !config->plainSgd())
+      update->setAttr("shards", builder.getI64IntegerAttr(shards));
+    else
+      update->removeAttr("shards");
     lastUpdateAfter[anchor] = update;
     newParams.push_back(update->getResult(0));
     paramAttrs.push_back(updatedAttrs("param", param.name, param.argIndex));

@@ -61,6 +61,11 @@ def OptimizerPass : Pass<"remat-optimizer", "::mlir::ModuleOp"> {
     `adam_m:<p>` then `adam_v:<p>`. Each has the param's type and the
     attributes {graph.name, graph.role = "optimizer",
     graph.init = {kind = "zeros"}, graph.param = <p's arg index : i64>}.
+    With the module attribute `graph.optimizer_shards` = N > 1
+    (`--shard-optimizer` with `--ranks N`, ZeRO-1) each state argument is
+    instead one rank's share, `tensor<ceil(numel/N) x f32>`, and the
+    stateful updates carry `shards = N` (sgd_plain_update has no state and
+    stays whole).
 
     It inserts one `graph.sgd_update` (operands: param, grad, momentum),
     `graph.sgd_plain_update` (param, grad; SGD with momentum 0, which keeps

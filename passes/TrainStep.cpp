@@ -212,6 +212,9 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
   if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>("graph.ranks"))
     step.ranks = std::max<int64_t>(a.getInt(), 1);
   if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>(
+          "graph.optimizer_shards"))
+    step.optimizerShards = std::max<int64_t>(a.getInt(), 1);
+  if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>(
           "graph.tokens_per_sample"))
     step.tokensPerSample = std::max<int64_t>(a.getInt(), 1);
 

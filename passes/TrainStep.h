@@ -75,6 +75,9 @@ struct TrainStep {
   int64_t seed = 0;
   int64_t batch = 1; ///< per rank
   int64_t ranks = 1; ///< data-parallel ranks (graph.ranks)
+  /// Ranks the optimizer state is sharded over (graph.optimizer_shards,
+  /// --shard-optimizer); 1: every rank holds all of it.
+  int64_t optimizerShards = 1;
   int64_t tokensPerSample = 1;
   memory::StepGraph graph;
   std::vector<ValueInfo> values; ///< parallel to graph.values

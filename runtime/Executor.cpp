@@ -58,6 +58,7 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
     calls = PlanCalls(loaded, static_cast<char *>(arena));
     if (ranks)
       planGradientSums();
+    planShardedUpdates();
     for (size_t i = 0; i < p.buffers.size(); ++i)
       if (p.buffers[i].init)
         writeBuffer(i, initialValue(p.buffers[i], runSeed));
@@ -122,6 +123,64 @@ void Executor::finishGradientSum(size_t index) {
     g[i] *= scale;
 }
 
+void Executor::planShardedUpdates() {
+  const Plan &p = loaded.plan;
+  gathersBefore.assign(p.steps.size(), {});
+  for (size_t si = 0; si < p.steps.size(); ++si) {
+    const auto &ls = loaded.steps[si];
+    if (!isOptimizerOp(ls.op) || ls.attrs.shards <= 1)
+      continue;
+    // (The loader checked shards == the plan's ranks == this run's.)
+    const StepDesc &s = p.steps[si];
+    ShardedUpdate u;
+    u.param = size_t(s.inputs[0]);
+    const BufferDesc &param = p.buffers[u.param];
+    if (param.dtype != DType::F32)
+      throw PlanError(loaded.stepPlace(si) + ": sharded optimizer updates "
+                      "work on f32 params only");
+    u.numel = *checkedNumElements(param.shape);
+    u.shard = (u.numel + ls.attrs.shards - 1) / ls.attrs.shards;
+    int rank = ranks ? ranks->rank() : 0;
+    u.begin = std::min(u.numel, uint64_t(rank) * u.shard);
+    u.count = std::min(u.shard, u.numel - u.begin);
+    Shape range = {int64_t(u.count)};
+    auto view = [&](int64_t buffer, uint64_t first) {
+      TensorRef r = calls.ref(buffer);
+      r.data = static_cast<char *>(r.data) + first * sizeof(float);
+      r.shape = range;
+      r.numElements = int64_t(u.count);
+      return r;
+    };
+    // param and grad: this rank's range; each state: its slice's first
+    // `count` elements (the last rank's slice may be short or empty).
+    for (size_t i = 0; i < s.inputs.size(); ++i)
+      u.inputs.push_back(view(s.inputs[i], i < 2 ? u.begin : 0));
+    for (size_t o = 0; o < s.outputs.size(); ++o)
+      u.outputs.push_back(view(s.outputs[o], o < 1 ? u.begin : 0));
+    for (size_t i = 2; i < s.inputs.size(); ++i)
+      shardedStates[size_t(s.inputs[i])] = si;
+    // A later step of the same training step that reads the param (none
+    // in the planner's plans: updates follow the param's last reader)
+    // waits for the gather; every other gather ends with the step.
+    for (size_t later = si + 1; later < p.steps.size(); ++later) {
+      const auto &in = p.steps[later].inputs;
+      if (std::find(in.begin(), in.end(), int64_t(u.param)) != in.end()) {
+        gathersBefore[later].push_back(u.param);
+        break;
+      }
+    }
+    shardedUpdates.emplace(si, std::move(u));
+  }
+}
+
+void Executor::finishParamGather(size_t index) {
+  auto it = gatherHandles.find(index);
+  if (it == gatherHandles.end())
+    return;
+  commWaitSeconds += ranks->wait(it->second);
+  gatherHandles.erase(it);
+}
+
 void *Executor::bufferAddress(size_t index) const {
   return static_cast<char *>(arena) + loaded.plan.buffers[index].offset;
 }
@@ -154,6 +213,20 @@ void Executor::loadWeights(const SafetensorsFile &file) {
   const auto &buffers = loaded.plan.buffers;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferDesc &b = buffers[i];
+    if (auto sharded = shardedStates.find(i); sharded != shardedStates.end()) {
+      // Sharded optimizer state: the file holds it whole (the param's
+      // shape, as every checkpoint does); keep this rank's slice.
+      if (!file.contains(b.name))
+        continue;
+      const ShardedUpdate &u = shardedUpdates.at(sharded->second);
+      std::vector<char> whole =
+          file.getF32(b.name, loaded.plan.buffers[u.param].shape).bytes;
+      std::vector<char> mine(b.bytes, 0);
+      std::copy_n(whole.begin() + ptrdiff_t(u.begin * sizeof(float)),
+                  u.count * sizeof(float), mine.begin());
+      writeBuffer(i, mine);
+      continue;
+    }
     if (b.role == BufferRole::Param ||
         (isPersistent(b.role) && file.contains(b.name)))
       writeBuffer(i, file.getF32(b.name, b.shape).bytes);
@@ -186,6 +259,18 @@ std::map<std::string, NamedTensor> Executor::stateTensors() const {
     const BufferDesc &b = buffers[i];
     if (!isPersistent(b.role))
       continue;
+    if (auto sharded = shardedStates.find(i); sharded != shardedStates.end()) {
+      // Gathered whole on rank 0, in the param's shape: a checkpoint of a
+      // sharded run is that of an unsharded one.
+      const ShardedUpdate &u = shardedUpdates.at(sharded->second);
+      const BufferDesc &param = buffers[u.param];
+      NamedTensor t{"F32", param.shape, std::vector<char>(param.bytes)};
+      ranks->gatherToFirst(static_cast<const float *>(bufferAddress(i)),
+                           u.numel, u.shard,
+                           reinterpret_cast<float *>(t.bytes.data()));
+      out.emplace(b.name, std::move(t));
+      continue;
+    }
     NamedTensor t{"F32", b.shape, std::vector<char>(b.bytes)};
     backend.copyOut(t.bytes.data(), bufferAddress(i), b.bytes);
     out.emplace(b.name, std::move(t));
@@ -350,10 +435,18 @@ StepResult Executor::runStep(bool prefetchNext) {
   backend.beginTrainingStep(numStepsRun);
   commWaitSeconds = 0;
   for (size_t si = 0; si < p.steps.size(); ++si) {
-    if (ranks)
+    if (ranks) {
       for (size_t b : sumsBefore[si])
         finishGradientSum(b);
+      for (size_t b : gathersBefore[si])
+        finishParamGather(b);
+    }
     KernelCall call = calls.call(si, numStepsRun);
+    auto sharded = shardedUpdates.find(si);
+    if (sharded != shardedUpdates.end()) {
+      call.inputs = sharded->second.inputs.data();
+      call.outputs = sharded->second.outputs.data();
+    }
     try {
       backend.runStep(call);
     } catch (const PlanError &) {
@@ -372,14 +465,26 @@ StepResult Executor::runStep(bool prefetchNext) {
         for (size_t b : sumsAfter[si])
           finishGradientSum(b);
     }
-    if (ranks && !sumHandles.empty())
+    if (sharded != shardedUpdates.end()) {
+      // Every rank has updated its range: gather the whole param.
+      const ShardedUpdate &u = sharded->second;
+      gatherHandles[u.param] = ranks->startGather(
+          static_cast<float *>(bufferAddress(u.param)), u.numel, u.shard);
+      if (!overlapSums)
+        finishParamGather(u.param);
+    }
+    if (ranks && !(sumHandles.empty() && gatherHandles.empty()))
       ranks->poll();
     if (onStepExecuted)
       onStepExecuted(si);
   }
-  if (ranks)
+  if (ranks) {
     while (!sumHandles.empty())
       finishGradientSum(sumHandles.begin()->first);
+    // The next step's forward pass reads the whole params.
+    while (!gatherHandles.empty())
+      finishParamGather(gatherHandles.begin()->first);
+  }
   backend.endTrainingStep(numStepsRun);
   if (prefetch && prefetchNext) {
     // The next batch, queued behind this step's work: its host side

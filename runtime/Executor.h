@@ -82,6 +82,9 @@ public:
   /// that was called first). Other tensors in the file are ignored.
   void loadWeights(const SafetensorsFile &file);
   /// Params, optimizer state and state buffers by buffer name, as F32 tensors.
+  /// With sharded optimizer state (--shard-optimizer) each state tensor is
+  /// gathered whole (the param's shape) on rank 0: every rank must call
+  /// this, and only rank 0's map holds the full state.
   std::map<std::string, NamedTensor> stateTensors() const;
 
   /// Feeds input `name` from user data instead of its generator. The array
@@ -130,6 +133,11 @@ private:
   void planGradientSums();
   /// Waits for buffer `index`'s gradient sum and divides it by the ranks.
   void finishGradientSum(size_t index);
+  /// Sharded optimizer updates (ZeRO-1): their views and gathers
+  /// (constructor).
+  void planShardedUpdates();
+  /// Waits for param buffer `index`'s all-gather after its sharded update.
+  void finishParamGather(size_t index);
 
   LoadedPlan loaded;
   Backend &backend;
@@ -152,6 +160,23 @@ private:
   std::vector<std::vector<size_t>> sumsAfter, sumsBefore;
   std::map<size_t, size_t> sumHandles; ///< grad buffer -> started sum
   double commWaitSeconds = 0;          ///< this training step's
+
+  /// A sharded optimizer update (plan steps with attrs.shards > 1,
+  /// docs/distributed.md): this rank's views of param, grad and state
+  /// (elements [begin, begin + count) of the param; the first count of
+  /// each state slice), then the param's all-gather.
+  struct ShardedUpdate {
+    std::vector<TensorRef> inputs, outputs;
+    size_t param = 0;     ///< the param buffer
+    uint64_t numel = 0;   ///< the param's elements
+    uint64_t shard = 0;   ///< each rank's slice: ceil(numel / ranks)
+    uint64_t begin = 0, count = 0; ///< this rank's range
+  };
+  std::map<size_t, ShardedUpdate> shardedUpdates; ///< by plan step
+  std::map<size_t, size_t> shardedStates; ///< state buffer -> its step
+  /// Per plan step: params whose gather must be done before it.
+  std::vector<std::vector<size_t>> gathersBefore;
+  std::map<size_t, size_t> gatherHandles; ///< param buffer -> gather
 };
 
 /// The process's peak resident set size (VmHWM of /proc/self/status) in

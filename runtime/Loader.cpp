@@ -306,6 +306,13 @@ void validateStep(LoadedPlan &lp, size_t si, std::vector<bool> &written) {
     if (plan.buffers[s.inputs[0]].role != BufferRole::Param)
       fail(where, "input 0 '" + plan.buffers[s.inputs[0]].name +
                       "' must be a param buffer");
+    // Sharded optimizer state (ZeRO-1): one slice per rank.
+    if (resolved.attrs.shards > 1 &&
+        int64_t(resolved.attrs.shards) != plan.ranks)
+      fail(where, "/attrs/shards: the update is sharded over " +
+                      std::to_string(resolved.attrs.shards) +
+                      " ranks but the plan is for " +
+                      std::to_string(plan.ranks) + " (/ranks)");
   }
   if (ops::opInfo(*op).updatesState) {
     if (s.outputs[0] != s.inputs[0])

@@ -41,6 +41,8 @@ bool builtWithMpi() {
 #ifdef REMAT_HAVE_MPI
 struct Ranks::Pending {
   std::vector<MPI_Request> requests;
+  /// A gather's counts and displacements (MPI reads them until it is done).
+  std::vector<int> counts, displs;
 };
 
 namespace {
@@ -85,6 +87,44 @@ size_t Ranks::startSum(float *data, uint64_t count) {
   }
   pending.push_back(p);
   return pending.size() - 1;
+}
+
+namespace {
+/// Each rank's element count and first element of `total` floats in
+/// slices of `shard` (rank r's: [r·shard, min((r+1)·shard, total))).
+void sliceLayout(uint64_t total, uint64_t shard, int ranks,
+                 std::vector<int> &counts, std::vector<int> &displs) {
+  if (total > uint64_t(INT_MAX))
+    throw std::runtime_error(
+        "a sharded optimizer state of " + std::to_string(total) +
+        " elements is over MPI's 2^31 - 1 per collective");
+  counts.assign(size_t(ranks), 0);
+  displs.assign(size_t(ranks), 0);
+  for (int r = 0; r < ranks; ++r) {
+    uint64_t begin = std::min(total, uint64_t(r) * shard);
+    counts[size_t(r)] = int(std::min(shard, total - begin));
+    displs[size_t(r)] = int(begin);
+  }
+}
+} // namespace
+
+size_t Ranks::startGather(float *data, uint64_t total, uint64_t shard) {
+  auto *p = new Pending;
+  sliceLayout(total, shard, rankCount, p->counts, p->displs);
+  MPI_Request r;
+  MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, p->counts.data(),
+                  p->displs.data(), MPI_FLOAT, MPI_COMM_WORLD, &r);
+  p->requests.push_back(r);
+  pending.push_back(p);
+  return pending.size() - 1;
+}
+
+void Ranks::gatherToFirst(const float *mine, uint64_t total, uint64_t shard,
+                          float *out) {
+  std::vector<int> counts, displs;
+  sliceLayout(total, shard, rankCount, counts, displs);
+  MPI_Gatherv(mine, counts[size_t(rankIndex)], MPI_FLOAT, out, counts.data(),
+              displs.data(), MPI_FLOAT, 0, MPI_COMM_WORLD);
 }
 
 double Ranks::wait(size_t handle) {
@@ -161,6 +201,11 @@ Ranks::Ranks() {
 }
 Ranks::~Ranks() = default;
 size_t Ranks::startSum(float *, uint64_t) { return 0; }
+size_t Ranks::startGather(float *, uint64_t, uint64_t) { return 0; }
+void Ranks::gatherToFirst(const float *mine, uint64_t total, uint64_t,
+                          float *out) {
+  std::copy(mine, mine + total, out);
+}
 double Ranks::wait(size_t) { return 0; }
 void Ranks::poll() {}
 void Ranks::sum(std::vector<double> &) {}

@@ -36,7 +36,17 @@ public:
   /// Starts summing `count` floats at `data` over every rank, in place;
   /// the bytes must stay untouched until wait(handle) returns.
   size_t startSum(float *data, uint64_t count);
-  /// Waits for a started sum; returns the seconds spent waiting.
+  /// Sharded optimizer state (ZeRO-1): `total` floats at `data` split in
+  /// slices of `shard` (rank r's is [r·shard, min((r+1)·shard, total)),
+  /// possibly empty). Starts gathering every rank's slice into every
+  /// rank's `data`, in place (each rank's own slice is already there); the
+  /// bytes must stay untouched until wait(handle). total < 2^31.
+  size_t startGather(float *data, uint64_t total, uint64_t shard);
+  /// The same slices, blocking, to rank 0 only: rank r passes its slice at
+  /// `mine`; rank 0 receives all `total` floats at `out` (else unused).
+  void gatherToFirst(const float *mine, uint64_t total, uint64_t shard,
+                     float *out);
+  /// Waits for a started sum or gather; returns the seconds spent waiting.
   double wait(size_t handle);
   /// Lets started sums progress (MPI moves them only inside its calls).
   void poll();

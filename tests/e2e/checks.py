@@ -410,6 +410,40 @@ def max_batch(remat, work):
     if r.returncode != 1 or "no batch fits" not in r.stdout:
         fail("a budget below batch 1's minimum: exit %d, stdout %r"
              % (r.returncode, r.stdout))
+    # With --ranks 2 the search is over the per-rank batch: the answer is a
+    # global batch, twice it, that compiles for 2 ranks while the next
+    # multiple of 2 does not; sharding the optimizer state
+    # (--shard-optimizer) leaves each rank at least as much room.
+    per_rank = {}
+    for shard in ([], ["--shard-optimizer"]):
+        base = [model("gpt2.json"), "--preset", "tiny", "--ranks", "2"] + shard
+        r = subprocess.run([remat, "plan"] + base + ["--max-batch", "--budget",
+                                                     "600000"],
+                           capture_output=True, text=True)
+        found = re.search(r"largest global batch that fits 600000 bytes per "
+                          r"rank on 2 ranks: (\d+) \((\d+) per rank\)",
+                          r.stdout)
+        if r.returncode != 0 or not found:
+            fail("--ranks 2 %s: exit %d, stdout %r" % (shard, r.returncode,
+                                                       r.stdout))
+        batch, each = int(found.group(1)), int(found.group(2))
+        if batch != 2 * each or each < 1:
+            fail("--ranks 2: global batch %d, %d per rank" % (batch, each))
+        for b, want in ((batch, True), (batch + 2, False)):
+            plan, _ = compile_plan(
+                remat, base + ["--set", "batch=%d" % b, "--budget", "600000"],
+                work, "r2-%d-%d" % (len(shard), b))
+            if (plan is not None) != want:
+                fail("--ranks 2 %s: global batch %d %s but --max-batch said "
+                     "%d" % (shard, b, "compiles" if plan else "fails",
+                             batch))
+        per_rank[bool(shard)] = each
+        print("gpt2 tiny on 2 ranks%s under 600000 bytes per rank: global "
+              "batch %d compiles, %d does not" % (
+                  " (sharded optimizer)" if shard else "", batch, batch + 2))
+    if per_rank[True] < per_rank[False]:
+        fail("sharding the optimizer state lowered the batch per rank: %s"
+             % per_rank)
 
 
 def loss_grad_in_place(remat, work):

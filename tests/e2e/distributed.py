@@ -2,13 +2,21 @@
 """Data-parallel runs on MPI (docs/distributed.md, issue #14).
 
   distributed.py REMAT parity MODEL PRESET [--budget-frac F]
+                  [--shard-optimizer] [--set NAME=VALUE]...
       2 ranks (mpirun -np 2) with the global batch B against 1 rank with
       batch B, 50 steps: every step's loss within 1e-4 relative (the first
       within 1e-6), and every parameter after the last step likewise. With
       --budget-frac F each plan is compiled at F of the way from its
       minimum feasible budget to its store-all peak (per rank), so that
       the planner recomputes (checked). Step 1's averaged gradients match
-      one rank's within 1e-5.
+      one rank's within 1e-5. With --shard-optimizer the 2-rank plan keeps
+      half of the optimizer state per rank (ZeRO-1): its optimizer buffers
+      are [ceil(numel/2)] slices and its report's optimizer bytes their
+      sum (checked against the 1-rank plan's); the 50-step checkpoint holds
+      the whole state (compared as above); and both plans resumed from the
+      1-rank checkpoint (--weights, with its optimizer state) agree after
+      3 more steps, so each rank loads its slice. --set configures the
+      model further (an odd width: slices of uneven size).
   distributed.py REMAT errors
       a rank count that does not divide the batch, a plan run on another
       rank count, different plans on the ranks: clear errors, exit 1.
@@ -98,14 +106,63 @@ def losses(log):
         return [json.loads(line) for line in f]
 
 
-def parity(remat, work, model, preset, budget_frac):
+def optimizer_slices(plan_path):
+    """{state buffer: (its shape, its param's element count)} of a plan,
+    and the plan's alignment."""
+    with open(plan_path) as f:
+        plan = json.load(f)
+    shapes = {b["name"]: b["shape"] for b in plan["buffers"]}
+    out = {}
+    for b in plan["buffers"]:
+        if b["role"] == "optimizer":
+            n = 1
+            for d in shapes[b["name"].split(":", 1)[1]]:
+                n *= d
+            out[b["name"]] = (b["shape"], n)
+    return out, plan["alignment"]
+
+
+def check_sharded_plans(plans, reports):
+    """The 2-rank plan's optimizer state is one rank's half of the 1-rank
+    plan's: each buffer [ceil(numel/2)], the report's bytes their sum (each
+    buffer rounded up to the plan's alignment, as the report counts)."""
+    (whole, _), (half, align) = (optimizer_slices(plans[1]),
+                                 optimizer_slices(plans[2]))
+    if sorted(whole) != sorted(half) or not whole:
+        raise SystemExit(f"FAIL: optimizer buffers {sorted(half)} vs "
+                         f"{sorted(whole)}")
+    for name, (shape, n) in half.items():
+        if shape != [(n + 1) // 2]:
+            raise SystemExit(f"FAIL: sharded state {name} has shape {shape}"
+                             f", not [{(n + 1) // 2}] (half of {n})")
+    one = reports[1]["breakdown"]["optimizer"]
+    two = reports[2]["breakdown"]["optimizer"]
+    expected = sum(-(-4 * ((n + 1) // 2) // align) * align
+                   for _, n in half.values())
+    if reports[2].get("optimizer_shards") != 2 or two != expected:
+        raise SystemExit(f"FAIL: the sharded report says optimizer {two} B "
+                         f"(shards {reports[2].get('optimizer_shards')}), "
+                         f"expected {expected} B over 2 shards")
+    if not one / 2 <= two <= one / 2 + align * len(half):
+        raise SystemExit(f"FAIL: per-rank optimizer bytes {two} are not "
+                         f"half of one rank's {one}")
+    print(f"optimizer state per rank: {two} B sharded over 2 ranks vs "
+          f"{one} B on 1 rank ({len(half)} tensors, "
+          f"{sum(1 for _, n in half.values() if n % 2)} of odd size)")
+
+
+def parity(remat, work, model, preset, budget_frac, shard=False, sets=()):
     base = [model_path(model), "--preset", preset]
+    for value in sets:
+        base += ["--set", value]
+    # --shard-optimizer: the 2-rank plan only (it changes nothing on one).
+    sharding = {1: [], 2: ["--shard-optimizer"] if shard else []}
     budget = []
     if budget_frac:
         # F of the way from each plan's minimum feasible budget up to its
         # store-all peak (per rank): the planner must recompute.
         for ranks in (1, 2):
-            args = base + ["--ranks", str(ranks)]
+            args = base + ["--ranks", str(ranks)] + sharding[ranks]
             report = os.path.join(work, f"storeall{ranks}.json")
             must(run([remat, "compile"] + args + ["--emit=plan", "-o",
                       os.devnull, "--report", report]), "store-all compile")
@@ -119,16 +176,18 @@ def parity(remat, work, model, preset, budget_frac):
                 raise SystemExit(f"FAIL: no minimum in: {r.stderr}")
             least = int(r.stderr.split(marker)[1].split()[0])
             budget.append(int(least + budget_frac * (full - least)))
-    plans = {}
+    plans, reports = {}, {}
     for ranks in (1, 2):
         plan = os.path.join(work, f"r{ranks}.plan")
         report = os.path.join(work, f"r{ranks}.json")
         extra = ["--budget", str(budget[ranks - 1])] if budget else []
         must(run([remat, "compile"] + base + ["--ranks", str(ranks),
-                  "--emit=plan", "-o", plan, "--report", report] + extra),
+                  "--emit=plan", "-o", plan, "--report", report] + extra +
+                 sharding[ranks]),
              f"compile --ranks {ranks}")
         with open(report) as f:
             rep = json.load(f)
+        reports[ranks] = rep
         recomputed = rep.get("recompute_overhead", 0)
         print(f"{ranks} rank(s): planned peak {rep['planned_peak_bytes']} B"
               f" per rank, recompute overhead {recomputed:.3f}")
@@ -136,6 +195,8 @@ def parity(remat, work, model, preset, budget_frac):
             raise SystemExit(f"FAIL: the budget {budget[ranks - 1]} did not "
                              f"make the {ranks}-rank plan recompute")
         plans[ranks] = plan
+    if shard:
+        check_sharded_plans(plans, reports)
     steps = "50"
     one_log, two_log = (os.path.join(work, n) for n in ("1.jsonl", "2.jsonl"))
     one_save, two_save = (os.path.join(work, n)
@@ -193,6 +254,23 @@ def parity(remat, work, model, preset, budget_frac):
           f"of {len(p1)} tensors, worst relative difference {worst:.2e}")
     if worst > 1e-4:
         raise SystemExit("FAIL: the parameters differ by more than 1e-4")
+    if shard:
+        # Resume both from the 1-rank checkpoint (nonzero optimizer state):
+        # each rank of the sharded run must load its slice of every state.
+        resumed = {}
+        for ranks in (1, 2):
+            out = os.path.join(work, f"resumed{ranks}.safetensors")
+            launch = MPIRUN + ["2"] if ranks == 2 else []
+            must(run(launch + [remat, "run", plans[ranks], "--steps", "3",
+                               "--weights", one_save, "--save", out]),
+                 f"{ranks}-rank run resumed from the checkpoint")
+            resumed[ranks] = read_safetensors(out)
+        worst = max(relative(resumed[2][k], resumed[1][k]) for k in compared)
+        print(f"resumed from the 1-rank checkpoint, 3 steps: worst relative "
+              f"difference {worst:.2e} over {len(compared)} tensors")
+        if worst > 1e-4:
+            raise SystemExit("FAIL: the resumed runs differ by more than "
+                             "1e-4")
     print("OK")
     return 0
 
@@ -361,7 +439,10 @@ def main():
             frac = None
             if "--budget-frac" in sys.argv:
                 frac = float(sys.argv[sys.argv.index("--budget-frac") + 1])
-            return parity(remat, work, sys.argv[3], sys.argv[4], frac)
+            sets = [sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1])
+                    if a == "--set"]
+            return parity(remat, work, sys.argv[3], sys.argv[4], frac,
+                          "--shard-optimizer" in sys.argv, sets)
         if check == "errors":
             return errors(remat, work)
         if check == "rank-killed":

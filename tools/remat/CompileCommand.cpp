@@ -105,7 +105,11 @@ static const std::string kCompileHelp = std::string(
     "  --update-lag K     with --ranks: run each optimizer update K ops\n"
     "                     after the planner's place for it, so that its\n"
     "                     gradient's sum overlaps them (default 4; halved\n"
-    "                     while the arena would exceed the budget; 0: off)\n") +
+    "                     while the arena would exceed the budget; 0: off)\n"
+    "  --shard-optimizer  with --ranks N > 1: each rank keeps 1/N of every\n"
+    "                     optimizer state tensor and updates 1/N of each\n"
+    "                     param, then the params are all-gathered (ZeRO-1;\n"
+    "                     docs/distributed.md); no effect with one rank\n") +
     kTrainingFlagsHelp +
     "  -h, --help         this text\n";
 
@@ -116,7 +120,7 @@ static const std::string kTrainHelp = std::string(
     "`remat compile MODEL --emit=plan -o P` then `remat run P`.\n"
     "\n"
     "compile options: --preset NAME, --set NAME=VALUE, --ranks N,\n"
-    "  --update-lag K,\n"
+    "  --update-lag K, --shard-optimizer,\n"
     "  --budget BYTES,\n"
     "  --workspace-reserve BYTES, --backend NAME (the plan's and the run's),\n"
     "  --solver NAME, --time-limit S, --progress, --no-reorder,\n"
@@ -165,7 +169,7 @@ std::vector<std::string> flagNames(bool train) {
       "--solver",     "--time-limit", "--progress",
       "--no-reorder", "--reorder",    "--device-profile",
       "--preset",     "--set",        "--ranks",             "--update-lag",
-      "--help"};
+      "--help",       "--shard-optimizer"};
   for (const std::string &flag : trainingFlagNames())
     names.push_back(flag);
   if (!train) {
@@ -248,6 +252,8 @@ int parse(const char *command, int argc, char **argv, Options &options,
         options.updateLag = int(lag);
       } else if (arg == "--min-feasible" && !train) {
         options.minFeasible = true;
+      } else if (arg == "--shard-optimizer") {
+        options.modelOptions.shardOptimizer = true;
       } else if (takeModelFlag(argc, argv, i, options.modelOptions)) {
 #ifdef REMAT_HAVE_RUN
       } else if (std::optional<bool> takesValue =
@@ -340,6 +346,12 @@ void printSummary(const nlohmann::json &report) {
             << " (params " << formatBytes(b["params"].get<int64_t>())
             << ", grads " << formatBytes(b["grads"].get<int64_t>())
             << ", optimizer " << formatBytes(b["optimizer"].get<int64_t>())
+            << (report.contains("optimizer_shards")
+                    ? " (this rank's 1/" +
+                          std::to_string(
+                              report["optimizer_shards"].get<int64_t>()) +
+                          ")"
+                    : std::string())
             << (b.value("state", int64_t(0)) > 0
                     ? ", state " + formatBytes(b["state"].get<int64_t>())
                     : std::string())

@@ -90,6 +90,8 @@ static const char *kPlanHelp =
     "  --ranks N          plan each of N data-parallel ranks: the config's\n"
     "                     batch is the global batch, the budget per rank\n"
     "                     (docs/distributed.md)\n"
+    "  --shard-optimizer  with --ranks N > 1: each rank keeps 1/N of the\n"
+    "                     optimizer state (ZeRO-1); no effect with one rank\n"
     "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X,\n"
     "  --frozen NAME,...  the training step of an ONNX model (docs/onnx.md;\n"
     "                     see remat compile --help)\n"
@@ -130,7 +132,8 @@ const std::vector<std::string> kPlanFlags = {
     "--max-batch",
     "--graph",  "--budget-frac", "--reorder",  "--no-reorder",
     "--solver", "--time-limit",  "--progress", "--device-profile",
-    "--preset", "--set",         "--ranks",         "--json",     "--svg",      "--help"};
+    "--preset", "--set",         "--ranks",         "--json",     "--svg",      "--help",
+    "--shard-optimizer"};
 
 std::vector<std::string> planFlagNames() {
   std::vector<std::string> names = kPlanFlags;
@@ -421,9 +424,12 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
   // A batch fits when its store-all arena does or the solver's plan does;
   // `quick` means the fast solvers only (the heuristic, then per-block),
   // which `auto` falls back to, so auto fits every batch they fit.
+  // With --ranks N the search is over the per-rank batch: the config's
+  // (global) batch is N times it, so always a multiple of N.
+  const int64_t ranks = std::max<int64_t>(options.modelOptions.ranks, 1);
   auto fits = [&](int64_t batch, bool quick) {
     model::ModelOptions m = options.modelOptions;
-    m.overrides.push_back({"batch", std::to_string(batch)});
+    m.overrides.push_back({"batch", std::to_string(batch * ranks)});
     Session s = openSession(options, m, /*warn=*/false);
     int64_t arenaBudget = *options.budget - s.reserve;
     bool ok = s.storeAllArena <= arenaBudget;
@@ -437,6 +443,7 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
                                 s.alignment)
                .ok;
     std::cerr << "remat plan: batch " << batch
+              << (ranks > 1 ? " per rank" : "")
               << (ok ? " fits" : " does not fit")
               << (quick ? " (heuristic, per-block)" : "") << "\n";
     return ok;
@@ -462,8 +469,11 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
     return low;
   };
   {
-    model::ModelGraph g =
-        loadModelFile(options, options.modelOptions, /*warn=*/true);
+    // Read as one rank: the config's batch need not be a multiple of the
+    // ranks, since the search sets it.
+    model::ModelOptions one = options.modelOptions;
+    one.ranks = 1;
+    model::ModelGraph g = loadModelFile(options, one, /*warn=*/true);
     if (!g.config.count("batch"))
       throw model::ModelError(options.model +
                               ": --max-batch needs a config variable 'batch'");
@@ -480,6 +490,16 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
     return 1;
   }
   low = largest(std::max<int64_t>(low, 1), false);
+  if (ranks > 1) {
+    std::cout << "largest global batch that fits " << *options.budget
+              << " bytes per rank on " << ranks << " ranks: " << low * ranks
+              << " (" << low << " per rank)\n";
+    writeJson(options, {{"budget_bytes", *options.budget},
+                        {"max_batch", low * ranks},
+                        {"ranks", ranks},
+                        {"max_batch_per_rank", low}});
+    return 0;
+  }
   std::cout << "largest batch that fits " << *options.budget
             << " bytes: " << low << "\n";
   writeJson(options, {{"budget_bytes", *options.budget}, {"max_batch", low}});
@@ -652,6 +672,8 @@ int planMain(int argc, char **argv) {
         if (!options.measureProfile)
           options.deviceProfile = compiler::parseDeviceProfile(v);
       }
+      else if (arg == "--shard-optimizer")
+        options.modelOptions.shardOptimizer = true;
       else if (takeModelFlag(argc, argv, i, options.modelOptions))
         continue;
       else if (arg.size() > 1 && arg[0] == '-')
@@ -681,9 +703,6 @@ int planMain(int argc, char **argv) {
       return usage("no model given");
     if (options.workspaceReserve && !options.budget)
       return usage("--workspace-reserve needs --budget");
-    if (options.maxBatch && options.modelOptions.ranks > 1)
-      return usage("--max-batch with --ranks is not supported yet "
-                   "(docs/distributed.md)");
     if (options.workspaceReserve && (options.sweep || options.maxBatch))
       return usage("--workspace-reserve goes with a single --budget only");
     if (options.workspaceReserve && *options.workspaceReserve >= *options.budget)

@@ -247,10 +247,18 @@ int runCommand(const RunOptions &opt) {
         << exec.arenaBytes() << " B, workspace " << exec.workspaceBytes()
         << " B, backend " << backend->name() << ", seed " << exec.seed()
         << "\n";
-    if (ranks->distributed())
+    if (ranks->distributed()) {
+      bool sharded = std::any_of(
+          plan.steps.begin(), plan.steps.end(),
+          [](const ResolvedStep &s) { return s.attrs.shards > 1; });
       info << "remat run: " << ranks->size() << " ranks, batch " << p.batch
            << " each (global batch " << p.batch * p.ranks
-           << "); gradients averaged over the ranks\n";
+           << "); gradients averaged over the ranks"
+           << (sharded ? "; optimizer state sharded over them (each keeps "
+                         "1/" + std::to_string(ranks->size()) + ")"
+                       : "")
+           << "\n";
+    }
     if (auto budget = p.report.find("budget_bytes");
         budget != p.report.end() && budget->is_number_integer() &&
         budget->get<int64_t>() > 0) {
@@ -291,10 +299,15 @@ int runCommand(const RunOptions &opt) {
       // Every rank's timings for the log (collective: each rank takes
       // part; every rank has the same --log flag, so all or none gather).
       std::vector<double> rankMs, rankWaitMs, rankLoss;
+      std::vector<uint64_t> rankRssGrowth;
+      uint64_t rssGrowth = r.peakRssBytes > exec.baselineRssBytes()
+                               ? r.peakRssBytes - exec.baselineRssBytes()
+                               : 0;
       if (ranks->distributed() && !opt.logPath.empty()) {
         rankMs = ranks->gather(r.milliseconds);
         rankWaitMs = ranks->gather(r.commWaitMilliseconds);
         rankLoss = ranks->gather(r.rankLoss);
+        rankRssGrowth = ranks->gather(rssGrowth);
       }
       if (lead)
         out << formatStepLine(r, p, exec.arenaBytes()) << "\n" << std::flush;
@@ -303,10 +316,7 @@ int runCommand(const RunOptions &opt) {
                                 {"loss", r.loss},
                                 {"ms", r.milliseconds},
                                 {"peak_rss_bytes", r.peakRssBytes},
-                                {"rss_growth_bytes",
-                                 r.peakRssBytes > exec.baselineRssBytes()
-                                     ? r.peakRssBytes - exec.baselineRssBytes()
-                                     : 0},
+                                {"rss_growth_bytes", rssGrowth},
                                 {"samples_per_s", r.samplesPerSecond}};
         if (p.tokensPerSample > 1)
           entry["tokens_per_s"] = r.tokensPerSecond;
@@ -315,6 +325,7 @@ int runCommand(const RunOptions &opt) {
           entry["rank_ms"] = rankMs;
           entry["rank_comm_wait_ms"] = rankWaitMs;
           entry["rank_loss"] = rankLoss;
+          entry["rank_rss_growth_bytes"] = rankRssGrowth;
         }
 #ifdef REMAT_HAVE_CUDA_BACKEND
         if (auto *cuda = dynamic_cast<CudaBackend *>(device)) {
@@ -344,8 +355,13 @@ int runCommand(const RunOptions &opt) {
 #endif
     if (!opt.dumpGradsPath.empty() && opt.steps == 0)
       err << "remat run: warning: --steps 0, no gradients dumped\n";
-    if (!opt.savePath.empty() && lead)
-      writeSafetensors(opt.savePath, exec.stateTensors());
+    if (!opt.savePath.empty()) {
+      // Every rank takes part: sharded optimizer state is gathered on
+      // rank 0, which writes the file.
+      std::map<std::string, NamedTensor> state = exec.stateTensors();
+      if (lead)
+        writeSafetensors(opt.savePath, state);
+    }
     if (log)
       log->commit();
     return 0;

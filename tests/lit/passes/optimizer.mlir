@@ -78,6 +78,37 @@ module attributes {graph.optimizer = {beta1 = 9.000000e-01 : f64, beta2 = 0.999 
 
 // -----
 
+// Sharded optimizer state (graph.optimizer_shards = 3, --shard-optimizer with
+// --ranks 3, ZeRO-1): each state argument is one rank's slice,
+// tensor<ceil(numel/3)xf32> (w: 8 elements -> 3, b: 2 -> 1), and the
+// updates carry shards = 3 with whole params and gradients.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: %[[MW:[^:]*]]: tensor<3xf32> {graph.init = {kind = "zeros"}, graph.name = "adam_m:w", graph.param = 2 : i64, graph.role = "optimizer"}, %[[VW:[^:]*]]: tensor<3xf32> {graph.init = {kind = "zeros"}, graph.name = "adam_v:w", graph.param = 2 : i64, graph.role = "optimizer"},
+// CHECK-SAME: %[[MB:[^:]*]]: tensor<1xf32> {graph.init = {kind = "zeros"}, graph.name = "adam_m:b", graph.param = 3 : i64, graph.role = "optimizer"}, %[[VB:[^:]*]]: tensor<1xf32> {graph.init = {kind = "zeros"}, graph.name = "adam_v:b", graph.param = 3 : i64, graph.role = "optimizer"})
+// CHECK-SAME: tensor<3xf32> {graph.name = "adam_m:w", graph.role = "optimizer", graph.updates = 4 : i64}
+// CHECK: graph.adamw_update %{{.*}}, %{{.*}}, %[[MB]], %[[VB]] {{{.*}}shards = 3 : i64{{.*}}} : tensor<2xf32>, tensor<2xf32>, tensor<1xf32>, tensor<1xf32> -> tensor<2xf32>, tensor<1xf32>, tensor<1xf32>
+// CHECK: graph.adamw_update %{{.*}}, %{{.*}}, %[[MW]], %[[VW]] {{{.*}}shards = 3 : i64{{.*}}} : tensor<4x2xf32>, tensor<4x2xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<4x2xf32>, tensor<3xf32>, tensor<3xf32>
+module attributes {graph.optimizer = {kind = "adamw"}, graph.optimizer_shards = 3 : i64} {
+  func.func @train_step(%x: tensor<8x4xf32> {graph.name = "x", graph.role = "input"},
+                        %t: tensor<8x2xf32> {graph.name = "t", graph.role = "input"},
+                        %w: tensor<4x2xf32> {graph.init = {kind = "normal"}, graph.name = "w", graph.role = "param"},
+                        %b: tensor<2xf32> {graph.init = {kind = "zeros"}, graph.name = "b", graph.role = "param"})
+      -> (tensor<f32> {graph.name = "loss", graph.role = "loss"},
+          tensor<4x2xf32> {graph.name = "grad:w", graph.param = 2 : i64, graph.role = "grad"},
+          tensor<2xf32> {graph.name = "grad:b", graph.param = 3 : i64, graph.role = "grad"}) {
+    %h = graph.matmul %x, %w : tensor<8x4xf32>, tensor<4x2xf32> -> tensor<8x2xf32>
+    %y = graph.add %h, %b : tensor<8x2xf32>, tensor<2xf32> -> tensor<8x2xf32>
+    %loss = graph.mse %y, %t : tensor<8x2xf32>, tensor<8x2xf32> -> tensor<f32>
+    %seed = graph.constant 1.000000e+00 : tensor<f32>
+    %dy = graph.mse_grad %y, %t, %seed : tensor<8x2xf32>, tensor<8x2xf32>, tensor<f32> -> tensor<8x2xf32>
+    %db = graph.sum_to %dy : tensor<8x2xf32> -> tensor<2xf32>
+    %dw = graph.matmul %x, %dy {transpose_a = true} : tensor<8x4xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
+    return %loss, %dw, %db : tensor<f32>, tensor<4x2xf32>, tensor<2xf32>
+  }
+}
+
+// -----
+
 // In-place safety: w's gradient (the sum_to) is final before the backward
 // reads w again (dh = dy·w), so w's update waits for that reader; the
 // missing sgd settings take their defaults (lr 0.01, momentum 0, wd 0), and

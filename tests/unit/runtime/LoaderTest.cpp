@@ -620,3 +620,18 @@ TEST_CASE("loader accepts a state update in place and no other write to "
   p["buffers"][14].erase("init");
   expectRejected(p, "state buffer needs \"init\"");
 }
+
+TEST_CASE("loader checks sharded optimizer updates against the plan's ranks",
+          "[runtime]") {
+  json p = tinyJson();
+  p["steps"][8]["attrs"]["shards"] = 2; // sgd_update of w [4, 2]
+  // Sharded, the momentum buffer must be one rank's slice.
+  expectRejected(p, "input 2 has shape [4,2] but expects [4] (one of 2 "
+                    "shards of the param's 8 elements)");
+  p["buffers"][4]["shape"] = {4};
+  p["buffers"][4]["bytes"] = 16;
+  expectRejected(p, "/steps/8 'sgd_update': /attrs/shards: the update is "
+                    "sharded over 2 ranks but the plan is for 1 (/ranks)");
+  p["ranks"] = 2;
+  CHECK(loadPlanText(p.dump(), "ok.plan").steps[8].attrs.shards == 2);
+}

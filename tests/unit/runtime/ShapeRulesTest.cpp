@@ -87,3 +87,34 @@ TEST_CASE("attribute ranges are checked by name", "[runtime]") {
                     Catch::Contains("attribute 'epsilon' must be positive"));
   CHECK_NOTHROW(checkAttrValues(OpKind::Matmul, attrs));
 }
+
+TEST_CASE("a sharded optimizer update keeps one rank's slice of each state",
+          "[runtime]") {
+  OpAttrs attrs;
+  attrs.shards = 2;
+  // 5 x 3 = 15 elements over 2 ranks: slices of ceil(15/2) = 8.
+  LabeledTypes ins{{f32({5, 3}), f32({5, 3}), f32({8}), f32({8})}, {}};
+  std::vector<TensorType> out =
+      inferResultTypes(OpKind::AdamwUpdate, attrs, ins, {});
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].shape == Shape{5, 3});
+  CHECK(out[1].shape == Shape{8});
+  CHECK(out[2].shape == Shape{8});
+  // The whole param's shape is wrong for a state once sharded...
+  ins.types[3] = f32({5, 3});
+  CHECK(inferError(OpKind::AdamwUpdate, attrs, ins) ==
+        "input 3 has shape [5,3] but expects [8] (one of 2 shards of the "
+        "param's 15 elements)");
+  // ... and right without shards; the grad stays whole either way.
+  attrs.shards = 1;
+  ins.types[2] = f32({5, 3});
+  CHECK(inferResultTypes(OpKind::AdamwUpdate, attrs, ins, {})[1].shape ==
+        Shape{5, 3});
+  attrs.shards = 3;
+  LabeledTypes sgd{{f32({7}), f32({6}), f32({3})}, {}};
+  CHECK(inferError(OpKind::SgdUpdate, attrs, sgd) ==
+        "input 1 has shape [6] but expects [7]");
+  attrs.shards = 0;
+  CHECK_THROWS_WITH(checkAttrValues(OpKind::SgdUpdate, attrs),
+                    Catch::Contains("attribute 'shards' must be in [1, 2^20]"));
+}

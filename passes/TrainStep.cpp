@@ -303,8 +303,16 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     }
   }
 
-  // 2. Ops.
+  // 2. Ops. An op before the loss's in program order belongs to the
+  // forward pass too, though the loss may not depend on it: in a planned
+  // step, a forward op whose result the planner evicted and recomputed
+  // (the clone feeding the forward consumers) may feed only the backward
+  // with its other results.
+  mlir::Operation *lossDef = ret.getOperand(0).getDefiningOp();
+  bool beforeLoss = lossDef != nullptr;
   for (mlir::Operation &op : body.without_terminator()) {
+    if (&op == lossDef)
+      beforeLoss = false;
     std::string full = op.getName().getStringRef().str();
     if (full.rfind("graph.", 0) != 0)
       fail(&op, "only graph ops may appear in @train_step");
@@ -339,7 +347,8 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     bool isStateUpdate = opKind && ops::opInfo(*opKind).updatesState;
     memory::StepOp stepOp;
     stepOp.phase = isUpdate ? memory::Phase::Optimizer
-                   : forward.count(&op) || info.recompute || isStateUpdate
+                   : forward.count(&op) || info.recompute ||
+                           isStateUpdate || beforeLoss
                        ? memory::Phase::Forward
                        : memory::Phase::Backward;
     for (mlir::Value operand : op.getOperands()) {

@@ -60,8 +60,11 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
       planGradientSums();
     planShardedUpdates();
     for (size_t i = 0; i < p.buffers.size(); ++i)
-      if (p.buffers[i].init)
+      if (p.buffers[i].init &&
+          !(options.weights && options.weights->contains(p.buffers[i].name)))
         writeBuffer(i, initialValue(p.buffers[i], runSeed));
+    if (options.weights)
+      loadWeights(*options.weights);
     backend.synchronize();
     // Filling step t+1's inputs before step t's loss is read is safe when
     // no input shares bytes with the loss buffer.
@@ -211,6 +214,9 @@ void Executor::writeBuffer(size_t index, const std::vector<char> &bytes) {
 
 void Executor::loadWeights(const SafetensorsFile &file) {
   const auto &buffers = loaded.plan.buffers;
+  // From an opened file, through a buffer of 1 MiB: the run's peak RSS
+  // counts whatever the load holds beside the arena.
+  constexpr uint64_t kChunk = 1 << 20;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferDesc &b = buffers[i];
     if (auto sharded = shardedStates.find(i); sharded != shardedStates.end()) {
@@ -228,8 +234,14 @@ void Executor::loadWeights(const SafetensorsFile &file) {
       continue;
     }
     if (b.role == BufferRole::Param ||
-        (isPersistent(b.role) && file.contains(b.name)))
-      writeBuffer(i, file.getF32(b.name, b.shape).bytes);
+        (isPersistent(b.role) && file.contains(b.name))) {
+      file.getF32(b.name, b.shape);
+      char *dst = static_cast<char *>(bufferAddress(i));
+      file.readData(b.name, kChunk,
+                    [&](uint64_t offset, const char *bytes, uint64_t n) {
+                      backend.copyIn(dst + offset, bytes, n);
+                    });
+    }
     // An input without a generator that the file holds: the same values
     // every step (an imported model's constant tensors), unless --data
     // replaces them.
@@ -245,7 +257,12 @@ void Executor::loadWeights(const SafetensorsFile &file) {
                         t.dtype + formatShape(t.shape) +
                         " but input '" + b.name + "' is " + want +
                         formatShape(b.shape));
-      userData[i] = NpyArray{b.dtype, b.shape, t.bytes};
+      NpyArray array{b.dtype, b.shape, std::vector<char>(size_t(b.bytes))};
+      file.readData(b.name, kChunk,
+                    [&](uint64_t offset, const char *bytes, uint64_t n) {
+                      std::memcpy(array.bytes.data() + offset, bytes, n);
+                    });
+      userData[i] = std::move(array);
     }
   }
   backend.synchronize();

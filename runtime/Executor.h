@@ -49,6 +49,11 @@ struct ExecutorOptions {
   /// false: wait for each gradient's sum right after it starts (no
   /// overlap with the rest of the backward pass; for measuring overlap).
   bool overlapGradientSums = true;
+  /// Initial values from this file (loadWeights, at construction) in
+  /// place of the plan's init for every buffer it holds: those are never
+  /// generated, so no host copy of the largest of them adds to the run's
+  /// peak RSS. remat run's --weights or the plan's weights file.
+  const SafetensorsFile *weights = nullptr;
 };
 
 struct StepResult {

@@ -53,17 +53,79 @@ SafetensorsFile SafetensorsFile::parse(const std::vector<char> &contents,
     failAt(path, "truncated safetensors file: header length " +
                      std::to_string(headerLen) + " exceeds the " +
                      std::to_string(contents.size() - 8) + " bytes after it");
+  return fromHeader(contents.data() + 8, headerLen,
+                    contents.data() + 8 + headerLen,
+                    contents.size() - 8 - headerLen, path);
+}
+
+SafetensorsFile SafetensorsFile::open(const std::string &path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in)
+    throw PlanError(path + ": cannot open safetensors file");
+  uint64_t fileSize = uint64_t(in.tellg());
+  in.seekg(0);
+  if (fileSize < 8)
+    failAt(path, "truncated safetensors file (" + std::to_string(fileSize) +
+                     " bytes, less than the 8-byte header length)");
+  unsigned char lenBytes[8];
+  in.read(reinterpret_cast<char *>(lenBytes), 8);
+  uint64_t headerLen = 0;
+  for (int i = 7; i >= 0; --i)
+    headerLen = (headerLen << 8) | lenBytes[i];
+  if (!in || headerLen > fileSize - 8)
+    failAt(path, "truncated safetensors file: header length " +
+                     std::to_string(headerLen) + " exceeds the " +
+                     std::to_string(fileSize - 8) + " bytes after it");
+  std::vector<char> header(headerLen);
+  in.read(header.data(), int64_t(headerLen));
+  if (!in)
+    failAt(path, "truncated safetensors file: cannot read its header");
+  SafetensorsFile file = fromHeader(header.data(), headerLen, nullptr,
+                                    fileSize - 8 - headerLen, path);
+  file.lazy = true;
+  for (auto &[name, offset] : file.fileOffsets)
+    offset += 8 + headerLen;
+  return file;
+}
+
+void SafetensorsFile::readData(
+    const std::string &name, uint64_t chunk,
+    const std::function<void(uint64_t, const char *, uint64_t)> &fn) const {
+  const NamedTensor &t = table.at(name);
+  if (!lazy) {
+    fn(0, t.bytes.data(), t.bytes.size());
+    return;
+  }
+  uint64_t size =
+      uint64_t(*checkedNumElements(t.shape)) * elementSize(t.dtype);
+  std::ifstream in(filePath, std::ios::binary);
+  in.seekg(int64_t(fileOffsets.at(name)));
+  std::vector<char> piece(size_t(std::min(size, std::max<uint64_t>(chunk, 1))));
+  for (uint64_t done = 0; done < size;) {
+    uint64_t n = std::min<uint64_t>(piece.size(), size - done);
+    in.read(piece.data(), int64_t(n));
+    if (!in)
+      failAt(filePath, "cannot read the " + std::to_string(size) +
+                           " data bytes of tensor '" + name +
+                           "' (the file changed after its header was read?)");
+    fn(done, piece.data(), n);
+    done += n;
+  }
+}
+
+SafetensorsFile SafetensorsFile::fromHeader(const char *headerBytes,
+                                            uint64_t headerLen,
+                                            const char *data,
+                                            uint64_t dataSize,
+                                            const std::string &path) {
   json header;
   try {
-    header = json::parse(contents.begin() + 8,
-                         contents.begin() + 8 + int64_t(headerLen));
+    header = json::parse(headerBytes, headerBytes + headerLen);
   } catch (const json::parse_error &e) {
     failAt(path, std::string("malformed safetensors header JSON: ") + e.what());
   }
   if (!header.is_object())
     failAt(path, "safetensors header is not a JSON object");
-  uint64_t dataSize = contents.size() - 8 - headerLen;
-  const char *data = contents.data() + 8 + headerLen;
   SafetensorsFile file;
   file.filePath = path;
   for (auto it = header.begin(); it != header.end(); ++it) {
@@ -101,7 +163,10 @@ SafetensorsFile SafetensorsFile::parse(const std::vector<char> &contents,
       failAt(path, where + "shape " + formatShape(t.shape) + " of " + t.dtype +
                        " does not match its " + std::to_string(end - begin) +
                        " data bytes");
-    t.bytes.assign(data + begin, data + end);
+    if (data)
+      t.bytes.assign(data + begin, data + end);
+    else
+      file.fileOffsets[it.key()] = begin;
     file.table.emplace(it.key(), std::move(t));
   }
   return file;

@@ -12,6 +12,7 @@
 
 #include "runtime/PlanFormat.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,6 +37,21 @@ public:
   /// Same, from bytes in memory (`path` is used in messages).
   static SafetensorsFile parse(const std::vector<char> &contents,
                                const std::string &path);
+  /// Reads and checks the header only (the checks of read, against the
+  /// file's size); each tensor's bytes stay in the file, empty in
+  /// tensors(), until readData() reads them. Loading weights this way holds
+  /// one tensor in memory at a time instead of the file and a copy of it.
+  static SafetensorsFile open(const std::string &path);
+
+  /// Hands tensor `name`'s data bytes (it must exist) to fn(offset, bytes,
+  /// n) in order: from the table in one piece for a file read or parsed,
+  /// else read from the file in pieces of at most `chunk` bytes through
+  /// one buffer of that size, so loading weights from an opened file holds
+  /// at most `chunk` bytes beside their destination. A file that no
+  /// longer holds them is a PlanError.
+  void readData(const std::string &name, uint64_t chunk,
+                const std::function<void(uint64_t offset, const char *bytes,
+                                         uint64_t n)> &fn) const;
 
   bool contains(const std::string &name) const;
   /// The named F32 tensor; a missing tensor, another dtype or a shape other
@@ -47,8 +63,17 @@ public:
   const std::string &path() const { return filePath; }
 
 private:
+  /// The checks and table of `header` (headerLen bytes) over dataSize data
+  /// bytes at `data`, or, with data null, the offsets to read them from.
+  static SafetensorsFile fromHeader(const char *header, uint64_t headerLen,
+                                    const char *data, uint64_t dataSize,
+                                    const std::string &path);
+
   std::string filePath;
   std::map<std::string, NamedTensor> table;
+  /// open(): each tensor's data offset from the start of the file.
+  std::map<std::string, uint64_t> fileOffsets;
+  bool lazy = false;
 };
 
 /// Writes tensors (sorted by name) to `path`; throws PlanError on I/O error.

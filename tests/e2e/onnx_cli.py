@@ -21,6 +21,11 @@
                                  steps on 4 fixed batches of 4 (--data): the
                                  loss of a pass over them falls below half
                                  its start (skips without torchvision)
+  onnx_cli.py REMAT weights-memory
+                                 remat run of an exported MLP with 33.6 MB
+                                 of weights: its RSS growth beside arena
+                                 and workspace is under half the weights
+                                 file and within the runtime allowance
   onnx_cli.py REMAT running-stats  the `norm` model (BatchNorm): 3 steps
                                  of SGD give PyTorch's parameters and
                                  running statistics; --save holds the
@@ -325,6 +330,42 @@ def resnet18_train_falls(remat, work):
     return expect_loss_halves(r, log, start=4, end=4)
 
 
+def weights_memory(remat, work):
+    """remat run reads an ONNX plan's weights file a tensor at a time into
+    the arena: the forum's MLP at width 2048 (33.6 MB of weights, the
+    largest tensor 16.8 MB) grows by less than half the file beside its
+    arena and workspace, and within the report's runtime allowance."""
+    import export_onnx
+    model = os.path.join(work, "forum.onnx")
+    export_onnx.export("forum", model, batch=8, width=2048)
+    plan = os.path.join(work, "forum.plan")
+    report = os.path.join(work, "forum.json")
+    r = run(remat, "compile", model, "--emit=plan", "-o", plan, "--report",
+            report)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: remat compile exit {r.returncode}:\n"
+                         f"{r.stderr}")
+    log = os.path.join(work, "log.jsonl")
+    r = run(remat, "run", plan, "--steps", "1", "--log", log)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: remat run exit {r.returncode}:\n{r.stderr}")
+    with open(report) as f:
+        rep = json.load(f)
+    with open(log) as f:
+        growth = json.loads(f.readline())["rss_growth_bytes"]
+    weights = os.path.getsize(os.path.join(work, "forum.weights.safetensors"))
+    beside = growth - rep["step_bytes"]
+    print(f"arena + workspace {rep['step_bytes']} B, RSS growth {growth} B: "
+          f"{beside} B beside them; weights file {weights} B, runtime "
+          f"allowance {rep['runtime_allowance_bytes']} B")
+    if beside >= weights // 2:
+        raise SystemExit("FAIL: the run held half the weights file or more "
+                         "beside the arena")
+    if beside > rep["runtime_allowance_bytes"]:
+        raise SystemExit("FAIL: the run grew beyond the runtime allowance")
+    return 0
+
+
 def running_stats(remat, work):
     import copy
 
@@ -499,7 +540,7 @@ def fuzz_found(remat, work):
 CHECKS = {"errors": errors, "train-falls": train_falls,
           "lm-train-falls": lm_train_falls, "running-stats": running_stats,
           "resnet18-train-falls": resnet18_train_falls,
-          "fuzz-found": fuzz_found}
+          "fuzz-found": fuzz_found, "weights-memory": weights_memory}
 
 
 def main():

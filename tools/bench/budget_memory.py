@@ -9,33 +9,23 @@ two runs are bitwise equal.
 usage: budget_memory.py [--remat build/tools/remat/remat] [--steps 3]
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpu_measure  # noqa: E402
+from cpu_measure import ROOT  # noqa: E402
+
 CONFIG = ["--set", "n_layer=4", "--set", "d_model=256", "--set", "n_head=4",
           "--set", "seq=256", "--set", "vocab=4096", "--set", "batch=8"]
 
 
 def run(remat, budget, steps, work, tag):
-    plan = os.path.join(work, tag + ".plan")
-    report = os.path.join(work, tag + ".json")
-    log = os.path.join(work, tag + ".jsonl")
-    args = [remat, "compile", os.path.join(ROOT, "models/gpt2.json")] + CONFIG
-    if budget:
-        args += ["--budget", str(budget)]
-    subprocess.run(args + ["--emit=plan", "-o", plan, "--report", report],
-                   check=True, capture_output=True)
-    subprocess.run([remat, "run", plan, "--steps", str(steps), "--log", log],
-                   check=True, capture_output=True)
-    with open(report) as f:
-        rep = json.load(f)
-    with open(log) as f:
-        entries = [json.loads(line) for line in f]
-    return rep, entries
+    args = CONFIG + (["--budget", str(budget)] if budget else [])
+    plan, rep = cpu_measure.compile_plan(
+        remat, os.path.join(ROOT, "models/gpt2.json"), args, work, tag)
+    return rep, cpu_measure.run_plan(remat, plan, steps, work, tag)
 
 
 def main():
@@ -45,9 +35,7 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         full, full_log = run(args.remat, None, args.steps, work, "full")
-        b = full["breakdown"]
-        acts = b["activations"] + b["grads"]
-        half_budget = full["planned_peak_bytes"] - acts + acts // 2
+        half_budget = cpu_measure.activation_half_budget(full)
         half, half_log = run(args.remat, half_budget, args.steps, work, "half")
     print("| run | budget | planned peak | arena | RSS growth | growth / arena "
           "| step ms (last) | modeled overhead |")

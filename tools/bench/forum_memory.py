@@ -17,14 +17,12 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpu_measure  # noqa: E402
+from cpu_measure import ROOT, torch_version  # noqa: E402
 
-TORCH_CHILD = r"""
+TORCH_CHILD = cpu_measure.TORCH_RSS + r"""
 import sys, time, torch
-def rss(field):
-    for line in open('/proc/self/status'):
-        if line.startswith(field):
-            return int(line.split()[1]) * 1024
 mode, batch = sys.argv[1], int(sys.argv[2])
 torch.manual_seed(0)
 torch.ones(64, 64) @ torch.ones(64, 64)  # load kernels, start threads
@@ -58,19 +56,10 @@ def torch_variant(mode, batch):
 
 
 def remat_variant(remat, batch, work):
-    plan = os.path.join(work, "forum.plan")
-    report = os.path.join(work, "forum.json")
-    log = os.path.join(work, "forum.jsonl")
-    subprocess.run([remat, "compile", os.path.join(ROOT, "models/seed_mlp.json"),
-                    "--set", f"batch={batch}", "--emit=plan", "-o", plan,
-                    "--report", report], check=True, capture_output=True)
-    subprocess.run([remat, "run", plan, "--steps", "1", "--log", log],
-                   check=True, capture_output=True)
-    with open(report) as f:
-        rep = json.load(f)
-    with open(log) as f:
-        entry = json.loads(f.readline())
-    return rep, entry
+    plan, rep = cpu_measure.compile_plan(
+        remat, os.path.join(ROOT, "models/seed_mlp.json"),
+        ["--set", f"batch={batch}"], work, "forum")
+    return rep, cpu_measure.run_plan(remat, plan, 1, work, "forum")[0]
 
 
 def main():
@@ -115,11 +104,6 @@ def main():
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
     return 0
-
-
-def torch_version():
-    import torch
-    return torch.__version__.split("+")[0]
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace remat::tools {
@@ -31,10 +32,13 @@ nlohmann::json measureOpCosts(const std::string &planPath,
                               int steps, std::ostream &progress) {
   LoadedPlan plan = loadPlan(planPath);
   std::unique_ptr<Backend> backend = createBackend(backendName);
-  Executor exec(plan, *backend);
+  std::optional<SafetensorsFile> weights;
   if (!plan.plan.weights.empty())
-    exec.loadWeights(SafetensorsFile::read(
-        planWeightsPath(planPath, plan.plan.weights)));
+    weights = SafetensorsFile::open(
+        planWeightsPath(planPath, plan.plan.weights));
+  ExecutorOptions options;
+  options.weights = weights ? &*weights : nullptr;
+  Executor exec(plan, *backend, options);
   const Plan &p = plan.plan;
   std::vector<std::vector<double>> samples(p.steps.size());
   bool timing = false;

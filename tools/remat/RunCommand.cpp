@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace remat {
@@ -195,14 +196,17 @@ int runCommand(const RunOptions &opt) {
     execOptions.seed = opt.seed;
     execOptions.ranks = ranks;
     execOptions.overlapGradientSums = !opt.syncGradients;
-    Executor exec(plan, *backend, execOptions);
     // --weights replaces the weights file a plan names (an imported
-    // model's initial values, docs/plan-format.md).
+    // model's initial values, docs/plan-format.md); read a tensor at a
+    // time into the arena.
+    std::optional<SafetensorsFile> weights;
     if (!opt.weightsPath.empty())
-      exec.loadWeights(SafetensorsFile::read(opt.weightsPath));
+      weights = SafetensorsFile::open(opt.weightsPath);
     else if (!plan.plan.weights.empty())
-      exec.loadWeights(SafetensorsFile::read(
-          planWeightsPath(opt.planPath, plan.plan.weights)));
+      weights = SafetensorsFile::open(
+          planWeightsPath(opt.planPath, plan.plan.weights));
+    execOptions.weights = weights ? &*weights : nullptr;
+    Executor exec(plan, *backend, execOptions);
     for (const auto &[name, path] : opt.data)
       exec.setInputData(name, readNpy(path));
 

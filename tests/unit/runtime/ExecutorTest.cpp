@@ -249,6 +249,12 @@ TEST_CASE("weights load from safetensors and a missing param is rejected",
   writeSafetensors(path, state);
   exec.loadWeights(SafetensorsFile::read(path));
   CHECK(asFloats(exec.readBuffer(1)) == ones);
+  // The same from a file opened lazily (remat run's way).
+  std::vector<float> twos(8, 2.0f);
+  std::memcpy(state["w"].bytes.data(), twos.data(), 32);
+  writeSafetensors(path, state);
+  exec.loadWeights(SafetensorsFile::open(path));
+  CHECK(asFloats(exec.readBuffer(1)) == twos);
   state.erase("b");
   writeSafetensors(path, state);
   CHECK_THROWS_WITH(exec.loadWeights(SafetensorsFile::read(path)),

@@ -92,6 +92,59 @@ TEST_CASE("safetensors rejects truncated files", "[runtime]") {
                   PlanError);
 }
 
+TEST_CASE("safetensors open reads the header and each tensor on demand",
+          "[runtime]") {
+  std::string path = tempPath("lazy.safetensors");
+  std::map<std::string, NamedTensor> tensors;
+  tensors["w1"] = {"F32", {2, 3}, floatBytes({1, 2, 3, 4, 5, 6})};
+  tensors["b"] = {"F32", {2}, floatBytes({-1, 0.5})};
+  writeSafetensors(path, tensors);
+  SafetensorsFile file = SafetensorsFile::open(path);
+  // The table holds shapes, not data.
+  CHECK(file.getF32("w1", {2, 3}).bytes.empty());
+  CHECK_THROWS_WITH(file.getF32("w1", {3, 2}),
+                    Catch::Contains("has shape [2,3]"));
+  // Read in pieces of at most 8 bytes, in order.
+  auto pieces = [](const SafetensorsFile &f, const std::string &name,
+                   uint64_t chunk) {
+    std::vector<char> out;
+    std::vector<uint64_t> sizes;
+    f.readData(name, chunk, [&](uint64_t offset, const char *bytes,
+                                uint64_t n) {
+      CHECK(offset == out.size());
+      out.insert(out.end(), bytes, bytes + n);
+      sizes.push_back(n);
+    });
+    return std::make_pair(out, sizes);
+  };
+  auto [w1, w1Sizes] = pieces(file, "w1", 8);
+  CHECK(w1 == tensors["w1"].bytes);
+  CHECK(w1Sizes == std::vector<uint64_t>{8, 8, 8});
+  CHECK(pieces(file, "b", 1 << 20).first == tensors["b"].bytes);
+  // A file read whole hands over its bytes in one piece.
+  SafetensorsFile whole = SafetensorsFile::read(path);
+  CHECK(pieces(whole, "w1", 8).second == std::vector<uint64_t>{24});
+
+  // open applies read's checks against the file's size.
+  std::vector<char> full = readAll(path);
+  for (size_t keep : {full.size() - 4, size_t(20), size_t(5)}) {
+    INFO("kept " << keep << " of " << full.size() << " bytes");
+    std::string cut = tempPath("lazy-cut.safetensors");
+    std::ofstream(cut, std::ios::binary)
+        .write(full.data(), int64_t(keep));
+    CHECK_THROWS_WITH(SafetensorsFile::open(cut),
+                      Catch::StartsWith(cut + ": truncated"));
+  }
+  // Data cut after the header was read.
+  SafetensorsFile opened = SafetensorsFile::open(path);
+  std::ofstream(path, std::ios::binary).write(full.data(), 16);
+  CHECK_THROWS_WITH(pieces(opened, "w1", 8),
+                    Catch::Contains("cannot read the 24 data bytes of tensor "
+                                    "'w1'"));
+  CHECK_THROWS_AS(SafetensorsFile::open(tempPath("absent.safetensors")),
+                  PlanError);
+}
+
 TEST_CASE("npy round-trips f32, i32 and i64 arrays", "[runtime]") {
   std::string path = tempPath("a.npy");
   NpyArray a{DType::F32, {2, 3}, floatBytes({1, 2, 3, 4, 5, 6})};

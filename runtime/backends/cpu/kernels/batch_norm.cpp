@@ -104,11 +104,18 @@ void runRunningStatUpdate(const KernelCall &call, T *, uint64_t) {
   ChannelLayout layout(call.inputs[1].shape);
   double momentum = double(call.attrs->momentum);
   for (int64_t ch = 0; ch < layout.c; ++ch) {
-    double mean, squares;
-    channelMoments(x, layout, ch, mean, squares);
-    double batch =
-        variance ? squares / double(std::max<int64_t>(layout.count() - 1, 1))
-                 : mean;
+    double batch;
+    if (variance) {
+      double mean, squares;
+      channelMoments(x, layout, ch, mean, squares);
+      batch = squares / double(std::max<int64_t>(layout.count() - 1, 1));
+    } else {
+      // The mean alone: channelMoments' first pass (the same sum, so the
+      // same bits), without its second.
+      double sum = 0;
+      layout.forEach(ch, [&](int64_t o) { sum += double(x[o]); });
+      batch = sum / double(layout.count());
+    }
     out[ch] = T(double(running[ch]) * momentum + batch * (1.0 - momentum));
   }
 }

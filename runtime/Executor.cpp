@@ -225,11 +225,17 @@ void Executor::loadWeights(const SafetensorsFile &file) {
       if (!file.contains(b.name))
         continue;
       const ShardedUpdate &u = shardedUpdates.at(sharded->second);
-      std::vector<char> whole =
-          file.getF32(b.name, loaded.plan.buffers[u.param].shape).bytes;
+      file.getF32(b.name, loaded.plan.buffers[u.param].shape);
       std::vector<char> mine(b.bytes, 0);
-      std::copy_n(whole.begin() + ptrdiff_t(u.begin * sizeof(float)),
-                  u.count * sizeof(float), mine.begin());
+      uint64_t lo = u.begin * sizeof(float), hi = lo + u.count * sizeof(float);
+      file.readData(b.name, kChunk,
+                    [&](uint64_t offset, const char *bytes, uint64_t n) {
+                      uint64_t a = std::max(offset, lo);
+                      uint64_t e = std::min(offset + n, hi);
+                      if (a < e)
+                        std::memcpy(mine.data() + (a - lo),
+                                    bytes + (a - offset), e - a);
+                    });
       writeBuffer(i, mine);
       continue;
     }

@@ -1,5 +1,6 @@
 //===- ShapeRules.cpp - The type rule of every op --------------------------===//
 #include "ops/ShapeRules.h"
+#include "ops/Shards.h"
 
 #include <algorithm>
 #include <climits>
@@ -254,7 +255,7 @@ std::vector<Expected> Rule::elementwise(bool rowWise) {
     expectDType(1, in(0).dtype);
     expectShape(1, in(0).shape);
     uint64_t numel = checkedNumElements(in(0).shape).value_or(0);
-    Shape slice = {int64_t((numel + attrs.shards - 1) / attrs.shards)};
+    Shape slice = {int64_t(shardElements(numel, attrs.shards))};
     std::string why = "one of " + std::to_string(attrs.shards) +
                       " shards of the param's " + std::to_string(numel) +
                       " elements";

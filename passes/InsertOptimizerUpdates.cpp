@@ -9,6 +9,7 @@
 #include "passes/Passes.h"
 
 #include "ir/GraphOps.h"
+#include "ops/Shards.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -290,8 +291,9 @@ void OptimizerPass::runOnOperation() {
     auto paramType = llvm::cast<mlir::RankedTensorType>(paramArg.getType());
     if (shards > 1 && !config->plainSgd()) {
       int64_t numel = paramType.getNumElements();
-      stateType = mlir::RankedTensorType::get({(numel + shards - 1) / shards},
-                                              paramType.getElementType());
+      stateType = mlir::RankedTensorType::get(
+          {int64_t(ops::shardElements(uint64_t(numel), uint64_t(shards)))},
+          paramType.getElementType());
     }
     llvm::SmallVector<Value, 2> states;
     for (llvm::StringRef stateName : config->stateNames()) {

@@ -1,6 +1,7 @@
 //===- Executor.cpp - Run a validated plan, one training step at a time --===//
 #include "runtime/Executor.h"
 
+#include "ops/Shards.h"
 #include "runtime/Synthetic.h"
 
 #include <algorithm>
@@ -111,12 +112,18 @@ void Executor::planGradientSums() {
   }
 }
 
-void Executor::finishGradientSum(size_t index) {
-  auto it = sumHandles.find(index);
-  if (it == sumHandles.end())
-    return;
+bool Executor::waitStarted(std::map<size_t, size_t> &handles, size_t index) {
+  auto it = handles.find(index);
+  if (it == handles.end())
+    return false;
   commWaitSeconds += ranks->wait(it->second);
-  sumHandles.erase(it);
+  handles.erase(it);
+  return true;
+}
+
+void Executor::finishGradientSum(size_t index) {
+  if (!waitStarted(sumHandles, index))
+    return;
   // The sum over the ranks, divided by their count: the gradient of the
   // global batch's mean loss. (The CPU backend's arena is host memory.)
   float *g = static_cast<float *>(bufferAddress(index));
@@ -142,10 +149,11 @@ void Executor::planShardedUpdates() {
       throw PlanError(loaded.stepPlace(si) + ": sharded optimizer updates "
                       "work on f32 params only");
     u.numel = *checkedNumElements(param.shape);
-    u.shard = (u.numel + ls.attrs.shards - 1) / ls.attrs.shards;
-    int rank = ranks ? ranks->rank() : 0;
-    u.begin = std::min(u.numel, uint64_t(rank) * u.shard);
-    u.count = std::min(u.shard, u.numel - u.begin);
+    u.shard = ops::shardElements(u.numel, ls.attrs.shards);
+    ops::ShardRange mine =
+        ops::shardRange(u.numel, u.shard, uint64_t(ranks ? ranks->rank() : 0));
+    u.begin = mine.begin;
+    u.count = mine.count;
     Shape range = {int64_t(u.count)};
     auto view = [&](int64_t buffer, uint64_t first) {
       TensorRef r = calls.ref(buffer);
@@ -177,11 +185,7 @@ void Executor::planShardedUpdates() {
 }
 
 void Executor::finishParamGather(size_t index) {
-  auto it = gatherHandles.find(index);
-  if (it == gatherHandles.end())
-    return;
-  commWaitSeconds += ranks->wait(it->second);
-  gatherHandles.erase(it);
+  waitStarted(gatherHandles, index);
 }
 
 void *Executor::bufferAddress(size_t index) const {

@@ -136,6 +136,9 @@ private:
   void *bufferAddress(size_t index) const;
   /// Data-parallel runs: where gradient sums start and end (constructor).
   void planGradientSums();
+  /// Waits for the collective `handles` holds for buffer `index` (adding
+  /// the wait to commWaitSeconds) and drops it; false: none was started.
+  bool waitStarted(std::map<size_t, size_t> &handles, size_t index);
   /// Waits for buffer `index`'s gradient sum and divides it by the ranks.
   void finishGradientSum(size_t index);
   /// Sharded optimizer updates (ZeRO-1): their views and gathers

@@ -1,6 +1,8 @@
 //===- Ranks.cpp - The ranks of a data-parallel run (MPI) -----------------===//
 #include "runtime/Ranks.h"
 
+#include "ops/Shards.h"
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -101,9 +103,9 @@ void sliceLayout(uint64_t total, uint64_t shard, int ranks,
   counts.assign(size_t(ranks), 0);
   displs.assign(size_t(ranks), 0);
   for (int r = 0; r < ranks; ++r) {
-    uint64_t begin = std::min(total, uint64_t(r) * shard);
-    counts[size_t(r)] = int(std::min(shard, total - begin));
-    displs[size_t(r)] = int(begin);
+    ops::ShardRange part = ops::shardRange(total, shard, uint64_t(r));
+    counts[size_t(r)] = int(part.count);
+    displs[size_t(r)] = int(part.begin);
   }
 }
 } // namespace

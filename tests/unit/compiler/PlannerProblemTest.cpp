@@ -16,15 +16,22 @@
 
 using namespace remat;
 
-TEST_CASE("cross_entropy_grad's result shares the logits' bytes in the "
-          "planner problem as in the layout",
-          "[compiler]") {
+namespace {
+/// models/gpt2.json at its tiny preset.
+model::ModelGraph tinyGpt2() {
   std::ifstream in(std::string(REMAT_SOURCE_DIR) + "/models/gpt2.json");
   std::stringstream text;
   text << in.rdbuf();
   model::ModelOptions options;
   options.preset = "tiny";
-  model::ModelGraph graph = model::loadModel(text.str(), "gpt2.json", options);
+  return model::loadModel(text.str(), "gpt2.json", options);
+}
+} // namespace
+
+TEST_CASE("cross_entropy_grad's result shares the logits' bytes in the "
+          "planner problem as in the layout",
+          "[compiler]") {
+  model::ModelGraph graph = tinyGpt2();
   mlir::MLIRContext context;
   auto module =
       compiler::buildModule(graph, context, compiler::Stage::Scheduled);
@@ -62,12 +69,7 @@ TEST_CASE("cross_entropy_grad's result shares the logits' bytes in the "
 TEST_CASE("an op before the loss is forward though only the backward reads "
           "it (a planned step's evicted and recomputed op)",
           "[compiler]") {
-  std::ifstream in(std::string(REMAT_SOURCE_DIR) + "/models/gpt2.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  model::ModelOptions options;
-  options.preset = "tiny";
-  model::ModelGraph graph = model::loadModel(text.str(), "gpt2.json", options);
+  model::ModelGraph graph = tinyGpt2();
   mlir::MLIRContext context;
   auto module =
       compiler::buildModule(graph, context, compiler::Stage::Scheduled);

@@ -52,6 +52,15 @@ REMAT_VARIANTS = ["all", "half", "min"]
 TORCH_VARIANTS = ["eager", "ckpt-stage", "ckpt-block"]
 LR = 0.01
 
+# Both children's model, batch and optimizer (work, classes set before).
+TORCH_SETUP = r"""model = torchvision.models.resnet50(weights=None, num_classes=classes)
+model.load_state_dict(torch.load(work + '/init.pt'))
+model.train()
+x = torch.from_numpy(np.load(work + '/x.npy'))
+labels = torch.from_numpy(np.load(work + '/labels.npy'))
+opt = torch.optim.SGD(model.parameters(), lr=%r)
+""" % LR
+
 TORCH_CHILD = cpu_measure.TORCH_RSS + r"""
 import json, sys, time
 import numpy as np
@@ -65,13 +74,7 @@ mode, work, steps, threads, classes = (sys.argv[1], sys.argv[2],
 torch.set_num_threads(threads)
 F.conv2d(torch.ones(1, 3, 8, 8), torch.ones(4, 3, 3, 3))  # load kernels
 base = rss('VmRSS:')
-model = torchvision.models.resnet50(weights=None, num_classes=classes)
-model.load_state_dict(torch.load(work + '/init.pt'))
-model.train()
-x = torch.from_numpy(np.load(work + '/x.npy'))
-labels = torch.from_numpy(np.load(work + '/labels.npy'))
-opt = torch.optim.SGD(model.parameters(), lr=%(lr)r)
-stages = [model.layer1, model.layer2, model.layer3, model.layer4]
+%(setup)sstages = [model.layer1, model.layer2, model.layer3, model.layer4]
 
 def forward(m, x):
     x = m.maxpool(m.relu(m.bn1(m.conv1(x))))
@@ -96,7 +99,7 @@ for _ in range(steps):
     losses.append(loss.item())
 print(json.dumps({'rss_growth_bytes': rss('VmHWM:') - base, 'ms': ms,
                   'losses': losses}))
-""" % {"lr": LR}
+""" % {"setup": TORCH_SETUP}
 
 
 def torch_run(mode, work, steps, threads, classes):
@@ -116,13 +119,7 @@ import torch.nn.functional as F
 import torchvision
 work, threads, classes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.set_num_threads(threads)
-model = torchvision.models.resnet50(weights=None, num_classes=classes)
-model.load_state_dict(torch.load(work + '/init.pt'))
-model.train()
-x = torch.from_numpy(np.load(work + '/x.npy'))
-labels = torch.from_numpy(np.load(work + '/labels.npy'))
-opt = torch.optim.SGD(model.parameters(), lr=%(lr)r)
-def step():
+%(setup)sdef step():
     opt.zero_grad()
     F.cross_entropy(model(x), labels).backward()
     opt.step()
@@ -131,7 +128,7 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as
     step()
 print(json.dumps({e.key: e.self_cpu_time_total / 1e6
                   for e in prof.key_averages()}))
-""" % {"lr": LR}
+""" % {"setup": TORCH_SETUP}
 
 
 def profile(args, work, plans):

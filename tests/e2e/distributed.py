@@ -366,7 +366,7 @@ def update_lag(remat, work):
     optimizer update runs at least the kept lag of other plan steps after
     the last write of the gradient it reads, without a budget at no arena
     bytes over 1.01 x the unlagged plan, and under the minimum feasible budget
-    within it; one rank's report has no lag."""
+    within it; one rank's report has no lag; a bad lag is a usage error."""
     base = [model_path("gpt2"), "--preset", "tiny"]
 
     def compile_(extra, tag):
@@ -394,6 +394,14 @@ def update_lag(remat, work):
                 last_write[b] = i
         return min(x for x in lags if x is not None)
 
+    for bad in ("-1", "four"):
+        r = run([remat, "compile"] + base + ["--ranks", "2", "--update-lag",
+                                             bad, "--emit=plan", "-o",
+                                             os.devnull])
+        if r.returncode != 2 or \
+                f"--update-lag '{bad}' is not a count of ops" not in r.stderr:
+            raise SystemExit("FAIL: --update-lag %s: exit %d, %r"
+                             % (bad, r.returncode, r.stderr))
     _, one = compile_(["--ranks", "1"], "one")
     if "update_lag" in one:
         raise SystemExit("FAIL: a one-rank report has update_lag")

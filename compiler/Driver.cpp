@@ -273,6 +273,9 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
       {"launch_seconds", step.profile.launchSeconds}};
   if (!step.profile.measured.empty())
     report["device_profile"]["measured_ops"] = step.profile.measured.size();
+  if (!step.profile.recomputeMeasured.empty())
+    report["device_profile"]["measured_recompute_ops"] =
+        step.profile.recomputeMeasured.size();
   if (auto plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("remat.plan")) {
     auto num = [&](const char *key) {
       auto f = plan.getAs<mlir::FloatAttr>(key);
@@ -402,18 +405,21 @@ DeviceProfile parseDeviceProfile(const std::string &spec) {
     }
     if (key == "source" || key == "calls")
       continue; // remat profile's note of what it timed, per plan step
-    if (key == "ops") {
-      // remat profile's table: seconds by op call (ops/CostKey.h).
+    if (key == "ops" || key == "recompute_ops") {
+      // remat profile's tables: seconds by op call (ops/CostKey.h), and
+      // by op call as a recomputation in a planned step.
       if (!value.is_object())
-        throw std::invalid_argument(spec + ": 'ops' must be an object of "
-                                           "op call -> seconds");
+        throw std::invalid_argument(spec + ": '" + key + "' must be an "
+                                    "object of op call -> seconds");
+      auto &table =
+          key == "ops" ? profile.measured : profile.recomputeMeasured;
       for (const auto &[call, seconds] : value.items()) {
         if (!seconds.is_number() || !std::isfinite(seconds.get<double>()) ||
             seconds.get<double>() < 0)
-          throw std::invalid_argument(spec + ": ops['" + call +
+          throw std::invalid_argument(spec + ": " + key + "['" + call +
                                       "'] must be a non-negative number of "
                                       "seconds");
-        profile.measured[call] = seconds.get<double>();
+        table[call] = seconds.get<double>();
       }
       continue;
     }
@@ -424,7 +430,8 @@ DeviceProfile parseDeviceProfile(const std::string &spec) {
     if (!field)
       throw std::invalid_argument(spec + ": unknown field '" + key +
                                   "' (expected name, flops_per_second, "
-                                  "bytes_per_second, launch_seconds, ops, source, calls)");
+                                  "bytes_per_second, launch_seconds, ops, "
+                                  "recompute_ops, source, calls)");
     bool launch = key == "launch_seconds";
     if (!value.is_number() || !std::isfinite(value.get<double>()) ||
         (launch ? value.get<double>() < 0 : !(value.get<double>() > 0)))

@@ -111,7 +111,7 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
     int block = -1;
     if (const std::string &key = step.ops[k].block; !key.empty())
       block = blockIds.emplace(key, (int)blockIds.size()).first->second;
-    problem.addNode(op.name, step.ops[k].seconds, bytes, operands,
+    problem.addNode(op.name, step.ops[k].recomputeSeconds, bytes, operands,
                     op.phase == memory::Phase::Forward, block,
                     op.phase != memory::Phase::Forward);
   }
@@ -540,7 +540,7 @@ struct RematerializePass
       clone->setAttr("remat.recompute", b.getUnitAttr());
       for (unsigned r = 0; r < original->getNumResults(); ++r)
         latest.map(original->getResult(r), clone->getResult(r));
-      recomputeSeconds += step.ops[applied.origin[k]].seconds;
+      recomputeSeconds += step.ops[applied.origin[k]].recomputeSeconds;
     }
     for (mlir::OpOperand &operand : terminator->getOpOperands())
       operand.set(latest.lookupOrDefault(operand.get()));

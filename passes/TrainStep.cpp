@@ -44,9 +44,9 @@ std::optional<DeviceProfile> builtinDeviceProfile(const std::string &name) {
   if (name == "cpu")
     return DeviceProfile{};
   if (name == "h200")
-    return DeviceProfile{"h200", 50e12, 3.6e12, 4e-6, {}};
+    return DeviceProfile{"h200", 50e12, 3.6e12, 4e-6, {}, {}};
   if (name == "h200-tf32")
-    return DeviceProfile{"h200-tf32", 370e12, 3.6e12, 4e-6, {}};
+    return DeviceProfile{"h200-tf32", 370e12, 3.6e12, 4e-6, {}, {}};
   return std::nullopt;
 }
 
@@ -63,14 +63,18 @@ void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile) {
                                       b.getF64FloatAttr(profile.bytesPerSecond)),
                        b.getNamedAttr("launch_seconds",
                                       b.getF64FloatAttr(profile.launchSeconds))}));
-  if (profile.measured.empty())
-    return;
-  llvm::SmallVector<mlir::NamedAttribute> table;
-  for (const auto &[key, seconds] : profile.measured)
-    table.push_back(b.getNamedAttr(key, b.getF64FloatAttr(seconds)));
   auto attr = module->getAttrOfType<mlir::DictionaryAttr>(kDeviceProfileAttr);
   llvm::SmallVector<mlir::NamedAttribute> fields(attr.begin(), attr.end());
-  fields.push_back(b.getNamedAttr("ops", b.getDictionaryAttr(table)));
+  for (auto [name, measured] :
+       {std::pair{"ops", &profile.measured},
+        std::pair{"recompute_ops", &profile.recomputeMeasured}}) {
+    if (measured->empty())
+      continue;
+    llvm::SmallVector<mlir::NamedAttribute> table;
+    for (const auto &[key, seconds] : *measured)
+      table.push_back(b.getNamedAttr(key, b.getF64FloatAttr(seconds)));
+    fields.push_back(b.getNamedAttr(name, b.getDictionaryAttr(table)));
+  }
   module->setAttr(kDeviceProfileAttr, b.getDictionaryAttr(fields));
 }
 
@@ -184,10 +188,13 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     profile.flopsPerSecond = number("flops_per_second", profile.flopsPerSecond);
     profile.bytesPerSecond = number("bytes_per_second", profile.bytesPerSecond);
     profile.launchSeconds = number("launch_seconds", profile.launchSeconds);
-    if (auto table = attr.getAs<mlir::DictionaryAttr>("ops"))
-      for (mlir::NamedAttribute entry : table)
-        if (auto f = mlir::dyn_cast<mlir::FloatAttr>(entry.getValue()))
-          profile.measured[entry.getName().str()] = f.getValueAsDouble();
+    for (auto [name, measured] :
+         {std::pair{"ops", &profile.measured},
+          std::pair{"recompute_ops", &profile.recomputeMeasured}})
+      if (auto table = attr.getAs<mlir::DictionaryAttr>(name))
+        for (mlir::NamedAttribute entry : table)
+          if (auto f = mlir::dyn_cast<mlir::FloatAttr>(entry.getValue()))
+            (*measured)[entry.getName().str()] = f.getValueAsDouble();
   }
   step.profile = profile;
   auto func = module.lookupSymbol<mlir::func::FuncOp>("train_step");
@@ -332,13 +339,20 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
       info.bytes = cost.getBytesRead() + cost.getBytesWritten();
     }
     info.seconds = profile.opSeconds(info.flops, info.bytes);
-    if (!profile.measured.empty()) {
-      auto it = profile.measured.find(
+    info.recomputeSeconds = info.seconds;
+    if (!profile.measured.empty() || !profile.recomputeMeasured.empty()) {
+      std::string key =
           ops::opCostKey(info.kind, info.attrs, shapesOf(op.getOperands()),
-                         shapesOf(op.getResults())));
-      if (it != profile.measured.end())
-        info.seconds = it->second;
+                         shapesOf(op.getResults()));
+      if (auto it = profile.measured.find(key); it != profile.measured.end())
+        info.recomputeSeconds = info.seconds = it->second;
+      if (auto it = profile.recomputeMeasured.find(key);
+          it != profile.recomputeMeasured.end())
+        info.recomputeSeconds = it->second;
     }
+    // A planned step's recomputation costs what recomputing costs.
+    if (info.recompute)
+      info.seconds = info.recomputeSeconds;
 
     std::optional<ops::OpKind> opKind = ops::parseOpKind(info.kind);
     bool isUpdate = opKind && ops::opInfo(*opKind).updatesParam;

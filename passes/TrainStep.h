@@ -36,6 +36,11 @@ struct DeviceProfile {
   /// Measured seconds by op call (ops::opCostKey): `remat profile`'s
   /// table. An op found here costs what was measured, others the roofline.
   std::map<std::string, double> measured;
+  /// Measured seconds of op calls as recomputations, in a planned step
+  /// (`remat profile PLAN`'s `recompute_ops`): where a recomputation's
+  /// operands and cache state differ from the first computation's. The
+  /// planner charges a recomputation this, else what `measured` says.
+  std::map<std::string, double> recomputeMeasured;
   double opSeconds(int64_t flops, int64_t bytes) const;
 };
 
@@ -47,7 +52,8 @@ std::string builtinDeviceProfileNames();
 
 /// The module attribute that carries a profile into the passes
 /// (extractTrainStep reads it): {name, flops_per_second, bytes_per_second,
-/// launch_seconds, and with a measured table ops: {key: seconds}}.
+/// launch_seconds, and with measured tables ops and recompute_ops:
+/// {key: seconds}}.
 inline constexpr const char *kDeviceProfileAttr = "remat.device_profile";
 void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile);
 
@@ -64,6 +70,9 @@ struct OpInfo {
   int64_t flops = 0;
   int64_t bytes = 0;   ///< read + written
   double seconds = 0;  ///< modeled cost
+  /// Modeled cost as a recomputation (DeviceProfile::recomputeMeasured,
+  /// else `seconds`).
+  double recomputeSeconds = 0;
   bool recompute = false;
   std::string block;   ///< graph::kBlockAttr, or empty
 };

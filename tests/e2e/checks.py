@@ -548,6 +548,88 @@ def measured_profile(remat, work):
           % (len(ops), 1000 * report["modeled_step_seconds"]))
 
 
+def measured_recompute(remat, work):
+    """Recomputations priced where they run: `remat profile PLAN` of a
+    plan that recomputes gives them their own table (recompute_ops, one
+    key per recomputed call); a profile whose recompute_ops make one op's
+    recomputations dear steers the planner off them; `--device-profile
+    measure` under a budget times its candidate plans and keeps the one
+    with the fastest measured step; a bad recompute_ops entry is a usage
+    error."""
+    tiny = [model("gpt2.json"), "--preset", "tiny", "--budget", "560000"]
+    plan, rep = compile_plan(remat, tiny, work, "recomputes")
+    if plan is None:
+        fail("tiny at 560000 B: " + rep)
+    with open(plan) as f:
+        steps = json.load(f)["steps"]
+    recomputed = {s["op"] for s in steps if s["recompute"]}
+    if not recomputed:
+        fail("tiny at 560000 B recomputes nothing; pick a lower budget")
+    path = os.path.join(work, "in-situ.json")
+    r = subprocess.run([remat, "profile", plan, "--steps", "2", "-o", path],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("remat profile PLAN failed: " + r.stderr)
+    with open(path) as f:
+        profile = json.load(f)
+    table = profile.get("recompute_ops", {})
+    if {key.split(" ")[0] for key in table} != recomputed or \
+            not all(v >= 0 for v in table.values()):
+        fail("recompute_ops %r do not cover the recomputed ops %r"
+             % (sorted(table), sorted(recomputed)))
+    # The op recomputed most, made a second per recomputation.
+    counts = {}
+    for s in steps:
+        if s["recompute"]:
+            counts[s["op"]] = counts.get(s["op"], 0) + 1
+    dear = max(counts, key=counts.get)
+    profile["recompute_ops"] = {k: (1.0 if k.split(" ")[0] == dear else v)
+                                for k, v in table.items()}
+    dear_path = os.path.join(work, "dear.json")
+    with open(dear_path, "w") as f:
+        json.dump(profile, f)
+    plan2, rep2 = compile_plan(remat, tiny + ["--device-profile", dear_path],
+                               work, "dear")
+    if plan2 is None:
+        fail("planning with recompute_ops failed: " + rep2)
+    with open(plan2) as f:
+        after = sum(1 for s in json.load(f)["steps"]
+                    if s["recompute"] and s["op"] == dear)
+    if after >= counts[dear] or \
+            rep2["device_profile"].get("measured_recompute_ops") != len(table):
+        fail("a dear %s recomputation: %d of them before, %d after; "
+             "report %r" % (dear, counts[dear], after, rep2["device_profile"]))
+    # --device-profile measure under a budget: candidates timed.
+    plan3, rep3 = compile_plan(remat, tiny + ["--device-profile", "measure"],
+                               work, "measure")
+    if plan3 is None:
+        fail("--device-profile measure with a budget failed: " + rep3)
+    dp = rep3["device_profile"]
+    cands = dp.get("candidates", [])
+    timed = [c["measured_step_seconds"] for c in cands]
+    chosen = [c for c in cands if c["costs"] == dp.get("chosen")]
+    if len(cands) < 2 or not all(t > 0 for t in timed) or len(chosen) != 1 \
+            or chosen[0]["measured_step_seconds"] != min(timed) or \
+            chosen[0]["planned_peak_bytes"] != rep3["planned_peak_bytes"] or \
+            not rep3["recompute_overhead"] > 0:
+        fail("--device-profile measure: %r, overhead %r"
+             % (dp, rep3["recompute_overhead"]))
+    profile["recompute_ops"] = {next(iter(table)): "slow"}
+    with open(dear_path, "w") as f:
+        json.dump(profile, f)
+    r = subprocess.run([remat, "compile"] + tiny +
+                       ["--device-profile", dear_path],
+                       capture_output=True, text=True)
+    if r.returncode != 2 or "recompute_ops['" not in r.stderr or \
+            "must be a non-negative number of seconds" not in r.stderr:
+        fail("a bad recompute_ops entry: exit %d, %r"
+             % (r.returncode, r.stderr))
+    print("recompute_ops: %d keys; %s recomputed %d times, %d when dear; "
+          "measure chose %s of %d candidates"
+          % (len(table), dear, counts[dear], after, dp["chosen"],
+             len(cands)))
+
+
 def device_profile(remat, work):
     """--device-profile: the named rooflines and a JSON file reach the
     planner (the report records them; the modeled step time follows), and
@@ -680,6 +762,7 @@ def main():
               "check-bounds": check_bounds,
               "device-profile": device_profile,
               "measured-profile": measured_profile,
+              "measured-recompute": measured_recompute,
               "plans-deterministic": plans_deterministic,
               "recompute-reads-latest": recompute_reads_latest}
     if check not in checks:

@@ -15,6 +15,7 @@
 #include "compiler/Driver.h"
 #include "compiler/ModelFile.h"
 #include "compiler/ModelGraph.h"
+#include "ops/CostKey.h"
 #include "runtime/Safetensors.h"
 #include "runtime/OutputFile.h"
 #include "passes/planner/Solvers.h"
@@ -34,6 +35,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <unistd.h>
 
@@ -96,6 +99,8 @@ static const std::string kCompileHelp = std::string(
     "                     cpu (default), h200, h200-tf32, a JSON file\n"
     "                     (docs/planner.md; remat profile writes one), or\n"
     "                     measure: time the model's ops on --backend first\n"
+    "                     (with --budget, also time the candidate plans and\n"
+    "                     keep the fastest)\n"
     "  --preset NAME      apply a named preset of the model's config\n"
     "  --set NAME=VALUE   override a config variable (repeatable)\n"
     "  --ranks N          plan for N data-parallel ranks (mpirun -np N\n"
@@ -378,6 +383,38 @@ compiler::CompileOptions toCompileOptions(const Options &options) {
   return c;
 }
 
+#ifdef REMAT_HAVE_RUN
+/// A temporary directory, removed with everything in it at scope exit.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string &tag)
+      : path(std::filesystem::temp_directory_path() /
+             (tag + "-" + std::to_string(getpid()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+#endif
+
+/// Writes `plan` to `path`; a model with weights (ONNX) writes them next
+/// to it, and the plan names them (docs/plan-format.md, "weights").
+void writePlanFile(const model::ModelFile &model, runtime::Plan plan,
+                   const std::string &path) {
+  if (!model.weights.empty()) {
+    if (path == "-")
+      throw std::invalid_argument(
+          "the plan of a model with weights (ONNX) needs -o FILE: its "
+          "weights are written next to the plan");
+    std::string weightsPath = model::weightsPathForPlan(path);
+    runtime::writeSafetensors(weightsPath, model.weights);
+    plan.weights = std::filesystem::path(weightsPath).filename().string();
+  }
+  runtime::writeOutputFile(path, runtime::serializePlanText(plan));
+}
+
 } // namespace
 
 DeviceProfile measureModelProfile(const model::ModelFile &model,
@@ -391,28 +428,13 @@ DeviceProfile measureModelProfile(const model::ModelFile &model,
                               "build lacks");
 #else
   // The plan without a budget: every op of the step once, at store-all.
-  std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("remat-profile-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir, ignored);
-    }
-  } cleanup{dir};
-  std::string planPath = (dir / "step.plan").string();
+  TempDir dir("remat-profile");
+  std::string planPath = (dir.path / "step.plan").string();
   nlohmann::json report;
   compiler::CompileOptions compile;
   compile.backend = backend;
-  runtime::Plan plan = compiler::compilePlan(model.graph, compile, report);
-  if (!model.weights.empty()) {
-    std::string weightsPath = model::weightsPathForPlan(planPath);
-    runtime::writeSafetensors(weightsPath, model.weights);
-    plan.weights = std::filesystem::path(weightsPath).filename().string();
-  }
-  runtime::writeOutputFile(planPath, runtime::serializePlanText(plan));
+  writePlanFile(model, compiler::compilePlan(model.graph, compile, report),
+                planPath);
   progress << "remat: measuring the step's op costs on the " << backend
            << " backend (" << warmup << " warm-up + " << steps
            << " timed steps)...\n";
@@ -432,6 +454,149 @@ DeviceProfile measureModelProfile(const model::ModelFile &model,
 
 namespace {
 
+/// --device-profile measure under a budget: plans that recompute are
+/// timed where they run. The profile of the store-all step (`measured`)
+/// prices a recomputation as the op's first computation, but in a planned
+/// step a recomputation's operands may come cold from memory, and the
+/// ops after it may find its result in cache. So the plan planned with
+/// the measured costs and the one planned with the backend's roofline are
+/// each timed (remat profile PLAN); their recomputations' own medians
+/// become the profile's recompute costs (`recompute_ops`), the planner
+/// plans once more with them, and that plan is timed too if it is new.
+/// The candidate with the fastest measured step is the result; its
+/// report's recompute_overhead is modeled with every cost measured, and
+/// device_profile.candidates says what was timed. Returns the plan.
+runtime::Plan planWithMeasuredCosts(const model::ModelFile &model,
+                                    compiler::CompileOptions options,
+                                    nlohmann::json &report,
+                                    const std::string &backend) {
+#ifndef REMAT_HAVE_RUN
+  (void)model, (void)options, (void)report, (void)backend;
+  throw std::invalid_argument("measured costs need the runtime, which this "
+                              "build lacks");
+#else
+  DeviceProfile profile = options.deviceProfile;
+  struct Candidate {
+    std::string source;
+    runtime::Plan plan;
+    nlohmann::json report;
+    std::string text;
+    double stepSeconds = -1;
+  };
+  std::vector<Candidate> candidates;
+  auto plan = [&](const std::string &source, const DeviceProfile &with) {
+    compiler::CompileOptions o = options;
+    o.deviceProfile = with;
+    Candidate c;
+    c.source = source;
+    c.plan = compiler::compilePlan(model.graph, o, c.report);
+    c.text = runtime::serializePlanText(c.plan);
+    for (const Candidate &known : candidates)
+      if (known.text == c.text)
+        return false;
+    candidates.push_back(std::move(c));
+    return true;
+  };
+  auto recomputes = [](const runtime::Plan &p) {
+    return std::any_of(p.steps.begin(), p.steps.end(),
+                       [](const auto &s) { return s.recompute; });
+  };
+  plan("measured", profile);
+  if (!recomputes(candidates[0].plan)) {
+    report = std::move(candidates[0].report);
+    return std::move(candidates[0].plan);
+  }
+  plan("roofline", *builtinDeviceProfile(backend == "cpu" ? "cpu" : "h200"));
+  // Recompute costs: the median of each candidate's in-situ median.
+  std::map<std::string, std::vector<double>> recomputeSamples;
+  TempDir dir("remat-candidates");
+  auto time = [&](Candidate &c) {
+    std::string path = (dir.path / "candidate.plan").string();
+    writePlanFile(model, c.plan, path);
+    std::cerr << "remat: timing the plan planned with " << c.source
+              << " costs (" << std::count_if(c.plan.steps.begin(),
+                                              c.plan.steps.end(),
+                                              [](const auto &s) {
+                                                return s.recompute;
+                                              })
+              << " recomputations)...\n";
+    std::ostringstream quiet;
+    nlohmann::json timed = measureOpCosts(path, backend, /*warmup=*/1,
+                                          /*steps=*/3, quiet);
+    c.stepSeconds = timed["step_seconds"].get<double>();
+    nlohmann::json recomputed =
+        timed.value("recompute_ops", nlohmann::json::object());
+    for (const auto &[key, seconds] : recomputed.items())
+      recomputeSamples[key].push_back(seconds.get<double>());
+    for (const auto &[key, seconds] : recomputeSamples) {
+      std::vector<double> v = seconds;
+      std::sort(v.begin(), v.end());
+      profile.recomputeMeasured[key] =
+          v.size() % 2 ? v[v.size() / 2]
+                       : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    }
+  };
+  for (Candidate &c : candidates)
+    time(c);
+  if (plan("measured in-situ", profile))
+    time(candidates.back());
+  auto best = std::min_element(candidates.begin(), candidates.end(),
+                               [](const Candidate &a, const Candidate &b) {
+                                 return a.stepSeconds < b.stepSeconds;
+                               });
+  // The chosen plan's overhead with every cost measured: its
+  // recomputations' in-situ costs over the store-all step's op costs.
+  auto cost = [&](const runtime::Plan &p, const runtime::StepDesc &s,
+                  bool recompute) -> std::optional<double> {
+    std::vector<ops::Shape> ins, outs;
+    for (int64_t b : s.inputs)
+      ins.push_back(p.buffers[size_t(b)].shape);
+    for (int64_t b : s.outputs)
+      outs.push_back(p.buffers[size_t(b)].shape);
+    std::string key = ops::opCostKey(s.op, s.attrs, ins, outs);
+    if (recompute)
+      if (auto it = profile.recomputeMeasured.find(key);
+          it != profile.recomputeMeasured.end())
+        return it->second;
+    if (auto it = profile.measured.find(key); it != profile.measured.end())
+      return it->second;
+    return std::nullopt;
+  };
+  double recomputeSeconds = 0, stepSeconds = 0;
+  int unpriced = 0;
+  for (const runtime::StepDesc &s : best->plan.steps) {
+    std::optional<double> c = cost(best->plan, s, s.recompute);
+    unpriced += !c;
+    (s.recompute ? recomputeSeconds : stepSeconds) += c.value_or(0);
+  }
+  nlohmann::json timedList = nlohmann::json::array();
+  for (const Candidate &c : candidates)
+    timedList.push_back(
+        {{"costs", c.source},
+         {"measured_step_seconds", c.stepSeconds},
+         {"planned_peak_bytes", c.report["planned_peak_bytes"]}});
+  std::cerr << "remat: chose the plan planned with " << best->source
+            << " costs (measured step " << best->stepSeconds * 1000
+            << " ms; the others:";
+  for (const Candidate &c : candidates)
+    if (&c != &*best)
+      std::cerr << " " << c.source << " " << c.stepSeconds * 1000 << " ms";
+  std::cerr << ")\n";
+  report = std::move(best->report);
+  report["recompute_overhead"] =
+      stepSeconds > 0 ? recomputeSeconds / stepSeconds : 0.0;
+  report["device_profile"]["name"] = profile.name;
+  report["device_profile"]["measured_ops"] = profile.measured.size();
+  report["device_profile"]["measured_recompute_ops"] =
+      profile.recomputeMeasured.size();
+  report["device_profile"]["candidates"] = timedList;
+  report["device_profile"]["chosen"] = best->source;
+  if (unpriced)
+    report["device_profile"]["unpriced_steps"] = unpriced;
+  return std::move(best->plan);
+#endif
+}
+
 /// Compiles to a plan file at `path` (and at `copyPath` if not empty, and
 /// the report); returns the report.
 nlohmann::json compileToPlanFile(const Options &options,
@@ -439,28 +604,19 @@ nlohmann::json compileToPlanFile(const Options &options,
                                  const std::string &copyPath = "") {
   model::ModelFile model = loadModelFile(options);
   compiler::CompileOptions compileOptions = toCompileOptions(options);
-  if (options.measureProfile)
+  nlohmann::json report;
+  runtime::Plan plan;
+  if (options.measureProfile) {
     compileOptions.deviceProfile =
         measureModelProfile(model, options.backend, std::cerr);
-  nlohmann::json report;
-  runtime::Plan plan =
-      compiler::compilePlan(model.graph, compileOptions, report);
-  // A model with weights (ONNX) writes them next to each plan file, which
-  // names them (docs/plan-format.md, "weights").
-  for (const std::string &planPath : {path, copyPath}) {
-    if (planPath.empty())
-      continue;
-    if (!model.weights.empty()) {
-      if (planPath == "-")
-        throw std::invalid_argument(
-            "the plan of a model with weights (ONNX) needs -o FILE: its "
-            "weights are written next to the plan");
-      std::string weightsPath = model::weightsPathForPlan(planPath);
-      runtime::writeSafetensors(weightsPath, model.weights);
-      plan.weights = std::filesystem::path(weightsPath).filename().string();
-    }
-    runtime::writeOutputFile(planPath, runtime::serializePlanText(plan));
+    plan = planWithMeasuredCosts(model, compileOptions, report,
+                                 options.backend);
+  } else {
+    plan = compiler::compilePlan(model.graph, compileOptions, report);
   }
+  for (const std::string &planPath : {path, copyPath})
+    if (!planPath.empty())
+      writePlanFile(model, plan, planPath);
   if (!options.report.empty())
     runtime::writeOutputFile(options.report, report.dump(2) + "\n");
   return report;
@@ -658,8 +814,10 @@ static const char *kProfileHelp =
     "Times every op of the training step on a backend and writes a device\n"
     "profile (JSON) whose `ops` table gives each op call's measured seconds\n"
     "(the median over the timed steps; the same op, attributes and shapes\n"
-    "pool their samples). `--device-profile PROFILE.json` plans with it;\n"
-    "`--device-profile measure` (compile, train, plan) profiles first.\n"
+    "pool their samples), and for a PLAN that recomputes `recompute_ops`,\n"
+    "the same for its recomputations. `--device-profile PROFILE.json` plans\n"
+    "with them; `--device-profile measure` (compile, train, plan) profiles\n"
+    "first.\n"
     "A MODEL is profiled in its plan without a budget; a PLAN as it is.\n"
     "\n"
     "options:\n"
@@ -764,6 +922,10 @@ int profileMain(int argc, char **argv) {
                  {"launch_seconds", base.launchSeconds},
                  {"ops", table["ops"]}};
       table.erase("ops");
+      if (table.contains("recompute_ops")) {
+        profile["recompute_ops"] = table["recompute_ops"];
+        table.erase("recompute_ops");
+      }
       profile["source"] = table;
     } else {
       nlohmann::json table;

@@ -66,7 +66,10 @@ nlohmann::json measureOpCosts(const std::string &planPath,
              << r.milliseconds << " ms\n"
              << std::flush;
   }
-  std::map<std::string, std::vector<double>> byKey;
+  // A call's samples go to its key's pool in `ops` (first computations)
+  // or in `recompute_ops` (recomputations of a planned step: their
+  // operands may be cold where the first computation's were just made).
+  std::map<std::string, std::vector<double>> byKey, byRecomputeKey;
   // Each plan step's own median too: where a recomputation costs what
   // its key's pooled median says, and where it does not (cache state).
   nlohmann::json calls = nlohmann::json::array();
@@ -81,19 +84,26 @@ nlohmann::json measureOpCosts(const std::string &planPath,
       ins.push_back(p.buffers[size_t(b)].shape);
     for (int64_t b : p.steps[i].outputs)
       outs.push_back(p.buffers[size_t(b)].shape);
-    std::vector<double> &pool = byKey[ops::opCostKey(
-        p.steps[i].op, p.steps[i].attrs, ins, outs)];
+    std::vector<double> &pool =
+        (p.steps[i].recompute ? byRecomputeKey : byKey)[ops::opCostKey(
+            p.steps[i].op, p.steps[i].attrs, ins, outs)];
     pool.insert(pool.end(), samples[i].begin(), samples[i].end());
   }
-  nlohmann::json table = nlohmann::json::object();
+  nlohmann::json table = nlohmann::json::object(),
+                 recomputeTable = nlohmann::json::object();
   for (auto &[key, pool] : byKey)
     table[key] = median(pool);
-  return {{"backend", backendName},
-          {"warmup_steps", warmup},
-          {"timed_steps", steps},
-          {"step_seconds", median(stepSeconds)},
-          {"ops", table},
-          {"calls", calls}};
+  for (auto &[key, pool] : byRecomputeKey)
+    recomputeTable[key] = median(pool);
+  nlohmann::json result = {{"backend", backendName},
+                           {"warmup_steps", warmup},
+                           {"timed_steps", steps},
+                           {"step_seconds", median(stepSeconds)},
+                           {"ops", table},
+                           {"calls", calls}};
+  if (!recomputeTable.empty())
+    result["recompute_ops"] = recomputeTable;
+  return result;
 }
 
 } // namespace remat::tools

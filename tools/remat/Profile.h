@@ -5,7 +5,8 @@
 // its own end (the backend synchronized), and the median over the timed
 // steps is its cost. Steps that make the same op call (ops::opCostKey: op,
 // attributes, operand and result shapes) pool their samples. The result is
-// the `ops` table of a device profile (docs/planner.md, "Measured costs").
+// the `ops` table of a device profile (docs/planner.md, "Measured costs");
+// recomputations pool apart, into `recompute_ops`.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_TOOLS_REMAT_PROFILE_H
@@ -19,7 +20,10 @@
 namespace remat::tools {
 
 /// {"backend", "warmup_steps", "timed_steps", "step_seconds" (median of
-/// whole training steps), "ops": {key: seconds}}. Progress on `progress`.
+/// whole training steps), "ops": {key: seconds} (first computations),
+/// "recompute_ops": {key: seconds} (recomputations; absent without any),
+/// "calls": [{step, op, phase, recompute, seconds}]}. Progress on
+/// `progress`.
 /// Throws runtime::PlanError / ExecutionError like remat run.
 nlohmann::json measureOpCosts(const std::string &planPath,
                               const std::string &backendName, int warmup,

@@ -3,8 +3,10 @@
 budget_memory.py (4 layers, d_model 256, seq 256, vocab 4096, batch 8) on
 the CPU at half and a quarter of its store-all activation memory (a budget
 below the minimum feasible one is reported as such) and at the minimum
-feasible budget, planned with the default roofline profile and with a
-measured one (`remat profile`).
+feasible budget, planned with the default roofline profile, with a
+measured one (`remat profile` of the store-all step), and with
+`--device-profile measure` (which also times its candidate plans in situ
+and keeps the fastest: docs/planner.md "Measured costs").
 For each plan: the modeled recompute overhead, the measured step-time
 overhead against store-all (median step of each run, median of `--runs`
 runs; the runs go in rounds over every plan, so that a change of load
@@ -96,11 +98,19 @@ def main():
             label = ("%.2f" % fraction if fraction is not None else
                      "min (%.2f)" % ((minimum - fixed) / acts))
             for name, extra in (("roofline (cpu)", []),
-                                ("measured", ["--device-profile", profile])):
+                                ("measured", ["--device-profile", profile]),
+                                ("measure", ["--device-profile", "measure"])):
                 tag = "p%d" % len(rows)
                 plan, rep = compile_plan(args.remat,
                                          ["--budget", str(budget)] + extra,
                                          work, tag)
+                if plan and "chosen" in rep["device_profile"]:
+                    # --device-profile measure timed its candidates.
+                    dp = rep["device_profile"]
+                    name = "measure: %s (%s)" % (dp["chosen"], ", ".join(
+                        "%s %.0f ms" % (c["costs"],
+                                        1000 * c["measured_step_seconds"])
+                        for c in dp["candidates"]))
                 rows.append((label, budget, name, plan, rep))
         runs = {None: []}
         runs.update({k: [] for k, row in enumerate(rows) if row[3]})

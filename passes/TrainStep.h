@@ -15,6 +15,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "ops/DeviceProfile.h"
+
 #include <nlohmann/json.hpp>
 
 #include <map>
@@ -23,32 +25,6 @@
 
 namespace remat {
 
-/// A roofline device profile for the modeled cost of an op:
-/// seconds = max(flops / flopsPerSecond, bytes / bytesPerSecond) + launch.
-/// The default ("cpu") is this project's CPU machine; the planner weighs
-/// recomputations by it, so plans for a GPU should use that GPU's profile
-/// (`--device-profile`, docs/planner.md).
-struct DeviceProfile {
-  std::string name = "cpu";
-  double flopsPerSecond = 100e9;
-  double bytesPerSecond = 20e9;
-  double launchSeconds = 2e-6;
-  /// Measured seconds by op call (ops::opCostKey): `remat profile`'s
-  /// table. An op found here costs what was measured, others the roofline.
-  std::map<std::string, double> measured;
-  /// Measured seconds of op calls as recomputations, in a planned step
-  /// (`remat profile PLAN`'s `recompute_ops`): where a recomputation's
-  /// operands and cache state differ from the first computation's. The
-  /// planner charges a recomputation this, else what `measured` says.
-  std::map<std::string, double> recomputeMeasured;
-  double opSeconds(int64_t flops, int64_t bytes) const;
-};
-
-/// The built-in profiles by name ("cpu", "h200", "h200-tf32"); nullopt for
-/// another name.
-std::optional<DeviceProfile> builtinDeviceProfile(const std::string &name);
-/// Their names, for messages: "cpu, h200, h200-tf32".
-std::string builtinDeviceProfileNames();
 
 /// The module attribute that carries a profile into the passes
 /// (extractTrainStep reads it): {name, flops_per_second, bytes_per_second,

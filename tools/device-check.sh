@@ -30,6 +30,12 @@
 #                         (a finding either way: if not, the largest
 #                         difference, and a rerun of store-all with the
 #                         budget's workspace says why)
+#   profile      30 (10)  remat-run profile of both whole-model plans
+#                         (every op call timed: $OUT/profiles/NAME.json, a
+#                         profile to plan the GPU with); device memory of
+#                         the profiled run within each plan's budget, and
+#                         the recomputations' measured share beside the
+#                         modeled overhead (issue #13)
 #   unit-cuda    45 (20)  every [cuda] test case (the emulator: kernels 60,
 #                         unit-cuda 120; it runs them far slower)
 #   sanitizer    50 (40)  compute-sanitizer racecheck, then synccheck, on
@@ -421,6 +427,79 @@ stage_whole_model() {
   return $rc
 }
 
+# profile: remat-run profile of the whole-model plans on the CUDA backend
+# (issue #13): every op call timed, written to $OUT/profiles/NAME.json (a
+# GPU profile to plan with: remat compile --device-profile FILE); per plan
+# the recomputations' measured share of the store-all step beside the
+# plan's modeled overhead, and the profiled run's device memory against
+# the plan's budget (arena + workspace within it, the used bytes adding up
+# as in whole-model). Table: logs/profile.md, in summary.md.
+stage_profile() {
+  local name
+  mkdir -p "$out/profiles"
+  for name in "$whole-all" "$whole-50"; do
+    echo "remat-run profile $name.plan --backend cuda --steps 3"
+    tmo "$(stage_left)" "$runner" profile "$plans_dir/$name.plan" \
+      --backend cuda --steps 3 -o "$out/profiles/$name.json" \
+      > "$logs/bench/profile-$name.log" 2>&1
+    local rc=$?
+    tail -n 2 "$logs/bench/profile-$name.log"
+    if (( rc != 0 )); then
+      detail="$name: $(grep -m 1 'error' "$logs/bench/profile-$name.log" | cut -c1-200)"
+      return $rc
+    fi
+  done
+  detail=$("$python" - "$out/profiles" "$plans_dir" "$logs/profile.md" \
+    "$whole-all" "$whole-50" <<'PY'
+import json, os, sys
+profiles, plans, table = sys.argv[1:4]
+names = sys.argv[4:]
+MiB = 2 ** 20
+rows, problems, base = [], [], None
+for name in names:
+    prof = json.load(open(os.path.join(profiles, name + ".json")))
+    plan = json.load(open(os.path.join(plans, name + ".plan")))
+    step = prof["source"]["step_seconds"]
+    if name == names[0]:
+        base = step
+    kinds = {s["op"] for s in plan["steps"]}
+    timed = {k.split(" ")[0] for k in prof["ops"]}
+    if timed != kinds or not all(v >= 0 for v in prof["ops"].values()):
+        problems.append("%s: profile ops do not cover the plan's" % name)
+    rec = sum(c["seconds"] for c in prof["calls"] if c["recompute"])
+    m = prof["source"].get("device_memory")
+    budget = plan.get("report", {}).get("budget_bytes")
+    if not m:
+        problems.append("%s: no device_memory" % name)
+        inside = measured = None
+    else:
+        inside = m["arena_bytes"] + m["workspace_bytes"]
+        measured = m["used_bytes"] - m["context_bytes"]
+        if measured != inside + m["overhead_bytes"]:
+            problems.append("%s: used bytes do not add up" % name)
+        if budget is not None and inside > budget:
+            problems.append("%s: arena + workspace over the budget" % name)
+    modeled = plan.get("report", {}).get("recompute_overhead", 0) or 0
+    rows.append("| %s | %s | %s | %s | %.2f | %d | %.1f%% | %.1f%% | %s |" % (
+        name, "-" if budget is None else "%.1f" % (budget / MiB),
+        "-" if inside is None else "%.1f" % (inside / MiB),
+        "-" if measured is None else "%.1f" % (measured / MiB),
+        1000 * step, len(prof["ops"]), 100 * modeled,
+        100 * rec / base if base else 0,
+        "-" if base is None else "%+.1f%%" % (100 * (step / base - 1))))
+with open(table, "w") as f:
+    f.write("| plan | budget MiB | arena + workspace MiB | measured - context "
+            "MiB | step ms (median) | op calls | modeled overhead | "
+            "recomputations measured (of store-all's step) | step against "
+            "store-all |\n|---|---|---|---|---|---|---|---|---|\n")
+    f.write("\n".join(rows) + "\n")
+print("; ".join(problems) if problems else
+      "%d plans profiled; profiles in profiles/" % len(names))
+sys.exit(1 if problems else 0)
+PY
+)
+}
+
 stage_unit_cuda() {
   run_cases unit-cuda "[cuda]"
   local rc=$?
@@ -597,6 +676,14 @@ for txt in sorted(glob.glob(os.path.join(logs, "bench", "*.txt"))):
         "%.2f" % statistics.median(timed) if timed else "-",
         "%.4g -> %.4g" % (rows[0]["loss"], rows[-1]["loss"]) if rows
         else "failed (logs/bench/%s.txt)" % name))
+profile = os.path.join(logs, "profile.md")
+if os.path.exists(profile):
+    print("\n## remat-run profile (--backend cuda)\n")
+    print("Every op call of the plan timed (profiles/NAME.json: plan with "
+          "`remat compile --device-profile FILE`); recomputations measured "
+          "= the plan's recomputation steps' medians over the store-all "
+          "plan's median step.\n")
+    print(open(profile).read())
 for tool in ("racecheck", "synccheck"):
     path = os.path.join(logs, tool + ".txt")
     if os.path.exists(path):
@@ -636,6 +723,7 @@ stage environment 20 stage_environment &&
   stage build 150 stage_build &&
   stage kernels "$(emu_more 40 60)" stage_kernels &&
   stage whole-model 75 stage_whole_model &&
+  stage profile "$(emu_more 30 45)" stage_profile &&
   stage unit-cuda "$(emu_more 45 120)" stage_unit_cuda &&
   stage sanitizer 50 stage_sanitizer &&
   stage bench "$total_s" stage_bench

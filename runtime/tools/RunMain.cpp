@@ -5,6 +5,14 @@
 // no MLIR) on its own.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/remat/Profile.h"
 #include "tools/remat/RunCommand.h"
 
-int main(int argc, char **argv) { return remat::runMain(argc, argv); }
+#include <string>
+
+int main(int argc, char **argv) {
+  // `remat-run profile PLAN ...`: remat profile of a plan, without MLIR.
+  if (argc > 1 && std::string(argv[1]) == "profile")
+    return remat::tools::profilePlanMain(argc - 1, argv + 1);
+  return remat::runMain(argc, argv);
+}

@@ -912,21 +912,7 @@ int profileMain(int argc, char **argv) {
                j.value("format", nlohmann::json()) == runtime::kPlanFormatName;
     }
     if (isPlan) {
-      nlohmann::json table =
-          measureOpCosts(options.model, backend, warmup, steps, std::cerr);
-      DeviceProfile base =
-          *builtinDeviceProfile(backend == "cpu" ? "cpu" : "h200");
-      profile = {{"name", "measured-" + backend},
-                 {"flops_per_second", base.flopsPerSecond},
-                 {"bytes_per_second", base.bytesPerSecond},
-                 {"launch_seconds", base.launchSeconds},
-                 {"ops", table["ops"]}};
-      table.erase("ops");
-      if (table.contains("recompute_ops")) {
-        profile["recompute_ops"] = table["recompute_ops"];
-        table.erase("recompute_ops");
-      }
-      profile["source"] = table;
+      profile = planProfile(options.model, backend, warmup, steps, std::cerr);
     } else {
       nlohmann::json table;
       DeviceProfile measured = measureModelProfile(
@@ -940,8 +926,10 @@ int profileMain(int argc, char **argv) {
       profile["source"] = table;
     }
     profile["source"]["model"] = options.model;
-    profile["calls"] = profile["source"]["calls"];
-    profile["source"].erase("calls");
+    if (profile["source"].contains("calls")) {
+      profile["calls"] = profile["source"]["calls"];
+      profile["source"].erase("calls");
+    }
     runtime::writeOutputFile(output, profile.dump(1) + "\n");
     std::cerr << "remat profile: " << profile["ops"].size()
               << " op calls timed; median step "

@@ -2,13 +2,19 @@
 #include "tools/remat/Profile.h"
 
 #include "ops/CostKey.h"
+#include "ops/DeviceProfile.h"
 #include "runtime/Backend.h"
 #include "runtime/Executor.h"
 #include "runtime/Loader.h"
+#include "runtime/OutputFile.h"
 #include "runtime/Safetensors.h"
+#ifdef REMAT_HAVE_CUDA_BACKEND
+#include "runtime/backends/cuda/CudaBackend.h"
+#endif
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <vector>
@@ -103,7 +109,130 @@ nlohmann::json measureOpCosts(const std::string &planPath,
                            {"calls", calls}};
   if (!recomputeTable.empty())
     result["recompute_ops"] = recomputeTable;
+  if (nlohmann::json memory = deviceMemoryJson(*backend); !memory.is_null())
+    result["device_memory"] = memory;
+  if (p.report.contains("budget_bytes"))
+    result["budget_bytes"] = p.report["budget_bytes"];
   return result;
+}
+
+nlohmann::json deviceMemoryJson(Backend &backend) {
+#ifdef REMAT_HAVE_CUDA_BACKEND
+  if (auto *cuda = dynamic_cast<CudaBackend *>(&backend)) {
+    CudaMemoryReport m = cuda->memoryReport();
+    return {{"used_bytes", m.usedBytes},
+            {"peak_bytes", m.peakBytes},
+            {"context_bytes", m.contextBytes},
+            {"arena_bytes", m.arenaBytes},
+            {"workspace_bytes", m.workspaceBytes},
+            {"overhead_bytes", m.overheadBytes()},
+            {"handle_bytes", m.handleBytes},
+            {"allocation_bytes", m.allocationBytes},
+            {"module_bytes", m.moduleBytes},
+            {"graph_bytes", m.graphBytes},
+            {"unattributed_bytes", m.unattributedBytes}};
+  }
+#endif
+  (void)backend;
+  return nullptr;
+}
+
+nlohmann::json planProfile(const std::string &planPath,
+                           const std::string &backendName, int warmup,
+                           int steps, std::ostream &progress) {
+  nlohmann::json table =
+      measureOpCosts(planPath, backendName, warmup, steps, progress);
+  DeviceProfile base =
+      *builtinDeviceProfile(backendName == "cpu" ? "cpu" : "h200");
+  nlohmann::json profile = {{"name", "measured-" + backendName},
+                            {"flops_per_second", base.flopsPerSecond},
+                            {"bytes_per_second", base.bytesPerSecond},
+                            {"launch_seconds", base.launchSeconds}};
+  for (const char *key : {"ops", "recompute_ops", "calls"})
+    if (table.contains(key)) {
+      profile[key] = table[key];
+      table.erase(key);
+    }
+  table["model"] = planPath;
+  profile["source"] = table;
+  return profile;
+}
+
+int profilePlanMain(int argc, char **argv) {
+  static const char *help =
+      "usage: remat-run profile PLAN [-o PROFILE.json] [options]\n"
+      "\n"
+      "Times every step of PLAN on a backend and writes its device profile\n"
+      "(docs/cli.md, remat profile): `ops` by op call, `recompute_ops` for\n"
+      "its recomputations, `calls` per plan step; on a device that reports\n"
+      "it, `source.device_memory` (docs/cuda.md, \"Memory\").\n"
+      "\n"
+      "options:\n"
+      "  -o FILE            write the profile to FILE (default stdout, -)\n"
+      "  --steps N          timed training steps (default 5)\n"
+      "  --warmup N         untimed steps first (default 1)\n"
+      "  --backend NAME     the backend to time (default cpu)\n"
+      "  -h, --help         this text\n";
+  std::string plan, output = "-", backend = "cpu";
+  int steps = 5, warmup = 1;
+  auto usage = [&](const std::string &message) {
+    std::cerr << "remat-run profile: " << message
+              << "\n(remat-run profile --help lists the options)\n";
+    return 2;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::cout << help;
+      return 0;
+    }
+    bool takes = arg == "-o" || arg == "--steps" || arg == "--warmup" ||
+                 arg == "--backend";
+    if (takes) {
+      if (i + 1 >= argc)
+        return usage(arg + " needs a value");
+      std::string value = argv[++i];
+      if (arg == "-o")
+        output = value;
+      else if (arg == "--backend")
+        backend = value;
+      else {
+        int &out = arg == "--steps" ? steps : warmup;
+        size_t used = 0;
+        try {
+          out = std::stoi(value, &used);
+        } catch (const std::exception &) {
+          used = 0;
+        }
+        if (used == 0 || used != value.size() ||
+            out < (arg == "--steps" ? 1 : 0))
+          return usage(arg + " needs an integer >= " +
+                       (arg == "--steps" ? "1" : "0") + ", got '" + value +
+                       "'");
+      }
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return usage("unknown option '" + arg + "'");
+    } else if (plan.empty()) {
+      plan = arg;
+    } else {
+      return usage("more than one plan given");
+    }
+  }
+  if (plan.empty())
+    return usage("no plan given");
+  try {
+    nlohmann::json profile = planProfile(plan, backend, warmup, steps,
+                                         std::cerr);
+    runtime::writeOutputFile(output, profile.dump(1) + "\n");
+    std::cerr << "remat-run profile: " << profile["ops"].size()
+              << " op calls timed; median step "
+              << profile["source"]["step_seconds"].get<double>() * 1000
+              << " ms\n";
+    return 0;
+  } catch (const std::exception &e) {
+    std::cerr << "remat-run profile: error: " << e.what() << "\n";
+    return 1;
+  }
 }
 
 } // namespace remat::tools

@@ -17,6 +17,10 @@
 #include <ostream>
 #include <string>
 
+namespace remat::runtime {
+class Backend;
+}
+
 namespace remat::tools {
 
 /// {"backend", "warmup_steps", "timed_steps", "step_seconds" (median of
@@ -28,6 +32,26 @@ namespace remat::tools {
 nlohmann::json measureOpCosts(const std::string &planPath,
                               const std::string &backendName, int warmup,
                               int steps, std::ostream &progress);
+
+/// The device profile file of a PLAN (`remat profile PLAN`, `remat-run
+/// profile PLAN`; docs/cli.md): {name, flops_per_second, bytes_per_second,
+/// launch_seconds (the backend's roofline, for ops the tables lack), ops,
+/// recompute_ops (if any), source: {backend, model, warmup_steps,
+/// timed_steps, step_seconds, and on a device that reports it
+/// device_memory and budget_bytes}, calls}.
+nlohmann::json planProfile(const std::string &planPath,
+                           const std::string &backendName, int warmup,
+                           int steps, std::ostream &progress);
+
+/// `remat-run profile PLAN [-o FILE] [--steps N] [--warmup N] [--backend
+/// NAME]`: planProfile without the compiler (a GPU machine without MLIR).
+/// argv[0] is "profile". Returns the exit status.
+int profilePlanMain(int argc, char **argv);
+
+/// The backend's device memory by what took it (the CUDA backend: the
+/// `device_memory` entry of remat run's log, docs/cuda.md "Memory"), or
+/// null for a backend that reports none.
+nlohmann::json deviceMemoryJson(runtime::Backend &backend);
 
 } // namespace remat::tools
 

@@ -12,6 +12,7 @@
 #include "runtime/OutputFile.h"
 #include "runtime/Ranks.h"
 #include "runtime/Safetensors.h"
+#include "tools/remat/Profile.h"
 #include "tools/remat/Usage.h"
 
 #include <nlohmann/json.hpp>
@@ -29,24 +30,6 @@ namespace remat {
 using namespace remat::runtime;
 
 namespace {
-
-#ifdef REMAT_HAVE_CUDA_BACKEND
-/// The `device_memory` log entry: the device's used bytes by what took
-/// them (CudaMemoryReport; docs/cuda.md, "Memory").
-nlohmann::json deviceMemoryJson(const CudaMemoryReport &m) {
-  return {{"used_bytes", m.usedBytes},
-          {"peak_bytes", m.peakBytes},
-          {"context_bytes", m.contextBytes},
-          {"arena_bytes", m.arenaBytes},
-          {"workspace_bytes", m.workspaceBytes},
-          {"overhead_bytes", m.overheadBytes()},
-          {"handle_bytes", m.handleBytes},
-          {"allocation_bytes", m.allocationBytes},
-          {"module_bytes", m.moduleBytes},
-          {"graph_bytes", m.graphBytes},
-          {"unattributed_bytes", m.unattributedBytes}};
-}
-#endif
 
 std::string formatStepLine(const StepResult &r, const Plan &plan,
                            uint64_t arenaBytes) {
@@ -335,7 +318,7 @@ int runCommand(const RunOptions &opt) {
         if (auto *cuda = dynamic_cast<CudaBackend *>(device)) {
           entry["device_peak_bytes"] = cuda->devicePeakBytes();
           entry["device_context_bytes"] = cuda->contextBytes();
-          entry["device_memory"] = deviceMemoryJson(cuda->memoryReport());
+          entry["device_memory"] = tools::deviceMemoryJson(*cuda);
         }
 #endif
         log->stream() << entry.dump() << "\n" << std::flush;

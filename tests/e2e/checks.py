@@ -577,6 +577,28 @@ def measured_recompute(remat, work):
             not all(v >= 0 for v in table.values()):
         fail("recompute_ops %r do not cover the recomputed ops %r"
              % (sorted(table), sorted(recomputed)))
+    # remat-run profile (no compiler: a GPU machine) writes the same tables.
+    runner = os.environ.get("REMAT_RUN")
+    if runner:
+        path_run = os.path.join(work, "in-situ-run.json")
+        r = subprocess.run([runner, "profile", plan, "--steps", "2", "-o",
+                            path_run], capture_output=True, text=True)
+        if r.returncode != 0:
+            fail("remat-run profile PLAN failed: " + r.stderr)
+        with open(path_run) as f:
+            by_run = json.load(f)
+        if set(by_run["ops"]) != set(profile["ops"]) or \
+                set(by_run.get("recompute_ops", {})) != set(table) or \
+                by_run["source"].get("budget_bytes") != 560000:
+            fail("remat-run profile's tables differ from remat profile's: "
+                 "%r" % by_run["source"])
+        r = subprocess.run([runner, "profile", plan, "--steps", "0"],
+                           capture_output=True, text=True)
+        if r.returncode != 2 or "--steps needs an integer >= 1" not in r.stderr:
+            fail("remat-run profile --steps 0: exit %d, %r"
+                 % (r.returncode, r.stderr))
+    else:
+        print("(REMAT_RUN not set: remat-run profile not checked)")
     # The op recomputed most, made a second per recomputation.
     counts = {}
     for s in steps:

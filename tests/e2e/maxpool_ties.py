@@ -28,6 +28,15 @@ else the reference is plain float64 PyTorch. What keeps it honest is that
 D is rounding: onnx_parity.py requires remat's pool inputs to be as close
 to float64 as the acceptance rule asks of every tensor.
 
+MODEL ("maxpool-ties", onnx_parity.py --model maxpool-ties --tie-aware):
+a model and a batch with a near-tie that float32 breaks the other way in
+every sample, whatever the summation order: a 1x1 Conv of 4 channels with
+weights (1, 1, 1, -1) and bias 0 on 2 x 2 images, MaxPool 2x2, Linear to
+the classes. Pixel (0, 0) is (1, 0, 0, 0): 1 in every precision; pixel
+(0, 1) is (1, 2^-25, 5, 5): 1 + 2^-25 in float64 but 1 in float32 (no
+float32 sum of those terms keeps the 2^-25). Float64 picks (0, 1), float32
+the first maximum (0, 0); their gradients of the conv weight differ by 5.
+
 Run as a script: a self-test of the window selection on crafted windows
 (exit 0 pass, 1 fail, 77 without PyTorch).
 """
@@ -156,6 +165,32 @@ def make_module(torch_module, remat_input, factor=TIE_FACTOR, sink=None):
             return torch.gather(w, -1, index).squeeze(-1)
 
     return TieAwareMaxPool2d()
+
+
+MODEL = "maxpool-ties"
+
+
+def export_model(path, batch, classes, opset):
+    """Exports the near-tie model (module docstring) to `path` the way
+    tools/export_onnx.py exports; returns the module and the batch x."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(4, 1, 1), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(1, classes))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([1.0, 1.0, 1.0, -1.0]).reshape(
+            1, 4, 1, 1))
+        model[0].bias.zero_()
+    x = np.zeros((batch, 4, 2, 2), dtype=np.float32)
+    x[:, :, 0, 0] = [1.0, 0.0, 0.0, 0.0]
+    x[:, :, 0, 1] = [1.0, 2.0 ** -25, 5.0, 5.0]
+    x[:, 0, 1, :] = 0.5
+    torch.onnx.export(model, torch.from_numpy(x), path, input_names=["x"],
+                      output_names=["y"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=opset)
+    return model, x
 
 
 def self_test():

@@ -17,6 +17,10 @@
                                    under remat run --check-bounds on the cpu
   checks.py REMAT device-profile   --device-profile names and files reach the
                                    planner and its report; bad ones are usage errors
+  checks.py REMAT dump-values      run --dump-values/--dump-names all: gpt2 tiny's
+                                   step-1 values bitwise equal at store-all and
+                                   the minimum budget (values freed early and
+                                   recomputed); name errors
   checks.py REMAT graph-reorder    plan --graph keeps the given order by default
                                    (proven optimum for it); --reorder moves an op
                                    and needs no recomputation
@@ -768,6 +772,75 @@ def recompute_reads_latest(remat, work):
               f"{budget} B, overhead {report['recompute_overhead']:.3f}")
 
 
+def dump_values(remat, work):
+    """--dump-values captures each value when its step produces it: at the
+    minimum budget, where most activations share bytes with later ones and
+    are recomputed, step 1's values equal store-all's bit for bit."""
+    args = [model("gpt2.json"), "--preset", "tiny", "--set", "dropout=0.1"]
+    dumps = {}
+    for tag, extra in (("all", []),
+                       ("minimum", ["--budget",
+                                    str(minimum_budget(remat, args, work))])):
+        plan, rep = compile_plan(remat, args + extra, work, "dv-" + tag)
+        if plan is None:
+            fail(rep)
+        with open(plan) as f:
+            p = json.load(f)
+        values = [b for b in p["buffers"]
+                  if b["role"] in ("input", "activation", "temporary")]
+        out = os.path.join(work, tag + ".values")
+        r = subprocess.run([remat, "run", plan, "--steps", "2", "--seed", "3",
+                            "--dump-values", out, "--dump-names", "all"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"remat run --dump-values failed:\n{r.stderr}")
+        entries = {n: (info, data) for n, info, data in
+                   safetensors_entries(out)}
+        written = {i for s in p["steps"] for i in s["outputs"]}
+        expected = {b["name"] for i, b in enumerate(p["buffers"])
+                    if b in values and (b["role"] == "input" or i in written)}
+        if set(entries) != expected:
+            fail(f"{tag}: dumped {sorted(set(entries) ^ expected)} "
+                 f"differently from the plan's values")
+        for b in values:
+            if b["name"] in entries and \
+                    entries[b["name"]][0]["shape"] != b["shape"]:
+                fail(f"{tag}: '{b['name']}' has shape "
+                     f"{entries[b['name']][0]['shape']}, not {b['shape']}")
+        recomputes = sum(1 for s in p["steps"] if s.get("recompute"))
+        dumps[tag] = (entries, recomputes)
+    (ref, _), (low, recomputes) = dumps["all"], dumps["minimum"]
+    if recomputes == 0:
+        fail("the minimum budget recomputed nothing")
+    common = set(ref) & set(low)
+    if len(common) < len(ref) // 2:
+        fail(f"only {len(common)} of {len(ref)} values named in both plans")
+    differ = sorted(n for n in common if ref[n][1] != low[n][1])
+    if differ:
+        fail(f"{len(differ)} values differ between store-all and the minimum "
+             f"budget, e.g. {differ[:3]}")
+    if all(not any(data) for _, data in ref.values()):
+        fail("every dumped value is zero")
+    print(f"gpt2 tiny: {len(common)} step-1 values bitwise equal at store-all "
+          f"and the minimum budget ({recomputes} recompute steps)")
+    plan = os.path.join(work, "dv-all.plan")
+    for names, code, message in (
+            ("no_such_value", 1, "no buffer 'no_such_value'"),
+            (next(b["name"] for b in json.load(open(plan))["buffers"]
+                  if b["role"] == "param"), 1, "is a param buffer")):
+        r = subprocess.run([remat, "run", plan, "--dump-values",
+                            os.path.join(work, "x.values"), "--dump-names",
+                            names], capture_output=True, text=True)
+        if r.returncode != code or message not in r.stderr:
+            fail(f"--dump-names {names}: exit {r.returncode}, {r.stderr}")
+    r = subprocess.run([remat, "run", plan, "--dump-values",
+                        os.path.join(work, "x.values")],
+                       capture_output=True, text=True)
+    if r.returncode != 2 or "--dump-names" not in r.stderr:
+        fail(f"--dump-values alone: exit {r.returncode}, {r.stderr}")
+    print("unknown names, parameters and a missing --dump-names are errors")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -786,7 +859,8 @@ def main():
               "measured-profile": measured_profile,
               "measured-recompute": measured_recompute,
               "plans-deterministic": plans_deterministic,
-              "recompute-reads-latest": recompute_reads_latest}
+              "recompute-reads-latest": recompute_reads_latest,
+              "dump-values": dump_values}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

@@ -15,12 +15,26 @@ The transformers take int64 token ids in [0, classes) of length `side`
 and their labels are [batch, side] (cross-entropy over every position);
 their float buffers (the attention mask) are compiled with --frozen.
 
+With --tie-aware the script also dumps remat's float32 input of every
+MaxPool (`remat run --dump-values`) and compares remat with a second,
+tie-aware float64 reference (tests/e2e/maxpool_ties.py): float64 PyTorch
+whose MaxPools take remat's argmax in the windows whose two largest float64
+entries are within 8 x D (D: the largest |remat - float64| of the pool's
+input), and float64's own elsewhere. Its tolerance is 4 x PyTorch
+float32's error against float64 that follows PyTorch float32's own argmax
+at its near-ties (plain float64 where PyTorch float32 flips no window).
+Both comparisons are printed; the exit code is the tie-aware one's, which
+also requires remat's pool inputs to be within the acceptance rule of
+float64 (so the ties cannot hide a remat error). The model
+"maxpool-ties" (tests/e2e/maxpool_ties.py) has a near-tie that float32
+breaks the other way in every sample.
+
 Exit codes: 0 parity holds, 1 it does not (or remat failed), 77 PyTorch is
 not installed or this remat has no ONNX support (ctest: skipped).
 
 usage: onnx_parity.py --remat REMAT --model MODEL (tools/export_onnx.py)
            [--batch N] [--width W] [--classes C] [--side S] [--opset K]
-           [--loss L] [--dynamic-batch]
+           [--loss L] [--dynamic-batch] [--tie-aware]
 """
 import argparse
 import json
@@ -40,14 +54,19 @@ from torch_parity import read_safetensors, relative_error  # noqa: E402
 SKIP = 77
 
 
-def torch_step(module, x, labels, loss_kind, dtype):
+def torch_step(module, x, labels, loss_kind, dtype, pool_inputs=None):
     """Loss, gradients by parameter name and the running statistics
-    (BatchNorm buffers) after one step in `dtype`."""
+    (BatchNorm buffers) after one step in `dtype`. pool_inputs: a dict whose
+    keys name submodules; each gets its forward input (float64 numpy)."""
     import copy
     import torch
     import torch.nn.functional as F
     m = copy.deepcopy(module).to(dtype)
     m.zero_grad()
+    for name in pool_inputs or {}:
+        def hook(_, inputs, name=name):
+            pool_inputs[name] = inputs[0].detach().to(torch.float64).numpy()
+        m.get_submodule(name).register_forward_pre_hook(hook)
     inputs = torch.from_numpy(x)
     y = m(inputs if x.dtype == np.int64 else inputs.to(dtype))
     if loss_kind == "cross_entropy":
@@ -77,6 +96,13 @@ def main():
     p.add_argument("--dynamic-batch", action="store_true",
                    help="export with a dynamic batch dim and compile with "
                         "--input-shape")
+    p.add_argument("--tie-aware", action="store_true",
+                   help="also compare with the tie-aware float64 reference "
+                        "(tests/e2e/maxpool_ties.py); its verdict is the "
+                        "exit code")
+    p.add_argument("--min-flips", type=int, default=0,
+                   help="--tie-aware: fail unless at least N windows pick "
+                        "another entry in remat than in float64 (tests)")
     p.add_argument("--workdir")
     args = p.parse_args()
     try:
@@ -89,10 +115,16 @@ def main():
     work = args.workdir or tempfile.mkdtemp(prefix="remat-onnx-parity-")
     os.makedirs(work, exist_ok=True)
     onnx_path = os.path.join(work, f"{args.model}.onnx")
+    crafted = None
     try:
-        module = export_onnx.export(args.model, onnx_path, args.batch,
-                                    args.width, args.classes, args.side,
-                                    args.opset, args.dynamic_batch)
+        if args.model == "maxpool-ties":  # tests/e2e/maxpool_ties.py
+            import maxpool_ties
+            module, crafted = maxpool_ties.export_model(
+                onnx_path, args.batch, args.classes, args.opset)
+        else:
+            module = export_onnx.export(args.model, onnx_path, args.batch,
+                                        args.width, args.classes, args.side,
+                                        args.opset, args.dynamic_batch)
     except ImportError as e:  # torchvision's models without torchvision
         print(f"SKIP: {e}")
         return SKIP
@@ -109,6 +141,8 @@ def main():
         x = x.astype(np.int64)
     else:
         x = rng.standard_normal((args.batch,) + sample).astype(np.float32)
+    if crafted is not None:
+        x = crafted
     if loss_kind == "cross_entropy":
         labels = rng.integers(0, outputs, size=rows).astype(np.int64)
     else:
@@ -135,6 +169,33 @@ def main():
     if r.returncode != 0:
         print(f"FAIL: {' '.join(compile_cmd)}\n{r.stderr}")
         return 1
+    # --tie-aware: each nn.MaxPool2d (by module name) and the plan buffer
+    # of its input, found from the plan's max_pool2d steps (named after the
+    # ONNX node, /features/features.23/MaxPool).
+    pools, pool_buffers = [], {}
+    if args.tie_aware:
+        from torch import nn
+        with open(plan) as f:
+            plan_json = json.load(f)
+        buffers = plan_json["buffers"]
+        for step in plan_json["steps"]:
+            if step["op"] != "max_pool2d" or step.get("recompute"):
+                continue
+            node = buffers[step["outputs"][0]]["name"]
+            parts = node.strip("/").split("/")
+            name = parts[-2] if len(parts) >= 2 else ""
+            try:
+                sub = module.get_submodule(name) if name else None
+            except AttributeError:
+                sub = None
+            if not isinstance(sub, nn.MaxPool2d):
+                print(f"FAIL: --tie-aware: MaxPool node '{node}' is not an "
+                      f"nn.MaxPool2d of the module ('{name}')")
+                return 1
+            pools.append(name)
+            pool_buffers[name] = buffers[step["inputs"][0]]["name"]
+        print(f"tie-aware: {len(pools)} MaxPools: " +
+              ", ".join(f"{n} (input {pool_buffers[n]})" for n in pools))
     grads_path = os.path.join(work, "grads.safetensors")
     saved_path = os.path.join(work, "saved.safetensors")
     log = os.path.join(work, "log.jsonl")
@@ -142,6 +203,10 @@ def main():
                "--data", "x=" + os.path.join(work, "x.npy"),
                "--data", "labels=" + os.path.join(work, "labels.npy"),
                "--dump-grads", grads_path, "--log", log, "--save", saved_path]
+    values_path = os.path.join(work, "pools.safetensors")
+    if pools:
+        run_cmd += ["--dump-values", values_path, "--dump-names",
+                    ",".join(pool_buffers[n] for n in pools)]
     r = subprocess.run(run_cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print(f"FAIL: {' '.join(run_cmd)}\n{r.stderr}")
@@ -150,50 +215,189 @@ def main():
         remat_loss = json.loads(f.readline())["loss"]
     remat_grads = read_safetensors(grads_path)
     remat_saved = read_safetensors(saved_path)
+    remat_pools = read_safetensors(values_path) if pools else {}
 
+    pools64 = {name: None for name in pools}
+    pools32 = {name: None for name in pools}
     loss64, grads64, stats64 = torch_step(module, x, labels, loss_kind,
-                                          torch.float64)
+                                          torch.float64, pools64)
     loss32, grads32, stats32 = torch_step(module, x, labels, loss_kind,
-                                          torch.float32)
-    rows = [("loss", relative_error([remat_loss], [loss64]),
-             relative_error([loss32], [loss64]))]
+                                          torch.float32, pools32)
     missing = sorted(set(grads64) - set(remat_grads))
     if missing:
         print(f"FAIL: remat dumped no gradient for {missing} "
               f"(it has {sorted(remat_grads)})")
         return 1
-    for name in grads64:
-        rows.append((name, relative_error(remat_grads[name], grads64[name]),
-                     relative_error(grads32[name], grads64[name])))
     missing = sorted(set(stats64) - set(remat_saved))
     if missing:
         print(f"FAIL: remat --save holds no running statistic {missing}")
         return 1
-    for name in stats64:
-        rows.append((name + " (after)",
-                     relative_error(remat_saved[name], stats64[name]),
-                     relative_error(stats32[name], stats64[name])))
+    # PyTorch float32's own error against plain float64: the tolerance of
+    # both comparisons.
+    err32 = {"loss": relative_error([loss32], [loss64])}
+    err32.update({name: relative_error(grads32[name], grads64[name])
+                  for name in grads64})
+    err32.update({name + " (after)": relative_error(stats32[name],
+                                                   stats64[name])
+                  for name in stats64})
+    remat_values = {"loss": [remat_loss]}
+    remat_values.update(remat_grads)
+    remat_values.update({name + " (after)": remat_saved[name]
+                         for name in stats64})
 
-    width = max(len(r[0]) for r in rows)
-    print(f"{args.model} (opset {args.opset}, batch {args.batch}, "
-          f"loss {loss_kind}): relative error against PyTorch float64")
-    print(f"{'tensor':<{width}}  {'remat':>10}  {'torch f32':>10}  "
-          f"{'tolerance':>10}")
-    failed = []
-    for name, err, err32 in rows:
-        tolerance = max(1e-4, 4 * err32)
-        flag = "" if err <= tolerance else "  FAIL"
-        print(f"{name:<{width}}  {err:10.3e}  {err32:10.3e}  "
-              f"{tolerance:10.3e}{flag}")
-        if flag:
-            failed.append(name)
-    print(f"loss: remat {remat_loss:.8f}, torch {loss64:.8f}; "
-          f"max relative error {max(r[1] for r in rows):.3e}")
+    def references(loss, grads, stats):
+        ref = {"loss": [loss]}
+        ref.update(grads)
+        ref.update({name + " (after)": stats[name] for name in stats})
+        return ref
+
+    def compare(title, loss, grads, stats, errors32=err32):
+        ref = references(loss, grads, stats)
+        rows = [(name, relative_error(remat_values[name], ref[name]),
+                 errors32[name]) for name in ref]
+        width = max(len(r[0]) for r in rows)
+        print(f"{args.model} (opset {args.opset}, batch {args.batch}, "
+              f"loss {loss_kind}): relative error against {title}")
+        print(f"{'tensor':<{width}}  {'remat':>10}  {'torch f32':>10}  "
+              f"{'tolerance':>10}")
+        failed = []
+        for name, err, e32 in rows:
+            tolerance = max(1e-4, 4 * e32)
+            flag = "" if err <= tolerance else "  FAIL"
+            print(f"{name:<{width}}  {err:10.3e}  {e32:10.3e}  "
+                  f"{tolerance:10.3e}{flag}")
+            if flag:
+                failed.append(name)
+        print(f"loss: remat {remat_loss:.8f}, reference {loss:.8f}; "
+              f"max relative error {max(r[1] for r in rows):.3e}")
+        return failed
+
+    failed = compare("PyTorch float64", loss64, grads64, stats64)
     if failed:
         print(f"FAIL: {', '.join(failed)} beyond tolerance")
+        verdict = 1
+    else:
+        print(f"OK: loss, {len(grads64)} gradients and {len(stats64)} "
+              f"running statistics match PyTorch")
+        verdict = 0
+    if not args.tie_aware:
+        return verdict
+    torch32 = references(loss32, grads32, stats32)
+    return tie_aware(args, module, x, labels, loss_kind, pools, pool_buffers,
+                     remat_pools, pools64, pools32, compare, references,
+                     torch32, verdict)
+
+
+def tie_aware_step(module, pools, inputs, x, labels, loss_kind):
+    """One float64 step of `module` whose MaxPools (names `pools`) follow
+    the float32 pool inputs `inputs` (by name) at near-ties; returns the
+    step's results and each pool's sink (statistics, float64 input)."""
+    import copy
+    import torch
+    import maxpool_ties
+    tied = copy.deepcopy(module)
+    sinks = {}
+    for name in pools:
+        parent_name, _, child = name.rpartition(".")
+        parent = tied.get_submodule(parent_name) if parent_name else tied
+        sinks[name] = {}
+        setattr(parent, child, maxpool_ties.make_module(
+            module.get_submodule(name), inputs[name], sink=sinks[name]))
+    return torch_step(tied, x, labels, loss_kind, torch.float64), sinks
+
+
+def tie_aware(args, module, x, labels, loss_kind, pools, pool_buffers,
+              remat_pools, pools64, pools32, compare, references, torch32,
+              strict_verdict):
+    """The tie-aware comparison (module docstring, maxpool_ties.py)."""
+    import torch
+    import maxpool_ties
+    (loss_t, grads_t, stats_t), sinks = tie_aware_step(
+        module, pools, {n: remat_pools[pool_buffers[n]] for n in pools}, x,
+        labels, loss_kind)
+    print()
+    print(f"tie-aware reference: float64 PyTorch whose MaxPools take remat's "
+          f"argmax in the windows whose two largest float64 entries are "
+          f"within tol = {maxpool_ties.TIE_FACTOR:g} x D (D: the largest "
+          f"|remat - float64| of the pool's input), float64's own elsewhere")
+    print(f"{'pool':<12} {'windows':>8} {'D':>9} {'D/max':>9} {'tol':>9} "
+          f"{'near':>5} {'flipped':>7} {'gap/top1':>9} {'gap/D':>6} "
+          f"{'f32 D':>9} {'f32 flips':>9} {'err remat':>9} {'err f32':>9}")
+    invalid = []
+    torch32_flips_total = 0
+    for name in pools:
+        st, own64 = sinks[name]["stats"], sinks[name]["input"]
+        remat_in = remat_pools[pool_buffers[name]]
+        # PyTorch float32 against plain float64 at the same pool: its D and
+        # the windows where it picks another entry.
+        geometry = maxpool_ties.pool_geometry(module.get_submodule(name))
+        w64 = maxpool_ties.windows(torch.from_numpy(pools64[name]),
+                                   *geometry).numpy()
+        w32 = maxpool_ties.windows(torch.from_numpy(
+            pools32[name].astype(np.float32)), *geometry).numpy()
+        _, st32 = maxpool_ties.select(w64, w32)
+        torch32_flips = st32["flipped"] + st32["differ_outside"]
+        torch32_flips_total += torch32_flips
+        err_remat = relative_error(remat_in, own64)
+        err_torch = relative_error(pools32[name], pools64[name])
+
+        def opt(v, fmt):
+            return "-" if v is None else format(v, fmt)
+        print(f"{name:<12} {st['windows']:>8} {st['D']:9.2e} {st['d']:9.2e} "
+              f"{st['tol']:9.2e} {st['near']:>5} {st['flipped']:>7} "
+              f"{opt(st['max_flipped_gap'], '9.2e'):>9} "
+              f"{opt(st['max_flipped_gap_d'], '6.3f'):>6} "
+              f"{st32['D']:9.2e} {torch32_flips:>9} {err_remat:9.2e} "
+              f"{err_torch:9.2e}")
+        if err_remat > max(1e-4, 4 * err_torch):
+            invalid.append(f"{name}: remat's input {err_remat:.3e} from "
+                           f"float64, PyTorch float32's {err_torch:.3e}")
+        if st["differ_outside"]:
+            invalid.append(f"{name}: {st['differ_outside']} windows pick "
+                           f"another entry outside the near-ties")
+    near = sum(sinks[n]["stats"]["near"] for n in pools)
+    flipped = sum(sinks[n]["stats"]["flipped"] for n in pools)
+    print(f"{near} near-tie windows, {flipped} of them where remat's argmax "
+          f"is not float64's (gap/top1, gap/D: the largest gap of those, "
+          f"relative to their maximum and to D; f32: PyTorch float32 "
+          f"against plain float64; err: relative L2 error of the pool "
+          f"input, remat against the tie-aware reference's)")
+    # The tolerance: PyTorch float32's own error against float64 that
+    # follows PyTorch float32's argmax at its near-ties (plain float64
+    # where it picks as float64 everywhere), so that a window PyTorch
+    # float32 flips cannot loosen the tolerance.
+    if torch32_flips_total:
+        (l32, g32, s32), _ = tie_aware_step(
+            module, pools, {n: pools32[n].astype(np.float32) for n in pools},
+            x, labels, loss_kind)
+        ref32 = references(l32, g32, s32)
+        errors32 = {name: relative_error(torch32[name], ref32[name])
+                    for name in ref32}
+        print(f"PyTorch float32 picks another entry than float64 in "
+              f"{torch32_flips_total} windows: the tolerance below is "
+              f"4 x its error against float64 following its own picks "
+              f"there")
+    else:
+        errors32 = None
+        print("PyTorch float32 picks as float64 in every window: the "
+              "tolerance below is the strict one")
+    failed = compare("the tie-aware float64 reference", loss_t, grads_t,
+                     stats_t, *([errors32] if errors32 else []))
+    if flipped < args.min_flips:
+        print(f"FAIL: {flipped} windows flipped, --min-flips {args.min_flips}")
         return 1
-    print(f"OK: loss, {len(grads64)} gradients and {len(stats64)} running "
-          f"statistics match PyTorch")
+    print(f"strict (plain float64): "
+          f"{'OK' if strict_verdict == 0 else 'FAIL'}")
+    if invalid:
+        print("FAIL: the tie-aware reference does not apply: " +
+              "; ".join(invalid))
+        return 1
+    if failed:
+        print(f"FAIL (tie-aware): {', '.join(failed)} beyond tolerance")
+        return 1
+    print(f"OK (tie-aware): loss, {len(grads_t)} gradients and "
+          f"{len(stats_t)} running statistics match the tie-aware "
+          f"reference")
     return 0
 
 

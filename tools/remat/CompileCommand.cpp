@@ -136,7 +136,8 @@ static const std::string kTrainHelp = std::string(
     "  --frozen NAME,... (ONNX models; see remat compile --help)\n"
     "run options (passed to remat run; see remat run --help): --steps N,\n"
     "  --seed S, --weights W, --save OUT, --log LOG, --data NAME=FILE,\n"
-    "  --dump-grads G, --backend NAME, --check-bounds, --sync-gradients\n"
+    "  --dump-grads G, --dump-values V, --dump-names NAME,...|all,\n"
+    "  --backend NAME, --check-bounds, --sync-gradients\n"
     "\n"
     "Every option is checked before the compile starts. An ONNX model\n"
     "trains from its exported weights.\n");

@@ -74,6 +74,77 @@ void checkSamePlan(Ranks &ranks, const std::string &planPath) {
     }
 }
 
+/// A safetensors dtype name ("F32", "I64", ...).
+std::string safetensorsDtype(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "F32";
+  case DType::F16:
+    return "F16";
+  case DType::BF16:
+    return "BF16";
+  case DType::I32:
+    return "I32";
+  case DType::I64:
+    return "I64";
+  }
+  return "F32";
+}
+
+/// --dump-values: for each plan step, the buffers to copy right after it
+/// in step 1: a named buffer after the first step that writes it, an input
+/// (which no step writes) after step 0. Only the step's values can be
+/// named (inputs, activations, temporaries); "all" names every one. An
+/// unknown name or one of another role is an error; a buffer no step
+/// writes gets a warning and is left out.
+std::map<size_t, std::vector<size_t>>
+valueDumpSchedule(const LoadedPlan &plan, const std::vector<std::string> &names,
+                  std::ostream &err) {
+  const Plan &p = plan.plan;
+  std::vector<int64_t> firstWriter(p.buffers.size(), -1);
+  for (size_t s = p.steps.size(); s-- > 0;)
+    for (int64_t b : p.steps[s].outputs)
+      firstWriter[size_t(b)] = int64_t(s);
+  auto isValue = [](BufferRole role) {
+    return role == BufferRole::Input || role == BufferRole::Activation ||
+           role == BufferRole::Temporary;
+  };
+  std::vector<size_t> chosen;
+  bool all = names.size() == 1 && names[0] == "all";
+  if (all) {
+    for (size_t b = 0; b < p.buffers.size(); ++b)
+      if (isValue(p.buffers[b].role))
+        chosen.push_back(b);
+  } else {
+    for (const std::string &name : names) {
+      auto it = std::find_if(p.buffers.begin(), p.buffers.end(),
+                             [&](const BufferDesc &b) { return b.name == name; });
+      if (it == p.buffers.end())
+        throw PlanError(plan.source + ": --dump-names: no buffer '" + name +
+                        "' (the names of the plan file's \"buffers\": the IR's "
+                        "values, named after their ops)");
+      if (!isValue(it->role))
+        throw PlanError(plan.source + ": --dump-names: '" + name + "' is a " +
+                        roleName(it->role) +
+                        " buffer; only inputs, activations and temporaries "
+                        "are step values (--dump-grads writes gradients, "
+                        "--save parameters and state)");
+      chosen.push_back(size_t(it - p.buffers.begin()));
+    }
+  }
+  std::map<size_t, std::vector<size_t>> after;
+  for (size_t b : chosen) {
+    if (p.buffers[b].role == BufferRole::Input)
+      after[0].push_back(b);
+    else if (firstWriter[b] >= 0)
+      after[size_t(firstWriter[b])].push_back(b);
+    else
+      err << "remat run: warning: no step writes buffer '" << p.buffers[b].name
+          << "'; not dumped\n";
+  }
+  return after;
+}
+
 } // namespace
 
 std::string runUsage() {
@@ -102,6 +173,13 @@ std::string runUsage() {
          "                            generator (repeatable)\n"
          "  --dump-grads G.safetensors  write step 1's parameter gradients,\n"
          "                            named by parameter\n"
+         "  --dump-values V.safetensors  write step 1's values of the\n"
+         "                            buffers --dump-names names, each as\n"
+         "                            its first writer in the plan\n"
+         "                            computed it\n"
+         "  --dump-names NAME,...|all  the buffers for --dump-values\n"
+         "                            (inputs, activations, temporaries;\n"
+         "                            all: every one of them)\n"
          "  --backend NAME            " +
          availableBackends() +
          " (default cpu)\n"
@@ -214,17 +292,30 @@ int runCommand(const RunOptions &opt) {
         else
           gradsFinalAfter[size_t(plan.lastWriter[i])].push_back(i);
       }
+    }
+    // --dump-values: after the plan step that first writes each named
+    // buffer in step 1 (inputs: after the first step), copy its value
+    // before a later step can reuse its bytes. A recomputation writes the
+    // same bits again.
+    std::map<size_t, std::vector<size_t>> valuesAfter;
+    std::map<std::string, NamedTensor> dumpedValues;
+    if (!opt.dumpValuesPath.empty() && lead)
+      valuesAfter = valueDumpSchedule(plan, opt.dumpValueNames, err);
+    if (!gradsFinalAfter.empty() || !valuesAfter.empty())
       exec.onStepExecuted = [&](size_t stepIndex) {
         if (exec.stepsRun() != 0)
           return;
-        auto it = gradsFinalAfter.find(stepIndex);
-        if (it == gradsFinalAfter.end())
-          return;
-        for (size_t b : it->second)
-          dumped[paramNameOfGrad(p.buffers[b].name)] =
-              NamedTensor{"F32", p.buffers[b].shape, exec.readBuffer(b)};
+        if (auto it = gradsFinalAfter.find(stepIndex);
+            it != gradsFinalAfter.end())
+          for (size_t b : it->second)
+            dumped[paramNameOfGrad(p.buffers[b].name)] =
+                NamedTensor{"F32", p.buffers[b].shape, exec.readBuffer(b)};
+        if (auto it = valuesAfter.find(stepIndex); it != valuesAfter.end())
+          for (size_t b : it->second)
+            dumpedValues[p.buffers[b].name] =
+                NamedTensor{safetensorsDtype(p.buffers[b].dtype),
+                            p.buffers[b].shape, exec.readBuffer(b)};
       };
-    }
 
     // Only rank 0 talks from here on (errors excepted).
     std::ostringstream quiet;
@@ -323,10 +414,12 @@ int runCommand(const RunOptions &opt) {
 #endif
         log->stream() << entry.dump() << "\n" << std::flush;
       }
-      if (s == 0 && !opt.dumpGradsPath.empty() && lead) {
+      if (s == 0 && !opt.dumpGradsPath.empty() && lead)
         writeSafetensors(opt.dumpGradsPath, dumped);
+      if (s == 0 && !opt.dumpValuesPath.empty() && lead)
+        writeSafetensors(opt.dumpValuesPath, dumpedValues);
+      if (s == 0)
         exec.onStepExecuted = nullptr;
-      }
     }
 #ifdef REMAT_HAVE_CUDA_BACKEND
     if (auto *cuda = dynamic_cast<CudaBackend *>(device)) {
@@ -342,6 +435,8 @@ int runCommand(const RunOptions &opt) {
 #endif
     if (!opt.dumpGradsPath.empty() && opt.steps == 0)
       err << "remat run: warning: --steps 0, no gradients dumped\n";
+    if (!opt.dumpValuesPath.empty() && opt.steps == 0)
+      err << "remat run: warning: --steps 0, no values dumped\n";
     if (!opt.savePath.empty()) {
       // Every rank takes part: sharded optimizer state is gathered on
       // rank 0, which writes the file.
@@ -377,6 +472,7 @@ const RunFlag kRunFlags[] = {{"--steps", true},         {"--seed", true},
                              {"--weights", true},       {"--save", true},
                              {"--log", true},           {"--data", true},
                              {"--dump-grads", true},    {"--backend", true},
+                             {"--dump-values", true},   {"--dump-names", true},
                              {"--check-bounds", false},
                              {"--sync-gradients", false}, {"--help", false}};
 
@@ -480,6 +576,12 @@ int parseRunOptions(int argc, char **argv, RunOptions &opt, std::ostream &out,
         opt.logPath = value;
       } else if (arg == "--dump-grads") {
         opt.dumpGradsPath = value;
+      } else if (arg == "--dump-values") {
+        opt.dumpValuesPath = value;
+      } else if (arg == "--dump-names") {
+        opt.dumpValueNames = splitNames(value);
+        if (opt.dumpValueNames.empty())
+          return usageError("--dump-names needs NAME,... or all");
       } else if (arg == "--backend") {
         std::vector<std::string> backends = splitNames(availableBackends());
         if (std::find(backends.begin(), backends.end(), value) ==
@@ -503,6 +605,10 @@ int parseRunOptions(int argc, char **argv, RunOptions &opt, std::ostream &out,
   }
   if (opt.planPath.empty())
     return usageError("missing the plan file");
+  if (opt.dumpValuesPath.empty() != opt.dumpValueNames.empty())
+    return usageError(opt.dumpValuesPath.empty()
+                          ? "--dump-names needs --dump-values FILE"
+                          : "--dump-values needs --dump-names NAME,...|all");
   return -1;
 }
 

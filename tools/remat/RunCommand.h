@@ -3,6 +3,7 @@
 //   remat run model.plan --steps N [--seed S] [--weights W.safetensors]
 //       [--save OUT.safetensors] [--log log.jsonl] [--data name=file.npy]...
 //       [--dump-grads G.safetensors] [--backend cpu] [--check-bounds]
+//       [--dump-values V.safetensors --dump-names NAME,...|all]
 //
 // Depends only on the runtime (no MLIR), so the standalone `remat-run`
 // executable and the `remat` CLI share it.
@@ -28,6 +29,11 @@ struct RunOptions {
   std::string savePath;         ///< save params and state after the run
   std::string logPath;          ///< JSONL, one object per step
   std::string dumpGradsPath;    ///< param grads of step 1, by param name
+  /// --dump-values: step 1's values of the buffers dumpValueNames names
+  /// (inputs, activations, temporaries), as the plan computes them; "all"
+  /// names every such buffer.
+  std::string dumpValuesPath;
+  std::vector<std::string> dumpValueNames;
   /// (input buffer name, .npy path) pairs.
   std::vector<std::pair<std::string, std::string>> data;
   std::string backend = "cpu";

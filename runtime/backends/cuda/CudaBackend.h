@@ -119,6 +119,10 @@ public:
   void synchronize() override;
   void beginTrainingStep(int64_t trainingStep) override;
   void endTrainingStep(int64_t trainingStep) override;
+  /// NCCL where built with it (CudaNccl.cpp: a communication stream, graphs
+  /// off while the comm exists); null otherwise.
+  std::unique_ptr<GradientComm> createDeviceComm(Ranks *ranks) override;
+  bool hasDeviceComm() const override;
 
   /// Device bytes in use (cudaMemGetInfo total - free) when the backend was
   /// created, before its stream and cuBLAS handle: the CUDA context plus

@@ -34,6 +34,11 @@
 // launching a graph fail, the step's calls (none has run yet) run eagerly
 // and graphs stay off (one line on stderr says why).
 //
+// Data-parallel runs: createDeviceComm gives NCCL gradient means and param
+// gathers on a second stream (CudaNccl.cpp, where built with NCCL); graphs
+// are off while that comm exists. Under an MPI launcher each rank takes the
+// device of its local rank (modulo the visible devices).
+//
 // Errors: every CUDA / cuBLAS call is checked (CudaCheck.h). An embedding
 // index or cross_entropy label out of range is recorded on the device and
 // thrown at the next synchronize() as std::runtime_error naming the plan

@@ -70,10 +70,15 @@ def run(argv, work, tag, launcher=(), env=None):
     return losses, state, r.stderr
 
 
-def needs_nccl(runner, plan):
-    """Skips unless the build's cuda backend has NCCL."""
-    r = subprocess.run([runner, plan, "--steps", "0", "--backend", "cuda",
-                        "--comm", "nccl"], capture_output=True, text=True)
+def needs_nccl(runner, plan, launcher=()):
+    """Skips unless the build's cuda backend has NCCL (and, under a
+    launcher, MPI)."""
+    r = subprocess.run([*launcher, runner, plan, "--steps", "0", "--backend",
+                        "cuda", "--comm", "nccl"], capture_output=True,
+                       text=True, timeout=300)
+    if "built without MPI" in r.stderr:
+        print("SKIP: this remat-run was built without MPI")
+        sys.exit(SKIP)
     if "unknown backend" in r.stderr or "no CUDA device" in r.stderr:
         print("SKIP: no cuda backend in this build")
         sys.exit(SKIP)
@@ -128,14 +133,9 @@ def two_ranks(args, work):
               ["--ranks", "2", "--shard-optimizer", "--set", "width=15"])]
     for name, extra in cases:
         plan = plan_for(args, work, name, "mlp_deep", extra)
-        needs_nccl(args.run, plan)
+        needs_nccl(args.run, plan, MPIRUN)
         steps = ["--steps", "20"]
         tag = name.split(".")[0]
-        r = subprocess.run(MPIRUN + [args.run, plan, "--steps", "0"],
-                           capture_output=True, text=True, timeout=300)
-        if "built without MPI" in r.stderr:
-            print("SKIP: this remat-run was built without MPI")
-            sys.exit(SKIP)
         cpu, cpu_state, _ = run([args.run, plan, *steps], work, tag + "-cpu",
                                 launcher=MPIRUN)
         cuda, cuda_state, err = run(

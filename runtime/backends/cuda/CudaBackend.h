@@ -72,7 +72,8 @@ struct CudaMemoryReport {
   uint64_t peakBytes = 0;      ///< the largest used bytes sampled
   uint64_t arenaBytes = 0;     ///< live arenas, the bytes the plans state
   uint64_t workspaceBytes = 0; ///< the workspace (workspaceBytes(plan))
-  /// The stream, the cuBLAS handle and the pinned status word's mapping.
+  /// The stream, the cuBLAS handle and the pinned status word's mapping;
+  /// NCCL's communicator and stream where a run communicates.
   int64_t handleBytes = 0;
   /// What the arena's and the workspace's cudaMallocs took beyond the bytes
   /// asked for: the allocator's rounding (2 MiB pages on a GPU) and the

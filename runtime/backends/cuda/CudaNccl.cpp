@@ -69,6 +69,9 @@ public:
       REMAT_NCCL_CHECK(ncclGetUniqueId(&id));
     if (ranks)
       ranks->broadcast(&id, sizeof(id));
+    // NCCL's device memory (its buffers, the stream) counts as handles in
+    // the memory report; growth before this call stays unattributed.
+    state.account(&CudaMemoryReport::unattributedBytes);
     try {
       REMAT_CUDA_CHECK(
           cudaStreamCreateWithFlags(&commStream, cudaStreamNonBlocking));
@@ -77,8 +80,10 @@ public:
       REMAT_NCCL_CHECK(ncclCommInitRank(&comm, rankCount, id, rank));
     } catch (...) {
       release();
+      state.account(&CudaMemoryReport::handleBytes);
       throw;
     }
+    state.account(&CudaMemoryReport::handleBytes);
     // Graphs off while communicating (file comment); back on after.
     state.abortCapture();
     state.destroyGraph();
@@ -88,13 +93,16 @@ public:
 
   ~NcclGradientComm() override {
     state.graphsEnabled = graphsBefore;
+    state.account(&CudaMemoryReport::unattributedBytes);
     release();
+    state.account(&CudaMemoryReport::handleBytes);
   }
 
   std::string name() const override { return "nccl"; }
   int size() const override { return rankCount; }
 
   size_t startMean(float *data, uint64_t count) override {
+    CudaBackend::State::CallScope scope(state); // lazily loaded modules
     orderAfterCompute();
     REMAT_NCCL_CHECK(ncclAllReduce(data, data, size_t(count), ncclFloat,
                                    ncclAvg, comm, commStream));
@@ -102,6 +110,7 @@ public:
   }
 
   size_t startGather(float *data, uint64_t total, uint64_t shard) override {
+    CudaBackend::State::CallScope scope(state);
     orderAfterCompute();
     REMAT_NCCL_CHECK(ncclGroupStart());
     ncclResult_t result = ncclSuccess;

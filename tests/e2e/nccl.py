@@ -13,10 +13,12 @@
       several ranks) against `mpirun -np 2 remat run PLAN` on the cpu
       backend (MPI): step 1's loss within 1e-6 relative, every later
       step's within 1e-4, the saved params within 1e-4 relative each;
-      for a plan with sharded optimizer state (ZeRO-1, uneven slices) too.
+      for a plan with sharded optimizer state (ZeRO-1, uneven slices) too;
+      `--comm mpi` on the cuda backend is refused with a clear error.
 
 EMU_REMAT_RUN is `remat-run` of a REMAT_CUDA_EMULATOR=ON build. Plans:
-compiled by REMAT (a build with the compiler) where given, else the
+compiled by REMAT (a build with the compiler; default $REMAT_COMPILER, which
+tools/test.sh sets) where given, else the
 checked-in ones in tests/e2e/plans (GPT-2 tiny; mlp_deep tiny for 2 ranks,
 whole and sharded with width 15). Exit 0 on success, 1 with a message on
 failure, 77 (skipped) when the build has no CUDA backend with NCCL, or
@@ -169,13 +171,21 @@ def two_ranks(args, work):
               f"largest loss difference "
               f"{max(abs(a - b) for a, b in zip(cuda, cpu)):.3g}, "
               f"largest saved-tensor difference {worst:.3g}")
+    # --comm mpi cannot average device memory: a clear error.
+    r = subprocess.run(MPIRUN + [args.run, plan, "--backend", "cuda",
+                                 "--comm", "mpi"], capture_output=True,
+                       text=True, timeout=300)
+    if r.returncode == 0 or "--comm mpi averages host memory" not in r.stderr:
+        fail(f"--comm mpi on the cuda backend: exit {r.returncode}\n"
+             f"{r.stderr}")
+    print("--comm mpi on the cuda backend: refused with a clear error")
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("check", choices=["one-rank", "two-ranks"])
     parser.add_argument("--run", required=True)
-    parser.add_argument("--remat")
+    parser.add_argument("--remat", default=os.environ.get("REMAT_COMPILER"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         if args.check == "one-rank":

@@ -32,7 +32,7 @@
 #                         (a finding either way: if not, the largest
 #                         difference, and a rerun of store-all with the
 #                         budget's workspace says why)
-#   nccl         30 (10)  $WHOLE-all again through NCCL with one rank
+#   nccl         30 (15)  $WHOLE-all again through NCCL with one rank
 #                         (--comm nccl: a one-rank communicator, every
 #                         gradient through ncclAllReduce, graphs off)
 #                         against the whole-model stage's plain run: losses

@@ -118,8 +118,8 @@ public:
       ops::ShardRange part = ops::shardRange(total, shard, uint64_t(r));
       if (part.count == 0)
         continue; // every rank skips the same empty slices
-      float *slice = data + part.begin;
-      result = ncclBroadcast(slice, slice, size_t(part.count), ncclFloat, r,
+      float *from = data + part.begin;
+      result = ncclBroadcast(from, from, size_t(part.count), ncclFloat, r,
                              comm, commStream);
     }
     ncclResult_t ended = ncclGroupEnd();

@@ -23,6 +23,7 @@
 #ifndef REMAT_RUNTIME_BACKEND_H
 #define REMAT_RUNTIME_BACKEND_H
 
+#include "runtime/GradientComm.h"
 #include "runtime/Loader.h"
 #include "runtime/Ops.h"
 #include "runtime/SyntheticDraw.h"
@@ -33,6 +34,8 @@
 #include <vector>
 
 namespace remat::runtime {
+
+class Ranks;
 
 /// One operand or result of a kernel: a device pointer into the arena plus
 /// its dtype and static shape.
@@ -173,6 +176,20 @@ public:
   /// does nothing. onStepExecuted callbacks may copyOut in between.
   virtual void beginTrainingStep(int64_t trainingStep) {}
   virtual void endTrainingStep(int64_t trainingStep) {}
+
+  /// The backend's own gradient communication over `ranks` (a data-
+  /// parallel run's; null: one rank, as `remat run --comm nccl` without
+  /// an MPI launcher) on its device
+  /// memory: the CUDA backend's NCCL where built with it. Null (the
+  /// default): none; host memory uses MPI (createMpiGradientComm). Called
+  /// after prepare(), before the first training step; the comm must be
+  /// destroyed before the backend. A backend may change how it runs steps
+  /// for a communicating run (the CUDA backend turns graphs off).
+  virtual std::unique_ptr<GradientComm> createDeviceComm(Ranks *ranks) {
+    return nullptr;
+  }
+  /// Whether createDeviceComm can give one (this build has NCCL).
+  virtual bool hasDeviceComm() const { return false; }
 };
 
 /// The CPU backend (always available).

@@ -33,14 +33,28 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
                     "); launch it with mpirun -np " + std::to_string(p.ranks) +
                     " or recompile with --ranks " +
                     std::to_string(rankCount));
-  if (rankCount > 1) {
+  if (rankCount > 1)
     ranks = options.ranks;
-    overlapSums = options.overlapGradientSums;
-    if (backend.name() != "cpu")
-      throw PlanError("data-parallel runs work on the cpu backend only for "
-                      "now (the " + backend.name() +
-                      " backend would need NCCL; docs/distributed.md)");
-  }
+  overlapSums = options.overlapGradientSums;
+  // Gradient communication (GradientComm.h): the backend's own on device
+  // memory (NCCL) or MPI on host memory, which only the cpu backend's
+  // arena is.
+  bool deviceComm =
+      options.comm == CommChoice::Device ||
+      (rankCount > 1 && options.comm == CommChoice::Auto &&
+       backend.hasDeviceComm());
+  if (deviceComm && !backend.hasDeviceComm())
+    throw PlanError("--comm nccl: the " + backend.name() +
+                    " backend of this build has no NCCL (the cuda backend "
+                    "built with NCCL has; docs/distributed.md)");
+  if (rankCount > 1 && !deviceComm && backend.name() != "cpu")
+    throw PlanError(
+        "data-parallel runs on the " + backend.name() + " backend need " +
+        (options.comm == CommChoice::Mpi
+             ? std::string("--comm nccl: --comm mpi averages host memory "
+                           "(the cpu backend only)")
+             : std::string("NCCL, which this build has not "
+                           "(docs/distributed.md)")));
   backend.checkSupport(loaded);
   workspace = backend.workspaceBytes(loaded);
   // The peak RSS from here on is the run's: what the process held before
@@ -57,7 +71,11 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
   try {
     backend.prepare(loaded);
     calls = PlanCalls(loaded, static_cast<char *>(arena));
-    if (ranks)
+    if (deviceComm)
+      comm = backend.createDeviceComm(ranks);
+    else if (ranks)
+      comm = createMpiGradientComm(*ranks);
+    if (comm)
       planGradientSums();
     planShardedUpdates();
     for (size_t i = 0; i < p.buffers.size(); ++i)
@@ -76,6 +94,7 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
           loss.offset < b.offset + b.bytes)
         prefetch = false;
   } catch (...) {
+    comm.reset(); // done with the arena before it goes
     backend.freeArena(arena);
     throw;
   }
@@ -83,6 +102,7 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
 
 Executor::~Executor() {
   backend.synchronize();
+  comm.reset();
   backend.freeArena(arena);
 }
 
@@ -116,21 +136,15 @@ bool Executor::waitStarted(std::map<size_t, size_t> &handles, size_t index) {
   auto it = handles.find(index);
   if (it == handles.end())
     return false;
-  commWaitSeconds += ranks->wait(it->second);
+  commWaitSeconds += comm->wait(it->second);
   handles.erase(it);
   return true;
 }
 
 void Executor::finishGradientSum(size_t index) {
-  if (!waitStarted(sumHandles, index))
-    return;
-  // The sum over the ranks, divided by their count: the gradient of the
-  // global batch's mean loss. (The CPU backend's arena is host memory.)
-  float *g = static_cast<float *>(bufferAddress(index));
-  uint64_t n = loaded.plan.buffers[index].bytes / sizeof(float);
-  float scale = 1.0f / float(ranks->size());
-  for (uint64_t i = 0; i < n; ++i)
-    g[i] *= scale;
+  // The mean over the ranks (the comm divides the sum by their count): the
+  // gradient of the global batch's mean loss.
+  waitStarted(sumHandles, index);
 }
 
 void Executor::planShardedUpdates() {
@@ -292,8 +306,11 @@ std::map<std::string, NamedTensor> Executor::stateTensors() const {
       const ShardedUpdate &u = shardedUpdates.at(sharded->second);
       const BufferDesc &param = buffers[u.param];
       NamedTensor t{"F32", param.shape, std::vector<char>(param.bytes)};
-      ranks->gatherToFirst(static_cast<const float *>(bufferAddress(i)),
-                           u.numel, u.shard,
+      // This rank's slice through the host (the arena may be device
+      // memory).
+      std::vector<float> mine(u.count);
+      backend.copyOut(mine.data(), bufferAddress(i), u.count * sizeof(float));
+      ranks->gatherToFirst(mine.data(), u.numel, u.shard,
                            reinterpret_cast<float *>(t.bytes.data()));
       out.emplace(b.name, std::move(t));
       continue;
@@ -462,7 +479,7 @@ StepResult Executor::runStep(bool prefetchNext) {
   backend.beginTrainingStep(numStepsRun);
   commWaitSeconds = 0;
   for (size_t si = 0; si < p.steps.size(); ++si) {
-    if (ranks) {
+    if (comm) {
       for (size_t b : sumsBefore[si])
         finishGradientSum(b);
       for (size_t b : gathersBefore[si])
@@ -483,9 +500,9 @@ StepResult Executor::runStep(bool prefetchNext) {
                            " (training step " +
                            std::to_string(numStepsRun + 1) + ")");
     }
-    if (ranks && !sumsAfter[si].empty()) {
+    if (comm && !sumsAfter[si].empty()) {
       for (size_t b : sumsAfter[si])
-        sumHandles[b] = ranks->startSum(static_cast<float *>(bufferAddress(b)),
+        sumHandles[b] = comm->startMean(static_cast<float *>(bufferAddress(b)),
                                         p.buffers[b].bytes / sizeof(float));
       // A callback (--dump-grads) sees the averaged gradients.
       if (onStepExecuted || !overlapSums)
@@ -495,17 +512,17 @@ StepResult Executor::runStep(bool prefetchNext) {
     if (sharded != shardedUpdates.end()) {
       // Every rank has updated its range: gather the whole param.
       const ShardedUpdate &u = sharded->second;
-      gatherHandles[u.param] = ranks->startGather(
+      gatherHandles[u.param] = comm->startGather(
           static_cast<float *>(bufferAddress(u.param)), u.numel, u.shard);
       if (!overlapSums)
         finishParamGather(u.param);
     }
-    if (ranks && !(sumHandles.empty() && gatherHandles.empty()))
-      ranks->poll();
+    if (comm && !(sumHandles.empty() && gatherHandles.empty()))
+      comm->poll();
     if (onStepExecuted)
       onStepExecuted(si);
   }
-  if (ranks) {
+  if (comm) {
     while (!sumHandles.empty())
       finishGradientSum(sumHandles.begin()->first);
     // The next step's forward pass reads the whole params.

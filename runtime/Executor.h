@@ -18,6 +18,7 @@
 #define REMAT_RUNTIME_EXECUTOR_H
 
 #include "runtime/Backend.h"
+#include "runtime/GradientComm.h"
 #include "runtime/Loader.h"
 #include "runtime/Npy.h"
 #include "runtime/Ranks.h"
@@ -29,6 +30,19 @@
 #include <stdexcept>
 
 namespace remat::runtime {
+
+/// How gradients are communicated (remat run --comm, docs/distributed.md).
+enum class CommChoice {
+  /// Several ranks: the backend's device comm where it has one (NCCL),
+  /// else MPI on host memory (the cpu backend). One rank: none.
+  Auto,
+  /// Several ranks: MPI on host memory (the cpu backend only). One rank:
+  /// none.
+  Mpi,
+  /// The backend's device comm (NCCL), even for one rank: every gradient
+  /// goes through it (a check of the path without an MPI launcher).
+  Device,
+};
 
 /// A failure while a step runs (an embedding index outside the table, a
 /// missing input); the message names the plan step or buffer.
@@ -49,6 +63,8 @@ struct ExecutorOptions {
   /// false: wait for each gradient's sum right after it starts (no
   /// overlap with the rest of the backward pass; for measuring overlap).
   bool overlapGradientSums = true;
+  /// Which gradient communication to use (GradientComm.h).
+  CommChoice comm = CommChoice::Auto;
   /// Initial values from this file (loadWeights, at construction) in
   /// place of the plan's init for every buffer it holds: those are never
   /// generated, so no host copy of the largest of them adds to the run's
@@ -121,6 +137,8 @@ public:
   uint64_t baselineRssBytes() const { return baselineRss; }
   int64_t stepsRun() const { return numStepsRun; }
   uint64_t seed() const { return runSeed; }
+  /// The gradient communication in use: "mpi", "nccl", or "" (none).
+  std::string commName() const { return comm ? comm->name() : ""; }
 
 private:
   /// Fills every input for 0-based training step `step`.
@@ -139,7 +157,7 @@ private:
   /// Waits for the collective `handles` holds for buffer `index` (adding
   /// the wait to commWaitSeconds) and drops it; false: none was started.
   bool waitStarted(std::map<size_t, size_t> &handles, size_t index);
-  /// Waits for buffer `index`'s gradient sum and divides it by the ranks.
+  /// Waits for buffer `index`'s gradient mean over the ranks.
   void finishGradientSum(size_t index);
   /// Sharded optimizer updates (ZeRO-1): their views and gathers
   /// (constructor).
@@ -162,6 +180,9 @@ private:
   PlanCalls calls;
   std::map<size_t, NpyArray> userData;
   Ranks *ranks = nullptr; ///< null or one rank: nothing communicated
+  /// Gradient means and param gathers: null unless several ranks or
+  /// CommChoice::Device.
+  std::unique_ptr<GradientComm> comm;
   bool overlapSums = true; ///< ExecutorOptions::overlapGradientSums
   /// Per plan step: grad buffers whose sum starts after it / must have
   /// finished before it.

@@ -53,6 +53,10 @@ public:
     inner->beginTrainingStep(step);
   }
   void endTrainingStep(int64_t step) override { inner->endTrainingStep(step); }
+  std::unique_ptr<GradientComm> createDeviceComm(Ranks *ranks) override {
+    return inner->createDeviceComm(ranks);
+  }
+  bool hasDeviceComm() const override { return inner->hasDeviceComm(); }
 
 protected:
   std::unique_ptr<Backend> inner;

@@ -164,6 +164,11 @@ void Ranks::sum(std::vector<double> &values) {
                   MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 }
 
+void Ranks::broadcast(void *data, size_t bytes) {
+  if (rankCount > 1)
+    MPI_Bcast(data, int(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
 namespace {
 /// Every rank's `value`, in rank order.
 template <typename T>
@@ -211,6 +216,7 @@ void Ranks::gatherToFirst(const float *mine, uint64_t total, uint64_t,
 double Ranks::wait(size_t) { return 0; }
 void Ranks::poll() {}
 void Ranks::sum(std::vector<double> &) {}
+void Ranks::broadcast(void *, size_t) {}
 std::vector<double> Ranks::gather(double value) { return {value}; }
 std::vector<uint64_t> Ranks::gather(uint64_t value) { return {value}; }
 void Ranks::abort(int code) { std::exit(code); }

@@ -52,6 +52,9 @@ public:
   void poll();
   /// Sums `values` over every rank, in place (blocking).
   void sum(std::vector<double> &values);
+  /// Rank 0's `bytes` at `data` to every rank (blocking): NCCL's unique
+  /// id (runtime/GradientComm.h).
+  void broadcast(void *data, size_t bytes);
   /// Every rank's `value`, in rank order (blocking).
   std::vector<double> gather(double value);
   std::vector<uint64_t> gather(uint64_t value);

@@ -17,7 +17,9 @@
 #   environment  20 ( 5)  nvidia-smi, nvcc, cmake, python/torch, the plans
 #   configure    60 (15)  -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_CUDA=ON in
 #                         $BUILD (build-device); nlohmann_json and Catch2
-#                         from .deps where the machine lacks them
+#                         from .deps where the machine lacks them; says
+#                         whether NCCL was found (the toolkit's, or the
+#                         PyTorch wheel's nvidia/nccl)
 #   build       150 (90)  remat-run, remat-unit-cuda
 #   kernels      40 (10)  the kernel-vs-CPU cases (CudaOpsTest.cpp: every
 #                         op family against the CPU backend)
@@ -36,6 +38,13 @@
 #                         the profiled run within each plan's budget, and
 #                         the recomputations' measured share beside the
 #                         modeled overhead (issue #13)
+#   nccl         30 (15)  $WHOLE-all again through NCCL with one rank
+#                         (--comm nccl: a one-rank communicator, every
+#                         gradient through ncclAllReduce, graphs off)
+#                         against the whole-model stage's plain run: losses
+#                         and step-1 gradients bitwise (a finding either
+#                         way: if not, the largest difference); SKIP when
+#                         the build has no NCCL
 #   unit-cuda    45 (20)  every [cuda] test case (the emulator: kernels 60,
 #                         unit-cuda 120; it runs them far slower)
 #   sanitizer    50 (40)  compute-sanitizer racecheck, then synccheck, on
@@ -302,11 +311,17 @@ stage_configure() {
     launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=$root/tools/device-check.sh;--broken-compiler"
               "-DCMAKE_CUDA_COMPILER_LAUNCHER=$root/tools/device-check.sh;--broken-compiler")
   fi
+  # NCCL may come with PyTorch's wheel (nvidia/nccl): this python's.
+  local python_path
+  python_path=$(command -v "$python" || true)
   tmo "$(stage_left)" cmake "${generator[@]}" -S "$root" -B "$build" \
     -DCMAKE_BUILD_TYPE=Release -DREMAT_ENABLE_MLIR=OFF -DREMAT_ENABLE_TESTS=ON \
+    ${python_path:+"-DREMAT_NCCL_PYTHON=$python_path"} \
     "$option" "${launcher[@]}"
   local rc=$?
-  detail="$build$([[ $emulator == 1 ]] && echo ' (emulator)')"
+  local nccl
+  nccl=$(grep -o -m 1 "NCCL: .*" "$logs/configure.log")
+  detail="$build$([[ $emulator == 1 ]] && echo ' (emulator)'); ${nccl:-NCCL: not reported}"
   return $rc
 }
 
@@ -500,6 +515,44 @@ PY
 )
 }
 
+# One rank through NCCL against the whole-model stage's plain store-all
+# run (the same plan, steps and seed): bitwise, or the largest difference.
+stage_nccl() {
+  local all="$whole-all" name="$whole-all-nccl"
+  if grep -q -E "NCCL: (no|off)" "$logs/configure.log"; then
+    detail="this build has no NCCL ($(grep -o -m 1 'NCCL: .*' "$logs/configure.log"))"
+    return 77
+  fi
+  echo "remat-run $all.plan --steps $steps_whole --comm nccl --dump-grads"
+  run_plan "$name" "$all" "$steps_whole" --comm nccl --dump-grads \
+    "$logs/bench/$name.grads.safetensors"
+  local rc=$?
+  tail -n 4 "$logs/bench/$name.txt"
+  if (( rc != 0 )); then
+    if grep -q "has no NCCL" "$logs/bench/$name.txt"; then
+      detail="the cuda backend has no NCCL"
+      return 77
+    fi
+    detail="$all --comm nccl failed: $(grep -m 1 -E 'error|failed' "$logs/bench/$name.txt" | cut -c1-200)"
+    (( rc != 124 )) && blocking_rerun "nccl" 20 "$runner" \
+      "$plans_dir/$all.plan" --backend cuda --comm nccl --steps 2
+    return $rc
+  fi
+  if ! grep -q "goes through nccl" "$logs/bench/$name.txt"; then
+    detail="the run does not say it went through NCCL"
+    return 1
+  fi
+  local bitwise
+  bitwise=$("$python" "$root/tools/bench/budgets_bitwise.py" \
+    --a "$all=$logs/bench/$all.jsonl,$logs/bench/$all.grads.safetensors" \
+    --b "$name=$logs/bench/$name.jsonl,$logs/bench/$name.grads.safetensors" \
+    --out "$logs/nccl-bitwise.json")
+  local brc=$?
+  echo "$bitwise"
+  detail="one rank through ncclAllReduce vs plain: $(head -1 <<< "$bitwise" | sed 's/^[^:]*: //')"
+  return $brc
+}
+
 stage_unit_cuda() {
   run_cases unit-cuda "[cuda]"
   local rc=$?
@@ -638,6 +691,16 @@ if os.path.exists(bitwise):
            b.get("largest_gradient_difference_in", "-"))))
     if b.get("why"):
         print("why: " + b["why"])
+nccl = os.path.join(logs, "nccl-bitwise.json")
+if os.path.exists(nccl):
+    b = json.load(open(nccl))
+    print("\none rank through NCCL (%s) vs plain (%s): %s%s" % (
+        b.get("b"), b.get("a"), "bitwise" if b.get("bitwise") else "NOT bitwise",
+        "" if b.get("bitwise") else
+        "; largest loss difference %s, largest gradient difference %s in %s"
+        % (b.get("largest_loss_difference", 0),
+           b.get("largest_gradient_difference", 0),
+           b.get("largest_gradient_difference_in", "-"))))
 print("\n## remat run (--backend cuda)\n")
 print("budget = the plan's report.budget_bytes; in budget = arena + "
       "workspace (what the budget counts); overhead = measured device bytes "
@@ -724,6 +787,7 @@ stage environment 20 stage_environment &&
   stage kernels "$(emu_more 40 60)" stage_kernels &&
   stage whole-model 75 stage_whole_model &&
   stage profile "$(emu_more 30 45)" stage_profile &&
+  stage nccl 30 stage_nccl &&
   stage unit-cuda "$(emu_more 45 120)" stage_unit_cuda &&
   stage sanitizer 50 stage_sanitizer &&
   stage bench "$total_s" stage_bench

@@ -22,7 +22,7 @@ if [[ ! -f "$emu/build.ninja" ]]; then
 fi
 ninja -C "$emu" -j"$(nproc)" remat-unit-cuda remat-run
 cd "$emu"
-REMAT_DEVICE_PLANS="$build/device-plans" \
+REMAT_DEVICE_PLANS="$build/device-plans" REMAT_COMPILER="$build/tools/remat/remat" \
   ctest --output-on-failure -j"$(nproc)" -R '^unit-cuda'
 # Every model's plans through `remat run --backend cuda` on the emulator,
 # against the CPU backend (the compiler comes from the main build).

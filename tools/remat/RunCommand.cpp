@@ -190,6 +190,12 @@ std::string runUsage() {
          "  --sync-gradients          several ranks (docs/distributed.md):\n"
          "                            wait for each gradient's sum at once,\n"
          "                            no overlap (for measuring it)\n"
+         "  --comm auto|mpi|nccl      how gradients are averaged over the\n"
+         "                            ranks: auto (default) NCCL on the cuda\n"
+         "                            backend where built with it, MPI on\n"
+         "                            the cpu backend; nccl also with one\n"
+         "                            rank and no MPI launcher (a check of\n"
+         "                            the NCCL path; docs/distributed.md)\n"
          "  --help                    this text\n";
 }
 
@@ -257,6 +263,9 @@ int runCommand(const RunOptions &opt) {
     execOptions.seed = opt.seed;
     execOptions.ranks = ranks;
     execOptions.overlapGradientSums = !opt.syncGradients;
+    execOptions.comm = opt.comm == "nccl"  ? CommChoice::Device
+                       : opt.comm == "mpi" ? CommChoice::Mpi
+                                           : CommChoice::Auto;
     // --weights replaces the weights file a plan names (an imported
     // model's initial values, docs/plan-format.md); read a tensor at a
     // time into the arena.
@@ -331,12 +340,16 @@ int runCommand(const RunOptions &opt) {
           [](const ResolvedStep &s) { return s.attrs.shards > 1; });
       info << "remat run: " << ranks->size() << " ranks, batch " << p.batch
            << " each (global batch " << p.batch * p.ranks
-           << "); gradients averaged over the ranks"
+           << "); gradients averaged over the ranks ("
+           << exec.commName() << ")"
            << (sharded ? "; optimizer state sharded over them (each keeps "
                          "1/" + std::to_string(ranks->size()) + ")"
                        : "")
            << "\n";
     }
+    else if (!exec.commName().empty())
+      info << "remat run: one rank; every gradient still goes through "
+           << exec.commName() << " (--comm " << opt.comm << ")\n";
     if (auto budget = p.report.find("budget_bytes");
         budget != p.report.end() && budget->is_number_integer() &&
         budget->get<int64_t>() > 0) {
@@ -474,7 +487,8 @@ const RunFlag kRunFlags[] = {{"--steps", true},         {"--seed", true},
                              {"--dump-grads", true},    {"--backend", true},
                              {"--dump-values", true},   {"--dump-names", true},
                              {"--check-bounds", false},
-                             {"--sync-gradients", false}, {"--help", false}};
+                             {"--sync-gradients", false}, {"--comm", true},
+                             {"--help", false}};
 
 std::vector<std::string> splitNames(const std::string &list) {
   std::vector<std::string> names;
@@ -588,6 +602,12 @@ int parseRunOptions(int argc, char **argv, RunOptions &opt, std::ostream &out,
             backends.end())
           return usageError(tools::unknownName("backend", value, backends));
         opt.backend = value;
+      } else if (arg == "--comm") {
+        if (value != "auto" && value != "mpi" && value != "nccl")
+          return usageError("--comm: " + tools::unknownName(
+                                               "comm", value,
+                                               {"auto", "mpi", "nccl"}));
+        opt.comm = value;
       } else {
         auto eq = value.find('=');
         if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())

@@ -43,6 +43,9 @@ struct RunOptions {
   /// --sync-gradients: data-parallel runs wait for each gradient's sum
   /// right away (no overlap; for measuring the overlap).
   bool syncGradients = false;
+  /// --comm auto|mpi|nccl: how gradients are communicated
+  /// (runtime/GradientComm.h, docs/distributed.md).
+  std::string comm = "auto";
   std::ostream *out = &std::cout; ///< step lines
   std::ostream *err = &std::cerr; ///< errors and the header line
 };

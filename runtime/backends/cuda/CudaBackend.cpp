@@ -113,6 +113,14 @@ CudaBackend::CudaBackend() : state(std::make_unique<State>()) {
     throw std::runtime_error(
         std::string("cuda backend: no CUDA device (cudaGetDeviceCount: ") +
         (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices") + ")");
+  // Several ranks on one machine (an MPI launcher's local rank): a device
+  // each, as NCCL needs.
+  for (const char *name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char *local = std::getenv(name); local && *local) {
+      s.device = std::max(0, std::atoi(local)) % count;
+      break;
+    }
   try {
     REMAT_CUDA_CHECK(cudaSetDevice(s.device));
     REMAT_CUDA_CHECK(cudaFree(nullptr)); // create the context now

@@ -34,6 +34,11 @@
 // launching a graph fail, the step's calls (none has run yet) run eagerly
 // and graphs stay off (one line on stderr says why).
 //
+// Data-parallel runs: createDeviceComm gives NCCL gradient means and param
+// gathers on a second stream (CudaNccl.cpp, where built with NCCL); graphs
+// are off while that comm exists. Under an MPI launcher each rank takes the
+// device of its local rank (modulo the visible devices).
+//
 // Errors: every CUDA / cuBLAS call is checked (CudaCheck.h). An embedding
 // index or cross_entropy label out of range is recorded on the device and
 // thrown at the next synchronize() as std::runtime_error naming the plan
@@ -67,7 +72,8 @@ struct CudaMemoryReport {
   uint64_t peakBytes = 0;      ///< the largest used bytes sampled
   uint64_t arenaBytes = 0;     ///< live arenas, the bytes the plans state
   uint64_t workspaceBytes = 0; ///< the workspace (workspaceBytes(plan))
-  /// The stream, the cuBLAS handle and the pinned status word's mapping.
+  /// The stream, the cuBLAS handle and the pinned status word's mapping;
+  /// NCCL's communicator and stream where a run communicates.
   int64_t handleBytes = 0;
   /// What the arena's and the workspace's cudaMallocs took beyond the bytes
   /// asked for: the allocator's rounding (2 MiB pages on a GPU) and the
@@ -119,6 +125,10 @@ public:
   void synchronize() override;
   void beginTrainingStep(int64_t trainingStep) override;
   void endTrainingStep(int64_t trainingStep) override;
+  /// NCCL where built with it (CudaNccl.cpp: a communication stream, graphs
+  /// off while the comm exists); null otherwise.
+  std::unique_ptr<GradientComm> createDeviceComm(Ranks *ranks) override;
+  bool hasDeviceComm() const override;
 
   /// Device bytes in use (cudaMemGetInfo total - free) when the backend was
   /// created, before its stream and cuBLAS handle: the CUDA context plus

@@ -3,6 +3,8 @@
 #include "TinyPlan.h"
 
 #include "runtime/Executor.h"
+#include "runtime/ForwardingBackend.h"
+#include "runtime/GradientComm.h"
 #include "runtime/Synthetic.h"
 #include "runtime/backends/cpu/CpuBackend.h"
 #include "tools/remat/RunCommand.h"
@@ -827,4 +829,90 @@ TEST_CASE("teacher data labels each row by a fixed linear map of its "
     std::memcpy(&b, t3.data() + 4 * i, 4);
     CHECK(b == Approx(3.0 * a).margin(1e-5));
   }
+}
+
+namespace {
+
+/// A one-rank "device" comm on the CPU backend's host arena that records
+/// what the executor asks of it (GradientComm.h).
+struct RecordingComm final : GradientComm {
+  std::map<size_t, std::pair<float *, uint64_t>> open; ///< started, not waited
+  int means = 0, waits = 0, unknownWaits = 0;
+  std::set<float *> buffers;
+  std::string name() const override { return "recording"; }
+  int size() const override { return 1; }
+  size_t startMean(float *data, uint64_t count) override {
+    ++means;
+    buffers.insert(data);
+    open[size_t(means)] = {data, count};
+    return size_t(means);
+  }
+  size_t startGather(float *, uint64_t, uint64_t) override {
+    FAIL("no sharded update in a one-rank plan");
+    return 0;
+  }
+  double wait(size_t handle) override {
+    ++waits;
+    unknownWaits += open.erase(handle) == 0;
+    return 0;
+  }
+};
+
+/// The CPU backend with RecordingComm as its device comm.
+class CommBackend final : public ForwardingBackend {
+public:
+  CommBackend() : ForwardingBackend(createCpuBackend()) {}
+  RecordingComm *comm = nullptr;
+  bool hasDeviceComm() const override { return true; }
+  std::unique_ptr<GradientComm> createDeviceComm(Ranks *ranks) override {
+    CHECK(ranks == nullptr); // one rank: no MPI
+    auto c = std::make_unique<RecordingComm>();
+    comm = c.get();
+    return c;
+  }
+};
+
+} // namespace
+
+TEST_CASE("--comm nccl's path on one rank: every gradient through the "
+          "backend's comm, each start waited for once, the plain run's "
+          "losses",
+          "[runtime]") {
+  LoadedPlan plan = loadPlan(std::string(REMAT_SOURCE_DIR) +
+                             "/tests/e2e/plans/gpt2_tiny_520k.plan");
+  std::vector<double> plain = runLosses(plan, 3);
+  CommBackend backend;
+  ExecutorOptions options;
+  options.comm = CommChoice::Device;
+  std::vector<double> losses;
+  size_t grads = 0;
+  for (const BufferDesc &b : plan.plan.buffers)
+    grads += b.role == BufferRole::Grad;
+  {
+    Executor exec(plan, backend, options);
+    REQUIRE(backend.comm != nullptr);
+    CHECK(exec.commName() == "recording");
+    for (int i = 0; i < 3; ++i)
+      losses.push_back(exec.runStep().loss);
+    CHECK(backend.comm->means > 0);
+    CHECK(backend.comm->means % 3 == 0);
+    CHECK(size_t(backend.comm->means / 3) <= grads);
+    CHECK(backend.comm->waits == backend.comm->means);
+    CHECK(backend.comm->unknownWaits == 0);
+    CHECK(backend.comm->open.empty());
+    // (Gradients whose lifetimes do not overlap share arena bytes.)
+    CHECK(backend.comm->buffers.size() <= size_t(backend.comm->means / 3));
+  }
+  CHECK(losses == plain);
+
+  // A backend without a device comm refuses --comm nccl.
+  CpuBackend cpu;
+  CHECK_THROWS_WITH(Executor(plan, cpu, options),
+                    Catch::Contains("cpu backend of this build has no NCCL"));
+  // Auto on one rank communicates nothing.
+  CommBackend quiet;
+  Executor plainExec(plan, quiet, ExecutorOptions{});
+  plainExec.runStep();
+  CHECK(quiet.comm == nullptr);
+  CHECK(plainExec.commName().empty());
 }

@@ -163,6 +163,18 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   return cudaSuccess;
 }
 
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
+                                unsigned) {
+  Device &d = device();
+  std::lock_guard<std::recursive_mutex> lock(d.mutex);
+  if (!event)
+    return fail(cudaErrorInvalidResourceHandle);
+  Stream *s = resolve(stream);
+  if (s->capturing && s->invalidated)
+    return fail(cudaErrorStreamCaptureInvalidated);
+  return cudaSuccess;
+}
+
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
                                  unsigned long long) {
   if (!exec || !graph)

@@ -10,7 +10,7 @@
 #
 # Stages, cheapest and most informative first; each prints one line
 #   RESULT <stage>: PASS|FAIL|SKIP (<seconds>s) <what it found>
-# and the run stops at the first FAIL, leaving the evidence (the stage's
+# and the run stops at the first FAIL (but resnet50's), leaving the evidence (the stage's
 # log, its CUDA_LAUNCH_BLOCKING=1 rerun where it ran device code) in
 # $OUT/logs.tgz and $OUT/summary.md. The limits (seconds; what a GPU run
 # should take in brackets):
@@ -57,7 +57,9 @@
 #                         (logs/resnet50.md, in the summary). SKIP without
 #                         the plans or PyTorch's CUDA (emulator: 90 s, a
 #                         small ResNet of resnet50's blocks, PyTorch on
-#                         the CPU)
+#                         the CPU). The one stage whose failure does not
+#                         stop the run: bench still runs, the exit status
+#                         is 1
 #   bench      rest       the other plans of $PLANS_DIR ($STEPS steps,
 #                         $STEPS_LARGE for *maxb* plans, at most 45 s each;
 #                         the largest batches, whose tensors pass 2^31
@@ -582,8 +584,11 @@ stage_resnet50() {
     --md "$logs/resnet50.md" --json "$logs/resnet50.json"
   rc=$?
   detail=$(sed -n 's/^RESULT //p; s/^SKIP: //p' "$logs/resnet50.log" | tail -1)
-  if (( rc == 1 )) && grep -q "remat failed" <<< "$detail"; then
-    blocking_rerun resnet50 30 "$runner" "$plans_dir/resnet50/all.plan" \
+  # The first plan that failed, rerun blocking.
+  local failed
+  failed=$(sed -n 's/^remat failed: \([a-z]*\) rc.*/\1/p' <<< "$detail")
+  if (( rc == 1 )) && [[ -n $failed ]]; then
+    blocking_rerun resnet50 30 "$runner" "$plans_dir/resnet50/$failed.plan" \
       --backend cuda --steps 1 --weights "$work/weights.safetensors" \
       --data "x=$work/x.npy" --data "labels=$work/labels.npy"
   fi
@@ -775,8 +780,11 @@ stage environment 20 stage_environment &&
   stage profile "$(emu_more 30 45)" stage_profile &&
   stage unit-cuda "$(emu_more 45 120)" stage_unit_cuda &&
   stage sanitizer 50 stage_sanitizer &&
-  stage resnet50 "$(emu_more 60 90)" stage_resnet50 &&
+  { stage resnet50 "$(emu_more 60 90)" stage_resnet50 || resnet50_failed=1; } &&
   stage bench "$total_s" stage_bench
 status=$?
 [[ $status != 0 && -z $failed_stage ]] && failed_stage=bench
+# resnet50 compares, it does not gate: bench still runs after its failure,
+# and the run fails.
+(( ${resnet50_failed:-0} )) && status=1
 exit $(( status == 0 ? 0 : 1 ))

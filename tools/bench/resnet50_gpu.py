@@ -11,7 +11,7 @@ So the weights are made on both sides from one seed:
     first; torchvision 0.14's resnet50 through tools/export_onnx.py at the
     default width and layers, else tools/bench/resnet_def.py's ResNet, the
     small one the CPU emulator runs) and writes DIR/model.json (its
-    configuration), beside which device-plans.sh compiles DIR/all.plan and
+    configuration and the sha256 of its parameters), beside which device-plans.sh compiles DIR/all.plan and
     DIR/half.plan and deletes their weights files.
 
   resnet50_gpu.py run DIR --runner remat-run --work WORK [--device cuda]
@@ -29,7 +29,9 @@ So the weights are made on both sides from one seed:
     SGD at the plan's learning rate, mean cross-entropy, train-mode
     BatchNorm, TF32 off (cuDNN's and matmul's: remat computes in f32).
 
-    Reported (a markdown table, --md; --json): per run the step time
+    Reported (a markdown table, --md; --json): whether the weights made
+    are the exported ones (the sha256; the comparison does not need it:
+    both sides start from the weights made there), per run the step time
     (median of steps 2+), device memory (remat: arena + workspace, the
     measured peak minus the context, and its overhead; PyTorch:
     torch.cuda.max_memory_allocated and max_memory_reserved after
@@ -89,6 +91,19 @@ def build_model(config, own=False):
             "tools/bench/resnet_def.py")
 
 
+def params_digest(model):
+    """sha256 of the parameters' bytes in name order: whether the device
+    made the weights the export had (not needed for the comparison, which
+    runs both sides from the device's weights; a torch whose seeded init
+    differs changes it)."""
+    import hashlib
+    h = hashlib.sha256()
+    for name, p in model.named_parameters():
+        h.update(name.encode())
+        h.update(p.detach().float().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
 def export(args):
     import torch
     config = {"width": args.width,
@@ -99,8 +114,8 @@ def export(args):
     if is_resnet50(config):
         sys.path.insert(0, os.path.join(ROOT, "tools"))
         import export_onnx
-        export_onnx.export("resnet50", args.out, args.batch, 16,
-                           args.classes, args.side, seed=args.seed)
+        model = export_onnx.export("resnet50", args.out, args.batch, 16,
+                                   args.classes, args.side, seed=args.seed)
         config["model"] = "torchvision resnet50"
     else:
         model, config["model"] = build_model(config, own=True)
@@ -109,6 +124,7 @@ def export(args):
                           input_names=["x"], output_names=["y"],
                           training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, opset_version=17)
+    config["params_sha256"] = params_digest(model)
     with open(os.path.join(args.dir, "model.json"), "w") as f:
         json.dump(config, f, indent=1)
     return 0
@@ -246,7 +262,8 @@ def table(config, source, plans, runs, peer, args):
         f"resnet50 stage: {source}, batch {config['batch']}, 3 x "
         f"{config['side']} x {config['side']}, {config['classes']} classes, "
         f"width {config['width']}, blocks {config['layers']}; one fixed "
-        f"batch, SGD lr {runs['lr']:.4g}, {args.steps} steps (ms: median of "
+        f"batch, SGD lr {runs['lr']:.4g}, weights as exported: "
+        f"{'yes' if runs['weights_as_exported'] else 'no'}, {args.steps} steps (ms: median of "
         f"steps 2+). remat: remat-run --backend cuda; PyTorch "
         f"{peer['torch'] if peer else '-'} eager on "
         f"{peer['device_name'] if peer else '-'} (TF32 off).", "",
@@ -311,10 +328,12 @@ def run(args):
     os.makedirs(args.work, exist_ok=True)
     weights, x, labels, model, source, lr = make_inputs(
         config, plans, args.work, args.own_model)
+    same = params_digest(model) == config.get("params_sha256")
     print(f"weights from {source} (seed {config['seed']}), "
           f"{os.path.getsize(weights) / MiB:.1f} MiB, in "
-          f"{time.time() - start:.1f}s", flush=True)
-    runs = {"lr": lr}
+          f"{time.time() - start:.1f}s; the exported ones: "
+          f"{'yes' if same else 'no'}", flush=True)
+    runs = {"lr": lr, "weights_as_exported": same}
     for i, name in enumerate(PLANS):
         # The plans share what is left with the PyTorch run: a third each.
         left = deadline - time.time()

@@ -10,7 +10,7 @@
 #
 # Stages, cheapest and most informative first; each prints one line
 #   RESULT <stage>: PASS|FAIL|SKIP (<seconds>s) <what it found>
-# and the run stops at the first FAIL, leaving the evidence (the stage's
+# and the run stops at the first FAIL (but resnet50's), leaving the evidence (the stage's
 # log, its CUDA_LAUNCH_BLOCKING=1 rerun where it ran device code) in
 # $OUT/logs.tgz and $OUT/summary.md. The limits (seconds; what a GPU run
 # should take in brackets):
@@ -52,6 +52,23 @@
 #                         warp shuffles (SANITIZE_CASES); half the limit
 #                         each; a tool that runs out of time is reported
 #                         "incomplete", not failed
+#   resnet50     60 (30)  $PLANS_DIR/resnet50/{all,half}.plan (torchvision's
+#                         resnet50, batch 32, 224 x 224, store-all and half
+#                         the activations; carried without weights) by
+#                         tools/bench/resnet50_gpu.py: the weights made
+#                         here from the export's seed (torchvision, or
+#                         tools/bench/resnet_def.py without it), one fixed
+#                         batch, 4 steps each, then PyTorch eager on the
+#                         same GPU, weights and batch: losses (the plans
+#                         bitwise equal to each other: a finding either
+#                         way; the first within 1e-4 relative of
+#                         PyTorch's), step time, device memory
+#                         (logs/resnet50.md, in the summary). SKIP without
+#                         the plans or PyTorch's CUDA (emulator: 90 s, a
+#                         small ResNet of resnet50's blocks, PyTorch on
+#                         the CPU). The one stage whose failure does not
+#                         stop the run: bench still runs, the exit status
+#                         is 1
 #   bench      rest       the other plans of $PLANS_DIR ($STEPS steps,
 #                         $STEPS_LARGE for *maxb* plans, at most 45 s each;
 #                         the largest batches, whose tensors pass 2^31
@@ -602,6 +619,39 @@ stage_sanitizer() {
   return $failed
 }
 
+# resnet50 on the CUDA backend against PyTorch on the same device:
+# $PLANS_DIR/resnet50/{all,half}.plan (tools/device-plans.sh; no weights
+# travel) run by tools/bench/resnet50_gpu.py, which makes the weights from
+# the export's seed (torchvision's resnet50, or tools/bench/resnet_def.py's
+# where torchvision is missing), then PyTorch eager (on the CPU under the
+# emulator). Its table goes to logs/resnet50.md and the summary.
+stage_resnet50() {
+  local py="$python" device=cuda n=4 work rc
+  "$py" -c "import torch" 2> /dev/null ||
+    { /usr/bin/python3 -c "import torch" 2> /dev/null && py=/usr/bin/python3; }
+  [[ $emulator == 1 ]] && { device=cpu; n=3; }
+  work=$(mktemp -d)
+  tmo "$(stage_left)" "$py" "$root/tools/bench/resnet50_gpu.py" run \
+    "$plans_dir/resnet50" --runner "$runner" --work "$work" --device "$device" \
+    --steps "$n" --deadline $(( $(stage_left) - 5 )) \
+    --md "$logs/resnet50.md" --json "$logs/resnet50.json"
+  rc=$?
+  detail=$(sed -n 's/^RESULT //p; s/^SKIP: //p' "$logs/resnet50.log" | tail -1)
+  # The first plan that failed, rerun blocking.
+  local failed
+  failed=$(sed -n 's/^remat failed: \([a-z]*\) rc.*/\1/p' <<< "$detail")
+  if (( rc == 1 )) && [[ -n $failed ]]; then
+    blocking_rerun resnet50 30 "$runner" "$plans_dir/resnet50/$failed.plan" \
+      --backend cuda --steps 1 --weights "$work/weights.safetensors" \
+      --data "x=$work/x.npy" --data "labels=$work/labels.npy"
+  fi
+  # The runs' logs stay; the weights and the batch (120 MB at batch 32) go.
+  mkdir -p "$logs/resnet50"
+  cp "$work"/*.jsonl "$work"/*.txt "$logs/resnet50/" 2> /dev/null
+  rm -rf "$work"
+  return $rc
+}
+
 stage_bench() {
   local plans=() name plan failed=0 ran=0
   for name in seed_mlp-1M gpt2-124M-75 gpt2-124M-min seed_mlp-maxb32 \
@@ -769,6 +819,10 @@ try:
                            else ": " + r.get("error", "")[:80])))
 except Exception as e:
     print("no PyTorch results (%s)" % e)
+resnet50 = os.path.join(logs, "resnet50.md")
+if os.path.exists(resnet50):
+    print("\n## resnet50: remat --backend cuda against PyTorch\n")
+    print(open(resnet50).read().rstrip())
 PY
 }
 
@@ -790,7 +844,11 @@ stage environment 20 stage_environment &&
   stage nccl 30 stage_nccl &&
   stage unit-cuda "$(emu_more 45 120)" stage_unit_cuda &&
   stage sanitizer 50 stage_sanitizer &&
+  { stage resnet50 "$(emu_more 60 90)" stage_resnet50 || resnet50_failed=1; } &&
   stage bench "$total_s" stage_bench
 status=$?
 [[ $status != 0 && -z $failed_stage ]] && failed_stage=bench
+# resnet50 compares, it does not gate: bench still runs after its failure,
+# and the run fails.
+(( ${resnet50_failed:-0} )) && status=1
 exit $(( status == 0 ? 0 : 1 ))

@@ -9,6 +9,10 @@
 #   gpt2-124M-min        at the minimum feasible budget
 #   seed_mlp-maxb32      the forum's model at the largest batch that fits
 #   gpt2-124M-maxb32     32 GiB (remat plan --max-batch), GPT-2 likewise
+#   resnet50/all, /half  torchvision's resnet50, batch 32, 224 x 224, for
+#                        --backend cuda at store-all and half the
+#                        activations, without their weights (made there
+#                        from the seed; resnet50/model.json)
 # Each plan's memory report sits beside it (NAME.json). Costs are modeled
 # with the h200 device profile (DEVICE_PROFILE overrides it).
 #
@@ -16,6 +20,8 @@
 # emulator uses (`EMULATOR=1 tools/device-check.sh`, .ci/run), same roles:
 #   gpt2-tiny-all / -50  GPT-2 tiny at store-all and half the activations
 #   seed_mlp-tiny        the forum's model at its tiny preset
+#   resnet50/all, /half  a small ResNet of resnet50's blocks (width 2, one
+#                        block per stage, batch 2, 32 x 32, 10 classes)
 # PLANS_OUT (default .plans) and DEPS_OUT (default .deps; empty: not filled)
 # say where they go; REMAT names the compiler (default build/tools/remat/remat).
 #
@@ -57,6 +63,36 @@ import json; r = json.load(open('$report')); b = r['breakdown']
 a = b['activations'] + b['grads']
 print(r['planned_peak_bytes'] - a + a * $share // 100 + $reserve)"
 }
+# resnet50 for the CUDA backend (device-check.sh's resnet50 stage): the
+# model exported under seed 0 (tools/bench/resnet50_gpu.py export), its plans
+# at store-all and at half the activations (+ the workspace reserve; the
+# minimum feasible budget where half is below it) in $out/resnet50/ with
+# model.json. Only the plans travel: their weights files (102 MB each) are
+# deleted, and the GPU machine makes the same weights from the same seed.
+# Skipped (a note) without PyTorch and torchvision.
+resnet_plans() {
+  local reserve="$1" dir="$out/resnet50" work py="${PYTHON:-python3}"
+  shift
+  "$py" -c "import torch, torchvision" 2> /dev/null || py=/usr/bin/python3
+  rm -rf "$dir"
+  if ! "$py" -c "import torch, torchvision" 2> /dev/null; then
+    echo "device-plans.sh: no resnet50 plans (needs PyTorch and torchvision)" >&2
+    return 0
+  fi
+  work=$(mktemp -d)
+  "$py" "$root/tools/bench/resnet50_gpu.py" export "$dir" "$work/model.onnx" \
+    "$@" 2> "$work/export.log" || { cat "$work/export.log" >&2; return 1; }
+  local model=("$work/model.onnx" --backend cuda)
+  compile resnet50/all "${model[@]}"
+  local half least
+  half=$(budget_at "$dir/all.json" 50 "$reserve")
+  least=$({ "$remat" plan "${model[@]}" "${profile[@]}" --budget 1 2>&1 || true; } |
+    sed -n 's/.*minimum feasible budget: \([0-9]*\) bytes.*/\1/p')
+  (( least + reserve > half )) && half=$((least + reserve))
+  compile resnet50/half "${model[@]}" --workspace-reserve "$reserve" \
+    --budget "$half"
+  rm -rf "$work" "$dir"/*.weights.safetensors
+}
 if [[ "${PLAN_SET:-gpu}" == emulator ]]; then
   # 40 MiB holds the backend's default workspace for these models (32 MiB
   # of cuBLAS workspace and the kernels' scratch), so nothing shrinks.
@@ -72,6 +108,10 @@ if [[ "${PLAN_SET:-gpu}" == emulator ]]; then
   compile gpt2-tiny-50 "${tiny[@]}" --workspace-reserve "$reserve" \
     --budget "$half"
   compile seed_mlp-tiny "$root/models/seed_mlp.json" --preset tiny
+  # A resnet the emulator can run (its weight-gradient kernel gives each
+  # weight a block): width 2, one block per stage, batch 2, 32 x 32.
+  resnet_plans "$reserve" --batch 2 --side 32 --classes 10 --width 2 \
+    --layers 1,1,1,1
   du -sh "$out"
   exit 0
 fi
@@ -108,4 +148,6 @@ budgeted seed_mlp-maxb32 "$budget32" "$root/models/seed_mlp.json" \
 batch=$(maxbatch "$root/models/gpt2.json" --set dropout=0)
 budgeted gpt2-124M-maxb32 "$budget32" "$root/models/gpt2.json" \
   --set dropout=0 --set batch="$batch"
+# resnet50 (torchvision's), batch 32, 3 x 224 x 224, 1000 classes.
+resnet_plans "$reserve" --batch 32 --side 224 --classes 1000
 du -sh "$out" ${deps:+"$deps"}

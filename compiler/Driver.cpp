@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 namespace remat::compiler {
 
@@ -317,10 +318,12 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
                              diagnostics.text());
   runtime::Plan plan = emitPlan(arena, step, report);
   // The CPU runtime's own memory, stated beside the budget (the CUDA
-  // backend reports its device overhead when it runs: docs/cuda.md).
+  // backend reports its device overhead when it runs: docs/cuda.md), with
+  // OpenBLAS at the most threads it starts here: one a core.
   nlohmann::json allowance = nullptr;
   if (options.backend == "cpu")
-    allowance = runtime::cpuRuntimeAllowanceBytes(plan);
+    allowance = runtime::cpuRuntimeAllowanceBytes(
+        plan, std::max(1u, std::thread::hardware_concurrency()));
   report["runtime_allowance_bytes"] = allowance;
   plan.report["runtime_allowance_bytes"] = allowance;
   return plan;

@@ -281,12 +281,13 @@ void Executor::loadWeights(const SafetensorsFile &file) {
                         t.dtype + formatShape(t.shape) +
                         " but input '" + b.name + "' is " + want +
                         formatShape(b.shape));
-      NpyArray array{b.dtype, b.shape, std::vector<char>(size_t(b.bytes))};
+      UserData data;
+      data.array = NpyArray{b.dtype, b.shape, std::vector<char>(size_t(b.bytes))};
       file.readData(b.name, kChunk,
                     [&](uint64_t offset, const char *bytes, uint64_t n) {
-                      std::memcpy(array.bytes.data() + offset, bytes, n);
+                      std::memcpy(data.array.bytes.data() + offset, bytes, n);
                     });
-      userData[i] = std::move(array);
+      userData[i] = std::move(data);
     }
   }
   backend.synchronize();
@@ -322,7 +323,9 @@ std::map<std::string, NamedTensor> Executor::stateTensors() const {
   return out;
 }
 
-void Executor::setInputData(const std::string &name, NpyArray data) {
+std::pair<size_t, Executor::UserData>
+Executor::checkUserData(const std::string &name, DType dtype,
+                        const Shape &shape) const {
   auto index = findBuffer(name);
   if (!index)
     throw PlanError("--data " + name + ": the plan has no buffer '" + name +
@@ -331,52 +334,62 @@ void Executor::setInputData(const std::string &name, NpyArray data) {
   if (b.role != BufferRole::Input)
     throw PlanError("--data " + name + ": buffer '" + name + "' is a " +
                     roleName(b.role) + " buffer, not an input");
-  if (data.dtype != b.dtype)
+  if (dtype != b.dtype)
     throw PlanError("--data " + name + ": array has dtype " +
-                    dtypeName(data.dtype) + " but input '" + name + "' is " +
+                    dtypeName(dtype) + " but input '" + name + "' is " +
                     dtypeName(b.dtype));
+  UserData data;
+  data.stride = b.bytes;
   if (ranks && !b.shape.empty()) {
-    // The file holds global batches (batch * ranks rows each): keep this
-    // rank's rows of each.
+    // The file holds global batches (batch * ranks rows each): this rank
+    // reads its rows of each.
     int64_t rows = b.shape[0], global = rows * ranks->size();
-    bool whole = data.shape.size() == b.shape.size() && !data.shape.empty() &&
+    bool whole = shape.size() == b.shape.size() && !shape.empty() &&
                  std::equal(b.shape.begin() + 1, b.shape.end(),
-                            data.shape.begin() + 1) &&
-                 data.shape[0] > 0 && data.shape[0] % global == 0;
+                            shape.begin() + 1) &&
+                 shape[0] > 0 && shape[0] % global == 0;
     Shape globalShape = b.shape;
     globalShape[0] = global;
     if (!whole)
       throw PlanError("--data " + name + ": array has shape " +
-                      formatShape(data.shape) + " but " +
+                      formatShape(shape) + " but " +
                       std::to_string(ranks->size()) +
                       " ranks need global batches of input '" + name +
                       "': shape " + formatShape(globalShape) + " (batch " +
                       std::to_string(rows) + " per rank), or k of them "
                       "stacked on dim 0");
-    uint64_t rowBytes = b.bytes / uint64_t(rows);
-    int64_t batches = data.shape[0] / global;
-    NpyArray mine{data.dtype, data.shape, {}};
-    mine.shape[0] = batches * rows;
-    mine.bytes.reserve(uint64_t(batches) * b.bytes);
-    for (int64_t k = 0; k < batches; ++k) {
-      const char *from = data.bytes.data() +
-                         (uint64_t(k * global + rows * ranks->rank())) * rowBytes;
-      mine.bytes.insert(mine.bytes.end(), from, from + b.bytes);
-    }
-    data = std::move(mine);
+    data.batches = uint64_t(shape[0] / global);
+    data.stride = b.bytes * uint64_t(ranks->size());
+    data.first = b.bytes * uint64_t(ranks->rank());
+    return {*index, std::move(data)};
   }
-  bool sameShape = data.shape == b.shape;
+  bool sameShape = shape == b.shape;
   bool batches =
-      !b.shape.empty() && data.shape.size() == b.shape.size() &&
-      std::equal(b.shape.begin() + 1, b.shape.end(), data.shape.begin() + 1) &&
-      data.shape[0] % b.shape[0] == 0 && data.shape[0] > 0;
+      !b.shape.empty() && shape.size() == b.shape.size() &&
+      std::equal(b.shape.begin() + 1, b.shape.end(), shape.begin() + 1) &&
+      shape[0] % b.shape[0] == 0 && shape[0] > 0;
   if (!sameShape && !batches)
     throw PlanError("--data " + name + ": array has shape " +
-                    formatShape(data.shape) + " but input '" + name +
+                    formatShape(shape) + " but input '" + name +
                     "' has shape " + formatShape(b.shape) +
                     " (or k batches of it stacked on dim 0)");
-  userData[*index] = std::move(data);
+  if (!sameShape)
+    data.batches = uint64_t(shape[0] / b.shape[0]);
+  return {*index, std::move(data)};
+}
+
+void Executor::setInputData(const std::string &name, NpyArray array) {
+  auto [index, data] = checkUserData(name, array.dtype, array.shape);
+  data.array = std::move(array);
+  userData[index] = std::move(data);
   prefetchedStep = -1; // filled from the old source
+}
+
+void Executor::setInputData(const std::string &name, NpyFile file) {
+  auto [index, data] = checkUserData(name, file.dtype(), file.shape());
+  data.file = std::move(file);
+  userData[index] = std::move(data);
+  prefetchedStep = -1;
 }
 
 void Executor::copyInput(size_t index, const void *src, uint64_t bytes,
@@ -423,14 +436,32 @@ void Executor::fillInputs(int64_t step) {
       if (isLabels != (pass == 1))
         continue;
       if (auto it = userData.find(i); it != userData.end()) {
-        // Straight from the loaded array (no host copy of the batch).
-        const NpyArray &a = it->second;
-        uint64_t numBatches = a.bytes.size() / b.bytes;
-        uint64_t batch = uint64_t(step) % numBatches;
-        const char *src = a.bytes.data() + batch * b.bytes;
-        copyInput(i, src, b.bytes, 0, step);
-        if (needed.count(i))
-          host.emplace(i, std::vector<char>(src, src + b.bytes));
+        const UserData &d = it->second;
+        uint64_t from = d.first + uint64_t(step) % d.batches * d.stride;
+        if (!d.file) {
+          // Straight from the array in memory.
+          const char *src = d.array.bytes.data() + from;
+          copyInput(i, src, b.bytes, 0, step);
+          if (needed.count(i))
+            host.emplace(i, std::vector<char>(src, src + b.bytes));
+        } else if (needed.count(i)) {
+          // A labels_of or teacher input reads this batch on the host.
+          std::vector<char> bytes(size_t(b.bytes));
+          d.file->readData(from, b.bytes, b.bytes,
+                           [&](uint64_t done, const char *src, uint64_t n) {
+                             std::memcpy(bytes.data() + done, src, n);
+                           });
+          copyInput(i, bytes.data(), bytes.size(), 0, step);
+          host.emplace(i, std::move(bytes));
+        } else {
+          // From the file into the buffer through 1 MiB: the run's peak
+          // RSS counts whatever the host holds beside the arena.
+          constexpr uint64_t kChunk = uint64_t(1) << 20;
+          d.file->readData(from, b.bytes, kChunk,
+                           [&](uint64_t done, const char *src, uint64_t n) {
+                             copyInput(i, src, n, done, step);
+                           });
+        }
         continue;
       }
       if (!b.data)

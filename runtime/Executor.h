@@ -111,8 +111,13 @@ public:
   /// Feeds input `name` from user data instead of its generator. The array
   /// has the buffer's dtype and either its shape (the same batch every
   /// step) or [k*B, ...rest] for a buffer [B, ...rest] (step s uses batch
-  /// s mod k). Throws PlanError otherwise.
+  /// s mod k); a data-parallel rank reads its rows of each global batch.
+  /// Throws PlanError otherwise.
   void setInputData(const std::string &name, NpyArray data);
+  /// Same, from an opened .npy file: each step reads its batch from the
+  /// file into the input's buffer in pieces of 1 MiB (no host copy of the
+  /// array; of the batch only where a labels_of or teacher input reads it).
+  void setInputData(const std::string &name, NpyFile file);
 
   /// Runs the next training step (0-based number stepsRun()). prefetchNext
   /// false: the caller runs no further step, so its inputs are not filled.
@@ -141,6 +146,19 @@ public:
   std::string commName() const { return comm ? comm->name() : ""; }
 
 private:
+  /// Where an input's user data comes from: an array in memory or an
+  /// opened .npy file, and which bytes of it step s reads: batch
+  /// s mod `batches`, at byte first + (s mod batches) * stride.
+  struct UserData {
+    NpyArray array;
+    std::optional<NpyFile> file;
+    uint64_t batches = 1, stride = 0, first = 0;
+  };
+  /// Checks user data of `dtype` and `shape` for input `name` (the
+  /// messages of setInputData) and returns its buffer and byte ranges.
+  std::pair<size_t, UserData> checkUserData(const std::string &name,
+                                            DType dtype,
+                                            const Shape &shape) const;
   /// Fills every input for 0-based training step `step`.
   void fillInputs(int64_t step);
   /// Copies one input's bytes (asynchronously where the backend can).
@@ -178,7 +196,7 @@ private:
   bool prefetch = false;
   /// Per plan step: resolved operand and result views into the arena.
   PlanCalls calls;
-  std::map<size_t, NpyArray> userData;
+  std::map<size_t, UserData> userData;
   Ranks *ranks = nullptr; ///< null or one rank: nothing communicated
   /// Gradient means and param gathers: null unless several ranks or
   /// CommChoice::Device.

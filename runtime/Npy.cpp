@@ -2,6 +2,7 @@
 #include "runtime/Npy.h"
 #include "runtime/OutputFile.h"
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <iterator>
@@ -51,49 +52,70 @@ std::string npyDescr(DType dtype) {
   }
 }
 
-NpyArray readNpy(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw PlanError(path + ": cannot open .npy file");
-  std::vector<char> contents((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  return parseNpy(contents, path);
+namespace {
+
+/// What a .npy header says: the array's dtype and shape and where its
+/// data starts.
+struct NpyLayout {
+  DType dtype = DType::F32;
+  Shape shape;
+  uint64_t dataStart = 0, dataBytes = 0;
+};
+
+/// The bytes from the start of the file to the end of the header, from its
+/// first `have` bytes (at least 12, or the whole file); 0 when those do not
+/// tell (bad magic or version: parseLayout says which).
+uint64_t headerEnd(const char *c, uint64_t have) {
+  if (have < 10 || std::string(c, 6) != std::string("\x93NUMPY", 6))
+    return 0;
+  int major = uint8_t(c[6]);
+  if (major == 1)
+    return 10 + (uint8_t(c[8]) | (uint64_t(uint8_t(c[9])) << 8));
+  if ((major == 2 || major == 3) && have >= 12)
+    return 12 + (uint8_t(c[8]) | (uint64_t(uint8_t(c[9])) << 8) |
+                 (uint64_t(uint8_t(c[10])) << 16) |
+                 (uint64_t(uint8_t(c[11])) << 24));
+  return 0;
 }
 
-NpyArray parseNpy(const std::vector<char> &c, const std::string &path) {
+/// Checks the header in the first `have` bytes `c` of a file of
+/// `fileSize` bytes (`have` covers the header wherever the file does).
+NpyLayout parseLayout(const char *c, uint64_t have, uint64_t fileSize,
+                      const std::string &path) {
   const char magic[] = "\x93NUMPY";
-  if (c.size() < 10 || std::string(c.data(), 6) != std::string(magic, 6))
+  if (have < 10 || std::string(c, 6) != std::string(magic, 6))
     failAt(path, "not a .npy file (bad magic)");
   int major = uint8_t(c[6]);
-  size_t headerLen, headerStart;
+  uint64_t headerLen, headerStart;
   if (major == 1) {
-    headerLen = uint8_t(c[8]) | (size_t(uint8_t(c[9])) << 8);
+    headerLen = uint8_t(c[8]) | (uint64_t(uint8_t(c[9])) << 8);
     headerStart = 10;
   } else if (major == 2 || major == 3) {
-    if (c.size() < 12)
+    if (have < 12)
       failAt(path, "truncated .npy header");
-    headerLen = uint8_t(c[8]) | (size_t(uint8_t(c[9])) << 8) |
-                (size_t(uint8_t(c[10])) << 16) | (size_t(uint8_t(c[11])) << 24);
+    headerLen = uint8_t(c[8]) | (uint64_t(uint8_t(c[9])) << 8) |
+                (uint64_t(uint8_t(c[10])) << 16) |
+                (uint64_t(uint8_t(c[11])) << 24);
     headerStart = 12;
   } else {
     failAt(path, "unsupported .npy version " + std::to_string(major) +
                      " (this reader supports 1, 2 and 3)");
   }
-  if (headerLen > c.size() - headerStart)
+  if (headerLen > fileSize - headerStart || headerLen > have - headerStart)
     failAt(path, "truncated .npy header");
-  std::string header(c.data() + headerStart, headerLen);
+  std::string header(c + headerStart, headerLen);
 
-  NpyArray array;
+  NpyLayout layout;
   std::string descr = valueOf(header, "descr", path);
   if (descr.size() < 2 || (descr[0] != '\'' && descr[0] != '"'))
     failAt(path, ".npy descr is not a string");
   descr = descr.substr(1, descr.find(descr[0], 1) - 1);
   if (descr == "<f4")
-    array.dtype = DType::F32;
+    layout.dtype = DType::F32;
   else if (descr == "<i4")
-    array.dtype = DType::I32;
+    layout.dtype = DType::I32;
   else if (descr == "<i8")
-    array.dtype = DType::I64;
+    layout.dtype = DType::I64;
   else
     failAt(path, "unsupported .npy dtype '" + descr +
                      "' (expected '<f4', '<i4' or '<i8')");
@@ -124,18 +146,90 @@ NpyArray parseNpy(const std::vector<char> &c, const std::string &path) {
       ++end;
     if (end == pos)
       failAt(path, ".npy shape has a non-integer dimension");
-    array.shape.push_back(std::stoll(dims.substr(pos, end - pos)));
+    layout.shape.push_back(std::stoll(dims.substr(pos, end - pos)));
     pos = end;
   }
-  auto bytes = checkedByteSize(array.shape, array.dtype);
-  size_t dataStart = headerStart + headerLen;
-  if (!bytes || *bytes != c.size() - dataStart)
-    failAt(path, ".npy data is " + std::to_string(c.size() - dataStart) +
-                     " bytes but shape " + formatShape(array.shape) + " of " +
-                     descr + " needs " +
+  auto bytes = checkedByteSize(layout.shape, layout.dtype);
+  layout.dataStart = headerStart + headerLen;
+  uint64_t present = fileSize - layout.dataStart;
+  if (!bytes || *bytes != present)
+    failAt(path, ".npy data is " + std::to_string(present) +
+                     " bytes but shape " + formatShape(layout.shape) +
+                     " of " + descr + " needs " +
                      (bytes ? std::to_string(*bytes) : "too many"));
-  array.bytes.assign(c.begin() + int64_t(dataStart), c.end());
+  layout.dataBytes = *bytes;
+  return layout;
+}
+
+} // namespace
+
+NpyArray readNpy(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw PlanError(path + ": cannot open .npy file");
+  std::vector<char> contents((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  return parseNpy(contents, path);
+}
+
+NpyArray parseNpy(const std::vector<char> &c, const std::string &path) {
+  NpyLayout layout = parseLayout(c.data(), c.size(), c.size(), path);
+  NpyArray array;
+  array.dtype = layout.dtype;
+  array.shape = layout.shape;
+  array.bytes.assign(c.begin() + int64_t(layout.dataStart), c.end());
   return array;
+}
+
+NpyFile NpyFile::open(const std::string &path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in)
+    throw PlanError(path + ": cannot open .npy file");
+  uint64_t fileSize = uint64_t(in.tellg());
+  // The fixed prefix, then the rest of the header it announces (as far as
+  // the file goes: parseLayout reports a header past its end).
+  std::vector<char> head(size_t(std::min<uint64_t>(fileSize, 12)));
+  in.seekg(0);
+  in.read(head.data(), int64_t(head.size()));
+  uint64_t end = std::min(headerEnd(head.data(), head.size()), fileSize);
+  if (in && end > head.size()) {
+    size_t have = head.size();
+    head.resize(size_t(end));
+    in.read(head.data() + have, int64_t(end - have));
+  }
+  if (!in)
+    throw PlanError(path + ": cannot read the .npy header");
+  NpyLayout layout = parseLayout(head.data(), head.size(), fileSize, path);
+  NpyFile file;
+  file.filePath = path;
+  file.type = layout.dtype;
+  file.dims = layout.shape;
+  file.dataStart = layout.dataStart;
+  file.size = layout.dataBytes;
+  return file;
+}
+
+void NpyFile::readData(
+    uint64_t offset, uint64_t n, uint64_t chunk,
+    const std::function<void(uint64_t, const char *, uint64_t)> &fn) const {
+  if (offset > size || n > size - offset)
+    throw PlanError(filePath + ": bytes [" + std::to_string(offset) + ", " +
+                    std::to_string(offset + n) + ") are outside the " +
+                    std::to_string(size) + " data bytes");
+  std::ifstream in(filePath, std::ios::binary);
+  in.seekg(int64_t(dataStart + offset));
+  std::vector<char> piece(size_t(std::min(n, std::max<uint64_t>(chunk, 1))));
+  for (uint64_t done = 0; done < n;) {
+    uint64_t count = std::min<uint64_t>(piece.size(), n - done);
+    in.read(piece.data(), int64_t(count));
+    if (!in)
+      throw PlanError(filePath + ": cannot read " + std::to_string(n) +
+                      " data bytes at byte " +
+                      std::to_string(dataStart + offset) +
+                      " (the file changed after its header was read?)");
+    fn(done, piece.data(), count);
+    done += count;
+  }
 }
 
 void writeNpy(const std::string &path, const NpyArray &array) {

@@ -10,6 +10,8 @@
 
 #include "runtime/PlanFormat.h"
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,33 @@ struct NpyArray {
 NpyArray readNpy(const std::string &path);
 /// Same, from bytes in memory (`path` is used in messages).
 NpyArray parseNpy(const std::vector<char> &contents, const std::string &path);
+/// A .npy file whose header has been read and checked (the checks of
+/// readNpy, against the file's size) while its data stays in the file:
+/// readData reads a range of it in bounded pieces, so an input fed from it
+/// needs no host copy of the whole array.
+class NpyFile {
+public:
+  static NpyFile open(const std::string &path);
+
+  DType dtype() const { return type; }
+  const Shape &shape() const { return dims; }
+  uint64_t dataBytes() const { return size; }
+  const std::string &path() const { return filePath; }
+
+  /// Hands data bytes [offset, offset + n) to fn(done, bytes, count) in
+  /// order (`done` counted from `offset`), read through one buffer of at
+  /// most `chunk` bytes. A file that no longer holds them is a PlanError.
+  void readData(uint64_t offset, uint64_t n, uint64_t chunk,
+                const std::function<void(uint64_t done, const char *bytes,
+                                         uint64_t count)> &fn) const;
+
+private:
+  std::string filePath;
+  DType type = DType::F32;
+  Shape dims;
+  uint64_t dataStart = 0, size = 0;
+};
+
 /// Writes a version 1.0 file.
 void writeNpy(const std::string &path, const NpyArray &array);
 

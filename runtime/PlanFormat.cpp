@@ -475,12 +475,16 @@ std::optional<uint64_t> checkedByteSize(const Shape &shape, DType dtype) {
   return *n * size;
 }
 
-uint64_t cpuRuntimeAllowanceBytes(const Plan &plan) {
+uint64_t cpuRuntimeAllowanceBytes(const Plan &plan, unsigned blasThreads) {
   uint64_t staged = 0;
   for (const BufferDesc &b : plan.buffers)
     if (b.init || b.role == BufferRole::Input)
       staged = std::max(staged, b.bytes);
-  return kCpuRuntimeBaseBytes + staged;
+  return kCpuRuntimeBaseBytes + staged + cpuBlasAllowanceBytes(blasThreads);
+}
+
+uint64_t cpuBlasAllowanceBytes(unsigned threads) {
+  return threads ? kCpuBlasBytes + threads * kCpuBlasThreadBytes : 0;
 }
 
 std::string gradBufferName(const std::string &paramName) {

@@ -24,6 +24,8 @@
   checks.py REMAT graph-reorder    plan --graph keeps the given order by default
                                    (proven optimum for it); --reorder moves an op
                                    and needs no recomputation
+  checks.py REMAT data-memory      --data of a 32 MiB file: the run holds less
+                                   than a quarter of it beside the arena
 Exit 0 on success, 1 with a message on failure.
 """
 import json
@@ -841,6 +843,54 @@ def dump_values(remat, work):
     print("unknown names, parameters and a missing --dump-names are errors")
 
 
+def write_npy_f32(path, shape, pattern, repeat):
+    """A little-endian float32 .npy of `shape` whose data is the float list
+    `pattern` repeated `repeat` times (stdlib only)."""
+    header = ("{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" %
+              "".join(f"{d}, " for d in shape))
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) +
+                header.encode())
+        f.write(struct.pack(f"<{len(pattern)}f", *pattern) * repeat)
+
+
+def data_memory(remat, work):
+    """remat run --data reads each step's batch from the .npy file into the
+    arena in bounded pieces: mlp_deep tiny (x: 8 x 16 floats a batch) fed
+    from a 32 MiB file of 65536 batches grows beside its arena and
+    workspace by less than a quarter of the file (holding the file, as
+    remat run did before, takes all of it) and within the report's
+    runtime allowance."""
+    args = [model("mlp_deep.json"), "--preset", "tiny"]
+    plan, report = compile_plan(remat, args, work, "data")
+    if plan is None:
+        fail(f"compile failed: {report}")
+    batches, rows, width = 65536, 8, 16
+    npy = os.path.join(work, "x.npy")
+    pattern = [((i * 37) % 101) / 101.0 - 0.5 for i in range(rows * width * 64)]
+    write_npy_f32(npy, (batches * rows, width), pattern, batches // 64)
+    file_bytes = batches * rows * width * 4
+    log = os.path.join(work, "data.jsonl")
+    r = subprocess.run([remat, "run", plan, "--steps", "3", "--log", log,
+                        "--data", "x=" + npy], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        fail(f"remat run --data failed:\n{r.stderr}")
+    with open(log) as f:
+        growth = max(json.loads(line)["rss_growth_bytes"] for line in f)
+    beside = growth - report["step_bytes"]
+    allowance = report["runtime_allowance_bytes"]
+    print(f"--data file {file_bytes} B; arena + workspace "
+          f"{report['step_bytes']} B, RSS growth {growth} B: {beside} B "
+          f"beside them; runtime allowance {allowance} B")
+    if beside >= file_bytes // 4:
+        fail("the run held a quarter of the --data file or more beside the "
+             "arena")
+    if beside > allowance:
+        fail("the run grew beyond the runtime allowance")
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -860,7 +910,8 @@ def main():
               "measured-recompute": measured_recompute,
               "plans-deterministic": plans_deterministic,
               "recompute-reads-latest": recompute_reads_latest,
-              "dump-values": dump_values}
+              "dump-values": dump_values,
+              "data-memory": data_memory}
     if check not in checks:
         print(f"unknown check {check}; one of {', '.join(checks)}")
         return 2

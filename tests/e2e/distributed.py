@@ -20,6 +20,10 @@
   distributed.py REMAT errors
       a rank count that does not divide the batch, a plan run on another
       rank count, different plans on the ranks: clear errors, exit 1.
+  distributed.py REMAT data
+      --data files on 2 ranks: each rank reads its rows of every global
+      batch (4 steps' losses as on 1 rank); a file that is not whole global
+      batches is an error.
   distributed.py REMAT rank-killed
       rank 1 killed mid-run: the run stops within 30 s with an error that
       names rank 1.
@@ -434,6 +438,65 @@ def update_lag(remat, work):
     return 0
 
 
+def data_parity(remat, work):
+    """--data on 2 ranks: each rank reads its rows of every global batch
+    from the .npy files (streamed, docs/distributed.md). mlp_deep tiny
+    (global batch 8) fed x and target from files of 3 global batches: 4
+    steps on 2 ranks against 1 rank (the batches cycle), every loss within
+    1e-6 relative on step 1 and 1e-4 after; a file of 12 rows (not a
+    multiple of the global batch) is an error naming the shape it needs."""
+    base = [model_path("mlp_deep"), "--preset", "tiny"]
+    plans = {}
+    for ranks in (1, 2):
+        plans[ranks] = os.path.join(work, f"d{ranks}.plan")
+        must(run([remat, "compile"] + base + ["--ranks", str(ranks),
+                  "--emit=plan", "-o", plans[ranks]]),
+             f"compile --ranks {ranks}")
+
+    def npy(name, rows, seed):
+        path = os.path.join(work, name + ".npy")
+        header = ("{'descr': '<f4', 'fortran_order': False, "
+                  f"'shape': ({rows}, 16), }}")
+        header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+        values = [((i * 7919 + seed) % 1009) / 1009.0 - 0.5
+                  for i in range(rows * 16)]
+        with open(path, "wb") as f:
+            f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) +
+                    header.encode() + struct.pack(f"<{len(values)}f",
+                                                  *values))
+        return path
+
+    data = ["--data", "x=" + npy("x", 24, 1),
+            "--data", "target=" + npy("target", 24, 2)]
+    logs = {r: os.path.join(work, f"d{r}.jsonl") for r in (1, 2)}
+    must(run([remat, "run", plans[1], "--steps", "4", "--log", logs[1]] +
+             data), "1-rank run --data")
+    must(run(MPIRUN + ["2", remat, "run", plans[2], "--steps", "4", "--log",
+                       logs[2]] + data), "2-rank run --data")
+    a, b = losses(logs[1]), losses(logs[2])
+    if len(a) != 4 or len(b) != 4:
+        raise SystemExit(f"FAIL: {len(a)} and {len(b)} log lines, not 4")
+    for k, (x, y) in enumerate(zip(a, b)):
+        rel = abs(x["loss"] - y["loss"]) / max(abs(x["loss"]), 1e-30)
+        limit = 1e-6 if k == 0 else 1e-4
+        if rel > limit:
+            raise SystemExit(f"FAIL: --data step {k + 1}: loss {y['loss']} "
+                             f"on 2 ranks, {x['loss']} on 1 (relative "
+                             f"{rel:.2e} > {limit})")
+    if a[0]["loss"] == a[1]["loss"] or a[0]["loss"] == a[3]["loss"]:
+        raise SystemExit("FAIL: the 3 batches did not cycle: losses "
+                         f"{[x['loss'] for x in a]}")
+    print(f"--data on 2 ranks: 4 losses as on 1 rank "
+          f"({[round(x['loss'], 6) for x in a]})")
+    r = run(MPIRUN + ["2", remat, "run", plans[2], "--steps", "1",
+                      "--data", "x=" + npy("short", 12, 3)])
+    expect = "2 ranks need global batches of input 'x': shape [8,16]"
+    if r.returncode == 0 or expect not in r.stderr:
+        raise SystemExit(f"FAIL: a 12-row file on 2 ranks: exit "
+                         f"{r.returncode}, wanted '{expect}' in:\n{r.stderr}")
+    return 0
+
+
 def main():
     if len(sys.argv) < 3:
         raise SystemExit(__doc__)
@@ -455,6 +518,8 @@ def main():
             return errors(remat, work)
         if check == "rank-killed":
             return rank_killed(remat, work)
+        if check == "data":
+            return data_parity(remat, work)
     raise SystemExit(__doc__)
 
 

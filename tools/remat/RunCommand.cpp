@@ -2,6 +2,7 @@
 #include "tools/remat/RunCommand.h"
 
 #include "runtime/Backend.h"
+#include "runtime/backends/cpu/Gemm.h"
 #include "runtime/BoundsCheck.h"
 #ifdef REMAT_HAVE_CUDA_BACKEND
 #include "runtime/backends/cuda/CudaBackend.h"
@@ -278,7 +279,7 @@ int runCommand(const RunOptions &opt) {
     execOptions.weights = weights ? &*weights : nullptr;
     Executor exec(plan, *backend, execOptions);
     for (const auto &[name, path] : opt.data)
-      exec.setInputData(name, readNpy(path));
+      exec.setInputData(name, NpyFile::open(path));
 
     // The log is written in place, a line per step, so it can be followed
     // while the run goes on.
@@ -356,11 +357,13 @@ int runCommand(const RunOptions &opt) {
       info << "remat run: budget " << budget->get<int64_t>()
           << " B; arena + workspace "
           << exec.arenaBytes() + exec.workspaceBytes() << " B (within)";
+      // This run's allowance: OpenBLAS at the threads it runs (the
+      // report's counts one a core of the machine that compiled the plan).
       if (auto allowance = p.report.find("runtime_allowance_bytes");
           allowance != p.report.end() && allowance->is_number_integer() &&
           device->name() == "cpu")
-        info << "; runtime allowance beside it " << allowance->get<int64_t>()
-            << " B";
+        info << "; runtime allowance beside it "
+            << cpuRuntimeAllowanceBytes(p, cpu::gemmThreads()) << " B";
       info << "\n";
     }
 #ifdef REMAT_HAVE_CUDA_BACKEND

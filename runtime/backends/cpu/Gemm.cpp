@@ -89,4 +89,12 @@ bool gemmUsesBlas() {
 #endif
 }
 
+unsigned gemmThreads() {
+#ifdef REMAT_HAVE_OPENBLAS
+  return unsigned(std::max(1, openblas_get_num_threads()));
+#else
+  return 0;
+#endif
+}
+
 } // namespace remat::runtime::cpu

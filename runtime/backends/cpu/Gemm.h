@@ -20,6 +20,9 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
 
 /// Whether float GEMMs use OpenBLAS in this build.
 bool gemmUsesBlas();
+/// The threads OpenBLAS runs float GEMMs on (openblas_get_num_threads:
+/// OPENBLAS_NUM_THREADS, at most one a core); 0 without OpenBLAS.
+unsigned gemmThreads();
 
 } // namespace remat::runtime::cpu
 

@@ -290,6 +290,44 @@ TEST_CASE("user data from .npy replaces an input's generator", "[runtime]") {
       Catch::Contains("array has dtype i32 but input 'x' is f32"));
 }
 
+TEST_CASE("user data read from an opened .npy file each step gives the "
+          "array's batches",
+          "[runtime]") {
+  LoadedPlan plan = loadPlanText(kTinyLinearPlan, "tiny.plan");
+  // Three batches stacked: steps 0, 1, 2, 3 see batches 0, 1, 2, 0.
+  std::vector<float> values(96);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = std::sin(float(i) * 0.3f);
+  NpyArray data{DType::F32, {24, 4}, std::vector<char>(384)};
+  std::memcpy(data.bytes.data(), values.data(), 384);
+  std::string path = tempPath("stream.npy");
+  writeNpy(path, data);
+  CpuBackend cpu;
+  Executor fromArray(plan, cpu), fromFile(plan, cpu);
+  fromArray.setInputData("x", data);
+  fromFile.setInputData("x", NpyFile::open(path));
+  for (int step = 0; step < 4; ++step) {
+    StepResult a = fromArray.runStep(), f = fromFile.runStep();
+    CHECK(a.loss == f.loss);
+    size_t batch = size_t(step % 3);
+    CHECK(asFloats(fromFile.readBuffer(0)) ==
+          std::vector<float>(values.begin() + int64_t(batch * 32),
+                             values.begin() + int64_t(batch * 32 + 32)));
+  }
+  // The checks of an array, on the file's header.
+  NpyArray wrong{DType::F32, {8, 3}, std::vector<char>(96)};
+  writeNpy(path, wrong);
+  CHECK_THROWS_WITH(fromFile.setInputData("x", NpyFile::open(path)),
+                    Catch::Contains("array has shape [8,3] but input 'x' has "
+                                    "shape [8,4]"));
+  // Cut short after it was opened: the step names the file.
+  writeNpy(path, data);
+  fromFile.setInputData("x", NpyFile::open(path));
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write("x", 1);
+  CHECK_THROWS_WITH(fromFile.runStep(),
+                    Catch::Contains(path + ": cannot read"));
+}
+
 TEST_CASE("sequence data follows its rule and labels_of is the next token",
           "[runtime]") {
   Plan plan = sequenceModelPlan();

@@ -222,3 +222,68 @@ TEST_CASE("npy rejects a wrong dtype, Fortran order and a size mismatch",
   CHECK_THROWS_WITH(parseNpy(std::vector<char>(12, 'x'), "junk.npy"),
                     Catch::Contains("not a .npy file"));
 }
+
+TEST_CASE("an opened .npy file reads ranges of its data in bounded pieces "
+          "and makes the errors readNpy makes",
+          "[runtime]") {
+  std::string path = tempPath("opened.npy");
+  NpyArray a{DType::F32, {3, 2}, floatBytes({1, 2, 3, 4, 5, 6})};
+  writeNpy(path, a);
+  NpyFile file = NpyFile::open(path);
+  CHECK(file.dtype() == DType::F32);
+  CHECK(file.shape() == Shape{3, 2});
+  CHECK(file.dataBytes() == 24);
+  // Bytes [4, 20) through pieces of at most 6 bytes, in order.
+  std::vector<char> got;
+  std::vector<uint64_t> pieces;
+  file.readData(4, 16, 6, [&](uint64_t done, const char *bytes, uint64_t n) {
+    CHECK(done == got.size());
+    pieces.push_back(n);
+    got.insert(got.end(), bytes, bytes + n);
+  });
+  CHECK(pieces == std::vector<uint64_t>{6, 6, 4});
+  CHECK(got == std::vector<char>(a.bytes.begin() + 4, a.bytes.begin() + 20));
+  CHECK_THROWS_WITH(file.readData(20, 8, 4, [](uint64_t, const char *,
+                                                uint64_t) {}),
+                    Catch::Contains("outside the 24 data bytes"));
+
+  // Every file readNpy refuses, NpyFile::open refuses with its message.
+  auto both = [&](const std::vector<char> &bytes, const std::string &what) {
+    std::string bad = tempPath("bad.npy");
+    std::ofstream(bad, std::ios::binary)
+        .write(bytes.data(), int64_t(bytes.size()));
+    CHECK_THROWS_WITH(readNpy(bad), Catch::Contains(what));
+    CHECK_THROWS_WITH(NpyFile::open(bad), Catch::Contains(what));
+  };
+  both(npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }",
+                12),
+       "data is 12 bytes but shape [2,2] of <f4 needs 16");
+  both(npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }",
+                20),
+       "data is 20 bytes but shape [2,2] of <f4 needs 16");
+  both(npyBytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }",
+                16),
+       "unsupported .npy dtype '<f8'");
+  std::vector<char> header =
+      npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+               0);
+  both(std::vector<char>(header.begin(), header.begin() + 40),
+       "truncated .npy header");
+  both(std::vector<char>(header.begin(), header.begin() + 9),
+       "not a .npy file");
+  both(std::vector<char>(12, 'x'), "not a .npy file");
+  std::vector<char> v2 =
+      npyBytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }", 8,
+               2);
+  both(std::vector<char>(v2.begin(), v2.begin() + 11), "truncated .npy header");
+  CHECK_THROWS_WITH(NpyFile::open(tempPath("absent.npy")),
+                    Catch::Contains("cannot open .npy file"));
+
+  // A file cut short after it was opened: a clear error at the read.
+  std::vector<char> full = readAll(path);
+  std::ofstream(path, std::ios::binary)
+      .write(full.data(), int64_t(full.size() - 8));
+  CHECK_THROWS_WITH(file.readData(0, 24, 1 << 20,
+                                  [](uint64_t, const char *, uint64_t) {}),
+                    Catch::Contains(path + ": cannot read 24 data bytes"));
+}

@@ -461,10 +461,10 @@ namespace {
 /// step a recomputation's operands may come cold from memory, and the
 /// ops after it may find its result in cache. So the plan planned with
 /// the measured costs and the one planned with the backend's roofline are
-/// each timed (remat profile PLAN); their recomputations' own medians
-/// become the profile's recompute costs (`recompute_ops`), the planner
-/// plans once more with them, and that plan is timed too if it is new.
-/// The candidate with the fastest measured step is the result; its
+/// timed (remat profile PLAN); their recomputations' own medians become
+/// the profile's recompute costs (`recompute_ops`), the planner plans
+/// once more with them, and two more rounds time every candidate (the new
+/// one too). The candidate with the fastest median step is the result; its
 /// report's recompute_overhead is modeled with every cost measured, and
 /// device_profile.candidates says what was timed. Returns the plan.
 runtime::Plan planWithMeasuredCosts(const model::ModelFile &model,
@@ -482,7 +482,8 @@ runtime::Plan planWithMeasuredCosts(const model::ModelFile &model,
     runtime::Plan plan;
     nlohmann::json report;
     std::string text;
-    double stepSeconds = -1;
+    std::vector<double> runSeconds; ///< one median step per timed run
+    double stepSeconds = -1;        ///< their median
   };
   std::vector<Candidate> candidates;
   auto plan = [&](const std::string &source, const DeviceProfile &with) {
@@ -508,39 +509,47 @@ runtime::Plan planWithMeasuredCosts(const model::ModelFile &model,
     return std::move(candidates[0].plan);
   }
   plan("roofline", *builtinDeviceProfile(backend == "cpu" ? "cpu" : "h200"));
-  // Recompute costs: the median of each candidate's in-situ median.
+  // Recompute costs: the median of every timed run's in-situ medians.
   std::map<std::string, std::vector<double>> recomputeSamples;
   TempDir dir("remat-candidates");
-  auto time = [&](Candidate &c) {
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2]
+                        : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  // One timed run of a candidate (1 warm-up + 3 steps, their median); the
+  // candidates go in rounds, so that a change of the machine's load hits
+  // them alike, and each one's time is the median of its runs.
+  auto timeOnce = [&](Candidate &c) {
     std::string path = (dir.path / "candidate.plan").string();
     writePlanFile(model, c.plan, path);
-    std::cerr << "remat: timing the plan planned with " << c.source
-              << " costs (" << std::count_if(c.plan.steps.begin(),
-                                              c.plan.steps.end(),
-                                              [](const auto &s) {
-                                                return s.recompute;
-                                              })
-              << " recomputations)...\n";
     std::ostringstream quiet;
     nlohmann::json timed = measureOpCosts(path, backend, /*warmup=*/1,
                                           /*steps=*/3, quiet);
-    c.stepSeconds = timed["step_seconds"].get<double>();
+    c.runSeconds.push_back(timed["step_seconds"].get<double>());
+    c.stepSeconds = median(c.runSeconds);
     nlohmann::json recomputed =
         timed.value("recompute_ops", nlohmann::json::object());
     for (const auto &[key, seconds] : recomputed.items())
       recomputeSamples[key].push_back(seconds.get<double>());
-    for (const auto &[key, seconds] : recomputeSamples) {
-      std::vector<double> v = seconds;
-      std::sort(v.begin(), v.end());
-      profile.recomputeMeasured[key] =
-          v.size() % 2 ? v[v.size() / 2]
-                       : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-    }
   };
-  for (Candidate &c : candidates)
-    time(c);
-  if (plan("measured in-situ", profile))
-    time(candidates.back());
+  auto round = [&](int number) {
+    std::cerr << "remat: timing " << candidates.size()
+              << " candidate plans, round " << number << " of 3 (";
+    for (size_t i = 0; i < candidates.size(); ++i)
+      std::cerr << (i ? ", " : "") << candidates[i].source << " costs";
+    std::cerr << ")...\n";
+    for (Candidate &c : candidates)
+      timeOnce(c);
+  };
+  round(1);
+  for (const auto &[key, seconds] : recomputeSamples)
+    profile.recomputeMeasured[key] = median(seconds);
+  plan("measured in-situ", profile);
+  round(2);
+  round(3);
+  for (const auto &[key, seconds] : recomputeSamples)
+    profile.recomputeMeasured[key] = median(seconds);
   auto best = std::min_element(candidates.begin(), candidates.end(),
                                [](const Candidate &a, const Candidate &b) {
                                  return a.stepSeconds < b.stepSeconds;
@@ -575,6 +584,7 @@ runtime::Plan planWithMeasuredCosts(const model::ModelFile &model,
     timedList.push_back(
         {{"costs", c.source},
          {"measured_step_seconds", c.stepSeconds},
+         {"runs", c.runSeconds},
          {"planned_peak_bytes", c.report["planned_peak_bytes"]}});
   std::cerr << "remat: chose the plan planned with " << best->source
             << " costs (measured step " << best->stepSeconds * 1000

@@ -21,7 +21,7 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
       runSeed(options.seed.value_or(plan.plan.seed)) {
   const Plan &p = loaded.plan;
   int rankCount = options.ranks ? options.ranks->size() : 1;
-  if (p.ranks != rankCount)
+  if (p.ranks != rankCount && !(options.oneRankOfMany && rankCount == 1))
     throw PlanError(loaded.source + ": /ranks: the plan is for " +
                     std::to_string(p.ranks) + " rank" +
                     (p.ranks == 1 ? "" : "s") + " (remat compile --ranks " +
@@ -540,8 +540,10 @@ StepResult Executor::runStep(bool prefetchNext) {
         for (size_t b : sumsAfter[si])
           finishGradientSum(b);
     }
-    if (sharded != shardedUpdates.end()) {
-      // Every rank has updated its range: gather the whole param.
+    if (sharded != shardedUpdates.end() && comm) {
+      // Every rank has updated its range: gather the whole param (one
+      // rank of many timed alone, oneRankOfMany, has no one to gather
+      // from).
       const ShardedUpdate &u = sharded->second;
       gatherHandles[u.param] = comm->startGather(
           static_cast<float *>(bufferAddress(u.param)), u.numel, u.shard);

@@ -70,6 +70,9 @@ struct ExecutorOptions {
   /// generated, so no host copy of the largest of them adds to the run's
   /// peak RSS. remat run's --weights or the plan's weights file.
   const SafetensorsFile *weights = nullptr;
+  /// Time one rank's step of a plan for any rank count, alone (remat
+  /// profile): no communication; a sharded update updates rank 0's slice.
+  bool oneRankOfMany = false;
 };
 
 struct StepResult {

@@ -482,6 +482,7 @@ runtime::Plan planWithMeasuredCosts(const model::ModelFile &model,
     runtime::Plan plan;
     nlohmann::json report;
     std::string text;
+    std::string path; ///< its plan file, once timed
     std::vector<double> runSeconds; ///< one median step per timed run
     double stepSeconds = -1;        ///< their median
   };
@@ -521,10 +522,13 @@ runtime::Plan planWithMeasuredCosts(const model::ModelFile &model,
   // candidates go in rounds, so that a change of the machine's load hits
   // them alike, and each one's time is the median of its runs.
   auto timeOnce = [&](Candidate &c) {
-    std::string path = (dir.path / "candidate.plan").string();
-    writePlanFile(model, c.plan, path);
+    if (c.path.empty()) { // (an ONNX model's weights go next to it, once)
+      c.path = (dir.path / ("candidate-" + c.source + ".plan")).string();
+      std::replace(c.path.begin(), c.path.end(), ' ', '-');
+      writePlanFile(model, c.plan, c.path);
+    }
     std::ostringstream quiet;
-    nlohmann::json timed = measureOpCosts(path, backend, /*warmup=*/1,
+    nlohmann::json timed = measureOpCosts(c.path, backend, /*warmup=*/1,
                                           /*steps=*/3, quiet);
     c.runSeconds.push_back(timed["step_seconds"].get<double>());
     c.stepSeconds = median(c.runSeconds);

@@ -44,6 +44,8 @@ nlohmann::json measureOpCosts(const std::string &planPath,
         planWeightsPath(planPath, plan.plan.weights));
   ExecutorOptions options;
   options.weights = weights ? &*weights : nullptr;
+  // A plan for N ranks: one rank's step (its batch), timed alone.
+  options.oneRankOfMany = true;
   Executor exec(plan, *backend, options);
   const Plan &p = plan.plan;
   std::vector<std::vector<double>> samples(p.steps.size());

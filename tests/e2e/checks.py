@@ -643,10 +643,11 @@ def measured_recompute(remat, work):
         fail("--device-profile measure: %r, overhead %r"
              % (dp, rep3["recompute_overhead"]))
     # A plan for 2 ranks: one rank's step, timed alone (sharded too).
-    for extra in ([], ["--shard-optimizer"]):
+    for extra in (["--budget", "440000"],
+                  ["--budget", "340000", "--shard-optimizer"]):
         plan4, rep4 = compile_plan(
-            remat, tiny[:3] + ["--ranks", "2", "--budget", "340000"] +
-            extra + ["--device-profile", "measure"], work, "ranks2")
+            remat, tiny[:3] + ["--ranks", "2"] + extra +
+            ["--device-profile", "measure"], work, "ranks2")
         if plan4 is None or "chosen" not in rep4["device_profile"]:
             fail("--ranks 2 %s--device-profile measure: %s"
                  % (" ".join(extra), rep4 if plan4 is None

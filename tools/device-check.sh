@@ -729,16 +729,19 @@ print("| stage | result | s | detail |\n|---|---|---|---|")
 for line in open(os.path.join(logs, "results.tsv")).read().splitlines()[1:]:
     cells = line.split("\t") + [""] * 4
     print("| %s |" % " | ".join(c.replace("|", "/") for c in cells[:4]))
+def differences(b):
+    """budgets_bitwise.py's largest differences, where not bitwise."""
+    return "" if b.get("bitwise") else (
+        "; largest loss difference %s, largest gradient difference %s in %s"
+        % (b.get("largest_loss_difference", 0),
+           b.get("largest_gradient_difference", 0),
+           b.get("largest_gradient_difference_in", "-")))
 bitwise = os.path.join(logs, "bitwise.json")
 if os.path.exists(bitwise):
     b = json.load(open(bitwise))
     print("\nbudgets bitwise (%s vs %s): %s%s" % (
         b.get("a"), b.get("b"), "yes" if b.get("bitwise") else "NO",
-        "" if b.get("bitwise") else
-        "; largest loss difference %s, largest gradient difference %s in %s"
-        % (b.get("largest_loss_difference", 0),
-           b.get("largest_gradient_difference", 0),
-           b.get("largest_gradient_difference_in", "-"))))
+        differences(b)))
     if b.get("why"):
         print("why: " + b["why"])
 nccl = os.path.join(logs, "nccl-bitwise.json")
@@ -746,11 +749,7 @@ if os.path.exists(nccl):
     b = json.load(open(nccl))
     print("\none rank through NCCL (%s) vs plain (%s): %s%s" % (
         b.get("b"), b.get("a"), "bitwise" if b.get("bitwise") else "NOT bitwise",
-        "" if b.get("bitwise") else
-        "; largest loss difference %s, largest gradient difference %s in %s"
-        % (b.get("largest_loss_difference", 0),
-           b.get("largest_gradient_difference", 0),
-           b.get("largest_gradient_difference_in", "-"))))
+        differences(b)))
 print("\n## remat run (--backend cuda)\n")
 print("budget = the plan's report.budget_bytes; in budget = arena + "
       "workspace (what the budget counts); overhead = measured device bytes "

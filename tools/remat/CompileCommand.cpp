@@ -930,26 +930,11 @@ int profileMain(int argc, char **argv) {
       profile = planProfile(options.model, backend, warmup, steps, std::cerr);
     } else {
       nlohmann::json table;
-      DeviceProfile measured = measureModelProfile(
-          loadModelFile(options), backend, std::cerr, warmup, steps, &table);
-      profile = {{"name", measured.name},
-                 {"flops_per_second", measured.flopsPerSecond},
-                 {"bytes_per_second", measured.bytesPerSecond},
-                 {"launch_seconds", measured.launchSeconds},
-                 {"ops", table["ops"]}};
-      table.erase("ops");
-      profile["source"] = table;
+      measureModelProfile(loadModelFile(options), backend, std::cerr, warmup,
+                          steps, &table);
+      profile = profileFile(std::move(table), backend, options.model);
     }
-    profile["source"]["model"] = options.model;
-    if (profile["source"].contains("calls")) {
-      profile["calls"] = profile["source"]["calls"];
-      profile["source"].erase("calls");
-    }
-    runtime::writeOutputFile(output, profile.dump(1) + "\n");
-    std::cerr << "remat profile: " << profile["ops"].size()
-              << " op calls timed; median step "
-              << profile["source"]["step_seconds"].get<double>() * 1000
-              << " ms\n";
+    writeProfileFile(output, profile, "remat profile");
     return 0;
   } catch (const model::ModelError &e) {
     std::cerr << "remat profile: error: " << e.what() << "\n";

@@ -139,11 +139,9 @@ nlohmann::json deviceMemoryJson(Backend &backend) {
   return nullptr;
 }
 
-nlohmann::json planProfile(const std::string &planPath,
-                           const std::string &backendName, int warmup,
-                           int steps, std::ostream &progress) {
-  nlohmann::json table =
-      measureOpCosts(planPath, backendName, warmup, steps, progress);
+nlohmann::json profileFile(nlohmann::json table,
+                           const std::string &backendName,
+                           const std::string &model) {
   DeviceProfile base =
       *builtinDeviceProfile(backendName == "cpu" ? "cpu" : "h200");
   nlohmann::json profile = {{"name", "measured-" + backendName},
@@ -155,9 +153,26 @@ nlohmann::json planProfile(const std::string &planPath,
       profile[key] = table[key];
       table.erase(key);
     }
-  table["model"] = planPath;
+  table["model"] = model;
   profile["source"] = table;
   return profile;
+}
+
+nlohmann::json planProfile(const std::string &planPath,
+                           const std::string &backendName, int warmup,
+                           int steps, std::ostream &progress) {
+  return profileFile(
+      measureOpCosts(planPath, backendName, warmup, steps, progress),
+      backendName, planPath);
+}
+
+void writeProfileFile(const std::string &output, const nlohmann::json &profile,
+                      const std::string &command) {
+  runtime::writeOutputFile(output, profile.dump(1) + "\n");
+  std::cerr << command << ": " << profile["ops"].size()
+            << " op calls timed; median step "
+            << profile["source"]["step_seconds"].get<double>() * 1000
+            << " ms\n";
 }
 
 int profilePlanMain(int argc, char **argv) {
@@ -223,13 +238,9 @@ int profilePlanMain(int argc, char **argv) {
   if (plan.empty())
     return usage("no plan given");
   try {
-    nlohmann::json profile = planProfile(plan, backend, warmup, steps,
-                                         std::cerr);
-    runtime::writeOutputFile(output, profile.dump(1) + "\n");
-    std::cerr << "remat-run profile: " << profile["ops"].size()
-              << " op calls timed; median step "
-              << profile["source"]["step_seconds"].get<double>() * 1000
-              << " ms\n";
+    writeProfileFile(output,
+                     planProfile(plan, backend, warmup, steps, std::cerr),
+                     "remat-run profile");
     return 0;
   } catch (const std::exception &e) {
     std::cerr << "remat-run profile: error: " << e.what() << "\n";

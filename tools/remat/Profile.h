@@ -42,6 +42,14 @@ nlohmann::json measureOpCosts(const std::string &planPath,
 nlohmann::json planProfile(const std::string &planPath,
                            const std::string &backendName, int warmup,
                            int steps, std::ostream &progress);
+/// The same profile file from measureOpCosts' `table` of `model`.
+nlohmann::json profileFile(nlohmann::json table,
+                           const std::string &backendName,
+                           const std::string &model);
+/// Writes a profile file to `output` and says on stderr, as `command`,
+/// how many op calls it times and the median step.
+void writeProfileFile(const std::string &output, const nlohmann::json &profile,
+                      const std::string &command);
 
 /// `remat-run profile PLAN [-o FILE] [--steps N] [--warmup N] [--backend
 /// NAME]`: planProfile without the compiler (a GPU machine without MLIR).

@@ -203,8 +203,10 @@ LogicalResult ReluOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   if (!resultGrads[0])
     return noGradients(getOperation(), operandGrads);
+  // From the output: relu's input is then dead after relu (which may run in
+  // place), and only y, which the next op usually reads anyway, is kept.
   operandGrads.push_back(b.create<ReluGradOp>(getLoc(), getX().getType(),
-                                              getX(), resultGrads[0]));
+                                              getY(), resultGrads[0]));
   return success();
 }
 
@@ -290,13 +292,14 @@ LogicalResult BatchNormOp::buildGradient(OpBuilder &b,
   return success();
 }
 
-/// dx = clip_grad(x, dy): zero where x is at or beyond a bound.
+/// dx = clip_grad(y, dy): zero where x is at or beyond a bound, read off the
+/// output y = clip(x), which is at a bound exactly there.
 LogicalResult ClipOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   if (!resultGrads[0])
     return noGradients(getOperation(), operandGrads);
   operandGrads.push_back(b.create<ClipGradOp>(getLoc(), getX().getType(),
-                                              getX(), resultGrads[0], getMin(),
+                                              getY(), resultGrads[0], getMin(),
                                               getMax()));
   return success();
 }

@@ -260,7 +260,7 @@ int64_t AvgPool2dOp::getFlops() { return poolFlops(getY(), getKernelShape()); }
 //===----------------------------------------------------------------------===//
 
 /// 1 per element: a select.
-int64_t ReluGradOp::getFlops() { return elements(getX()); }
+int64_t ReluGradOp::getFlops() { return elements(getY()); }
 
 /// 16 per element, an estimate: the forward's inner polynomial and tanh (6)
 /// plus the derivative 0.5·(1+t) + 0.5·x·(1-t²)·√(2/π)·(1+3·0.044715·x²) (9)

@@ -617,10 +617,12 @@ class Graph_UnaryGradOp<string mnemonic, string input, string formula>
   let results = (outs Graph_Tensor:$dx);
 }
 
-def Graph_ReluGradOp : Graph_UnaryGradOp<"relu_grad", "x", "dy·(x > 0)"> {
-  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$dy);
+def Graph_ReluGradOp : Graph_UnaryGradOp<"relu_grad", "y",
+    "dy·(y > 0), from the output y = relu(x) (y > 0 exactly where x > 0, " #
+    "so relu's input need not be kept for the backward)"> {
+  let arguments = (ins Graph_Tensor:$y, Graph_Tensor:$dy);
   let assemblyFormat = [{
-    $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
+    $y `,` $dy attr-dict `:` type($y) `,` type($dy) `->` type($dx)
   }];
 }
 def Graph_GeluGradOp : Graph_UnaryGradOp<"gelu_grad", "x",
@@ -1114,21 +1116,23 @@ def Graph_ClipGradOp : Graph_Op<"clip_grad", [ElementwiseCost]> {
   let kernelFamily = "Clip";
   let shapeRule = "Elementwise";
   let inPlace = 1;
-  let summary = "gradient of clip: dx = dy·(min < x < max)";
+  let summary = "gradient of clip: dx = dy·(min < y < max), y = clip(x)";
   let description = [{
+    From the output `y`: for `min < max`, `min < y < max` exactly where
+    `min < x < max`, so clip's input need not be kept for the backward.
     Zero at the boundaries, as PyTorch's hardtanh (ReLU6) backward.
-    `x`, `dy` and `dx` have one type. FLOPs: 1 per element.
+    `y`, `dy` and `dx` have one type. FLOPs: 1 per element.
 
     ```mlir
-    %dx = graph.clip_grad %x, %dy {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32}
+    %dx = graph.clip_grad %y, %dy {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32}
         : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
     ```
   }];
-  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$dy, Graph_F32:$min,
+  let arguments = (ins Graph_Tensor:$y, Graph_Tensor:$dy, Graph_F32:$min,
                        Graph_F32:$max);
   let results = (outs Graph_Tensor:$dx);
   let assemblyFormat = [{
-    $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
+    $y `,` $dy attr-dict `:` type($y) `,` type($dy) `->` type($dx)
   }];
 }
 

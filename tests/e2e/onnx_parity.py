@@ -34,7 +34,7 @@ not installed or this remat has no ONNX support (ctest: skipped).
 
 usage: onnx_parity.py --remat REMAT --model MODEL (tools/export_onnx.py)
            [--batch N] [--width W] [--classes C] [--side S] [--opset K]
-           [--loss L] [--dynamic-batch] [--tie-aware]
+           [--loss L] [--dynamic-batch] [--tie-aware] [--seed N]
 """
 import argparse
 import json
@@ -103,6 +103,9 @@ def main():
     p.add_argument("--min-flips", type=int, default=0,
                    help="--tie-aware: fail unless at least N windows pick "
                         "another entry in remat than in float64 (tests)")
+    p.add_argument("--seed", type=int, default=1234,
+                   help="seed of the batch (images or tokens, and labels); "
+                        "the weights are the export's (default: 1234)")
     p.add_argument("--workdir")
     args = p.parse_args()
     try:
@@ -135,7 +138,7 @@ def main():
     # Positions of the loss: one per sample, or one per token.
     rows = (args.batch,) + sample if tokens else (args.batch,)
 
-    rng = np.random.default_rng(1234)
+    rng = np.random.default_rng(args.seed)
     if tokens:
         x = rng.integers(0, args.classes, size=(args.batch,) + sample)
         x = x.astype(np.int64)

@@ -103,12 +103,12 @@ func.func @div(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
 
 // -----
 
-// Unary ops: relu, gelu and silu from x; tanh and softmax from y; exp is
+// Unary ops: gelu and silu from x; relu, tanh and softmax from y; exp is
 // dy·y.
 // CHECK-LABEL: func.func @unary
 // CHECK-SAME: (%[[X:.*]]: tensor<4xf32>)
 // CHECK: %[[R:.*]] = graph.relu %[[X]]
-// CHECK-NEXT: graph.relu_grad %[[X]], %[[R]]
+// CHECK-NEXT: graph.relu_grad %[[R]], %[[R]]
 // CHECK: %[[G:.*]] = graph.gelu %[[X]]
 // CHECK-NEXT: graph.gelu_grad %[[X]], %[[G]]
 // CHECK: %[[T:.*]] = graph.tanh %[[X]]
@@ -309,11 +309,11 @@ func.func @pools(%x: tensor<1x2x6x6xf32>) {
 
 // -----
 
-// clip: clip_grad from x with the same bounds.
+// clip: clip_grad from y with the same bounds.
 // CHECK-LABEL: func.func @clip
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
 // CHECK: %[[Y:.*]] = graph.clip %[[X]]
-// CHECK-NEXT: graph.clip_grad %[[X]], %[[Y]] {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+// CHECK-NEXT: graph.clip_grad %[[Y]], %[[Y]] {max = 6.000000e+00 : f32, min = 0.000000e+00 : f32} : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
 func.func @clip(%x: tensor<2x3xf32>) {
   %0 = graph.clip %x {min = 0.0 : f32, max = 6.0 : f32} : tensor<2x3xf32> -> tensor<2x3xf32>
   return

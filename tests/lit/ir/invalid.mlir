@@ -406,7 +406,7 @@ func.func @case44() {
 
 // -----
 
-// relu_grad's dy has x's type.
+// relu_grad's dy has y's type.
 func.func @case45(%x: tensor<2x3xf32>, %dy: tensor<2x3xf16>) {
   // expected-error @+1 {{'dy' has dtype f16 but expects f32}}
   %0 = graph.relu_grad %x, %dy : tensor<2x3xf32>, tensor<2x3xf16> -> tensor<2x3xf32>

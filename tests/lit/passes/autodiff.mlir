@@ -35,7 +35,7 @@ func.func @forward(%x: tensor<8x4xf32> {graph.name = "x", graph.role = "input"},
 // -----
 
 // Two layers: the hidden activation's gradient is dX = dy·W2ᵀ (transpose_b),
-// then relu_grad, then dW1 = xᵀ·dh; backward ops follow the forward in
+// then relu_grad (of relu's output), then dW1 = xᵀ·dh; backward ops follow the forward in
 // reverse order.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32> {{.*}}, %[[T:.*]]: tensor<8x2xf32> {{.*}}, %[[W1:.*]]: tensor<4x3xf32> {{.*}}, %[[W2:.*]]: tensor<3x2xf32> {{.*}})
@@ -47,7 +47,7 @@ func.func @forward(%x: tensor<8x4xf32> {graph.name = "x", graph.role = "input"},
 // CHECK-NEXT: %[[DY:.*]] = graph.mse_grad %[[Y]], %[[T]], %[[SEED]] :
 // CHECK-NEXT: %[[DR:.*]] = graph.matmul %[[DY]], %[[W2]] {transpose_b = true} : tensor<8x2xf32>, tensor<3x2xf32> -> tensor<8x3xf32>
 // CHECK-NEXT: %[[DW2:.*]] = graph.matmul %[[R]], %[[DY]] {transpose_a = true} : tensor<8x3xf32>, tensor<8x2xf32> -> tensor<3x2xf32>
-// CHECK-NEXT: %[[DH:.*]] = graph.relu_grad %[[H]], %[[DR]] :
+// CHECK-NEXT: %[[DH:.*]] = graph.relu_grad %[[R]], %[[DR]] :
 // CHECK-NEXT: %[[DW1:.*]] = graph.matmul %[[X]], %[[DH]] {transpose_a = true} : tensor<8x4xf32>, tensor<8x3xf32> -> tensor<4x3xf32>
 // CHECK-NEXT: return %[[LOSS]], %[[DW1]], %[[DW2]] :
 func.func @forward(%x: tensor<8x4xf32> {graph.name = "x", graph.role = "input"},
@@ -76,7 +76,7 @@ func.func @forward(%x: tensor<8x4xf32> {graph.name = "x", graph.role = "input"},
 // CHECK-NEXT: %[[SEED:.*]] = graph.constant 1.000000e+00
 // CHECK-NEXT: %[[DS:.*]] = graph.mse_grad %[[S]], %[[T]], %[[SEED]] :
 // CHECK-NEXT: %[[DH1:.*]] = graph.tanh_grad %[[B]], %[[DS]] :
-// CHECK-NEXT: %[[DH2:.*]] = graph.relu_grad %[[H]], %[[DS]] :
+// CHECK-NEXT: %[[DH2:.*]] = graph.relu_grad %[[A]], %[[DS]] :
 // CHECK-NEXT: %[[DH:.*]] = graph.add %[[DH1]], %[[DH2]] :
 // CHECK-NEXT: %[[DW1:.*]] = graph.mul %[[DH]], %[[W]] :
 // CHECK-NEXT: %[[DW2:.*]] = graph.mul %[[DH]], %[[W]] :

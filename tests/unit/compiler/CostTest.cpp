@@ -249,7 +249,7 @@ TEST_CASE("a dynamic dim is rejected by the verifier", "[compiler]") {
         "'tensor<?x3xf32>'");
 }
 
-TEST_CASE("relu's gradient is relu_grad of x and dy", "[compiler]") {
+TEST_CASE("relu's gradient is relu_grad of its output y and dy", "[compiler]") {
   GraphFixture f;
   mlir::Value x = f.value(f.f32({4}));
   auto op = f.builder.create<ReluOp>(f.loc, f.f32({4}), x);
@@ -261,7 +261,9 @@ TEST_CASE("relu's gradient is relu_grad of x and dy", "[compiler]") {
   REQUIRE(operandGrads.size() == 1);
   auto reluGrad = operandGrads[0].getDefiningOp<ReluGradOp>();
   REQUIRE(reluGrad);
-  CHECK(reluGrad.getX() == x);
+  // The output, not the input: relu's input need not outlive relu.
+  CHECK(reluGrad.getY() == op.getY());
+  CHECK(reluGrad.getY() != x);
   CHECK(reluGrad.getDy() == dy);
   CHECK(f.verify(reluGrad) == "");
   // Gradient ops themselves are not differentiable.

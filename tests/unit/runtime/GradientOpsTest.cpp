@@ -50,8 +50,10 @@ HostTensor awayFromZero(const Shape &shape, std::mt19937 &rng) {
 TEST_CASE("relu_grad matches finite differences of relu", "[runtime]") {
   std::mt19937 rng(21);
   HostTensor x = awayFromZero({3, 5}, rng), w = randomTensor({3, 5}, rng);
+  // relu_grad takes relu's output y, not x.
+  HostTensor y = runOp<float>(OpKind::Relu, {}, {x}, {typeOf({3, 5})})[0];
   HostTensor dx =
-      runOp<float>(OpKind::ReluGrad, {}, {x, w}, {typeOf({3, 5})})[0];
+      runOp<float>(OpKind::ReluGrad, {}, {y, w}, {typeOf({3, 5})})[0];
   checkAgainstFD(dx, OpKind::Relu, {}, {x}, {typeOf({3, 5})}, {w}, 0);
 }
 
@@ -633,16 +635,21 @@ TEST_CASE("clip_grad matches finite differences of clip and is zero at the "
   for (size_t i = 0; i < x.values.size(); i += 5)
     x.values[i] = i % 2 ? -1.5 : 7.5;
   HostTensor w = randomTensor({4, 6}, rng);
+  // clip_grad takes clip's output y, not x.
+  HostTensor y =
+      runOp<float>(OpKind::Clip, attrs, {x}, {typeOf({4, 6})})[0];
   HostTensor dx =
-      runOp<float>(OpKind::ClipGrad, attrs, {x, w}, {typeOf({4, 6})})[0];
+      runOp<float>(OpKind::ClipGrad, attrs, {y, w}, {typeOf({4, 6})})[0];
   checkAgainstFD(dx, OpKind::Clip, attrs, {x}, {typeOf({4, 6})}, {w}, 0);
   // torch.nn.functional.hardtanh(x, 0, 6) (ReLU6) passes no gradient at
-  // x = 0 or x = 6 exactly.
-  HostTensor edge = tensorOf({4}, {0.0, 6.0, 3.0, -0.0});
-  HostTensor ones = tensorOf({4}, {1.0, 1.0, 1.0, 1.0});
+  // x = 0 or x = 6 exactly, nor beyond the bounds.
+  HostTensor edge = tensorOf({6}, {0.0, 6.0, 3.0, -0.0, -2.0, 9.0});
+  HostTensor ones = tensorOf({6}, {1.0, 1.0, 1.0, 1.0, 1.0, 1.0});
+  HostTensor yEdge =
+      runOp<float>(OpKind::Clip, attrs, {edge}, {typeOf({6})})[0];
   HostTensor dEdge =
-      runOp<float>(OpKind::ClipGrad, attrs, {edge, ones}, {typeOf({4})})[0];
-  CHECK(dEdge.values == std::vector<double>{0.0, 0.0, 1.0, 0.0});
+      runOp<float>(OpKind::ClipGrad, attrs, {yEdge, ones}, {typeOf({6})})[0];
+  CHECK(dEdge.values == std::vector<double>{0.0, 0.0, 1.0, 0.0, 0.0, 0.0});
 }
 
 TEST_CASE("resize_nearest_grad sums the copies and matches finite "

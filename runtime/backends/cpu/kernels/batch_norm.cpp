@@ -2,7 +2,8 @@
 //
 // x is [N, C, S...] viewed as [N, C, S] (S the product of the dims after C,
 // 1 for rank 2); channel c's M = N·S elements are x[n·C·S + c·S + s].
-// Per channel: mean and biased variance in double (two passes, n then s),
+// Per channel: mean and biased variance in double (two passes, n then s;
+// each image's span in four interleaved partial sums, spanSum),
 // rstd = 1 / sqrt(var + epsilon) in double, y = T((x - mean)·rstd)·gamma +
 // beta, as for layer normalization. The gradient recomputes the statistics and sums
 // dy and dy·x̂ in double; dx = rstd·gamma·(dy - Σdy/M - x̂·Σ(dy·x̂)/M). The
@@ -30,17 +31,45 @@ struct ChannelLayout {
   }
 };
 
+/// Σ f(j) for j in [0, len) in four interleaved double partial sums, added
+/// as (s0 + s1) + (s2 + s3): a fixed order (the same bits every run) that
+/// does not wait for one add's result before the next (a single running
+/// sum made the statistics' passes latency-bound).
+template <typename F> double spanSum(int64_t len, F f) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t j = 0;
+  for (; j + 4 <= len; j += 4) {
+    s0 += f(j);
+    s1 += f(j + 1);
+    s2 += f(j + 2);
+    s3 += f(j + 3);
+  }
+  for (; j < len; ++j)
+    s0 += f(j);
+  return (s0 + s1) + (s2 + s3);
+}
+
+/// Σ f(offset) over channel `channel`'s elements: each image's contiguous
+/// span summed by spanSum, the spans added in image order.
+template <typename F>
+double channelSum(const ChannelLayout &layout, int64_t channel, F f) {
+  double total = 0;
+  for (int64_t i = 0; i < layout.n; ++i) {
+    int64_t base = (i * layout.c + channel) * layout.s;
+    total += spanSum(layout.s, [&](int64_t j) { return f(base + j); });
+  }
+  return total;
+}
+
 /// Mean and sum of squared deviations of one channel (two passes).
 template <typename T>
 void channelMoments(const T *x, const ChannelLayout &layout, int64_t channel,
                     double &mean, double &squares) {
-  double sum = 0;
-  layout.forEach(channel, [&](int64_t o) { sum += double(x[o]); });
-  mean = sum / double(layout.count());
-  squares = 0;
-  layout.forEach(channel, [&](int64_t o) {
+  mean = channelSum(layout, channel, [&](int64_t o) { return double(x[o]); }) /
+         double(layout.count());
+  squares = channelSum(layout, channel, [&](int64_t o) {
     double d = double(x[o]) - mean;
-    squares += d * d;
+    return d * d;
   });
 }
 
@@ -78,10 +107,10 @@ void runBatchNormGrad(const KernelCall &call, T *, uint64_t) {
     double mean, squares;
     channelMoments(x, layout, ch, mean, squares);
     double rstd = 1.0 / std::sqrt(squares / count + double(call.attrs->epsilon));
-    double sumDy = 0, sumDyXhat = 0;
-    layout.forEach(ch, [&](int64_t o) {
-      sumDy += double(dy[o]);
-      sumDyXhat += double(dy[o]) * ((double(x[o]) - mean) * rstd);
+    double sumDy =
+        channelSum(layout, ch, [&](int64_t o) { return double(dy[o]); });
+    double sumDyXhat = channelSum(layout, ch, [&](int64_t o) {
+      return double(dy[o]) * ((double(x[o]) - mean) * rstd);
     });
     dgamma[ch] = T(sumDyXhat);
     dbeta[ch] = T(sumDy);
@@ -112,9 +141,8 @@ void runRunningStatUpdate(const KernelCall &call, T *, uint64_t) {
     } else {
       // The mean alone: channelMoments' first pass (the same sum, so the
       // same bits), without its second.
-      double sum = 0;
-      layout.forEach(ch, [&](int64_t o) { sum += double(x[o]); });
-      batch = sum / double(layout.count());
+      batch = channelSum(layout, ch, [&](int64_t o) { return double(x[o]); }) /
+              double(layout.count());
     }
     out[ch] = T(double(running[ch]) * momentum + batch * (1.0 - momentum));
   }

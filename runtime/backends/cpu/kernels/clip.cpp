@@ -1,7 +1,8 @@
 //===- clip.cpp - clip and clip_grad --------------------------------------===//
 //
 // clip: y = x < min ? min : x > max ? max : x (NaN passes through).
-// clip_grad: dx = dy where min < x < max, else 0: zero at the bounds, as
+// clip_grad: dx = dy where min < y < max, else 0, from clip's output y
+// (strictly inside the bounds exactly where x is): zero at the bounds, as
 // PyTorch's hardtanh backward (ReLU6).
 //
 //===----------------------------------------------------------------------===//

@@ -7,8 +7,8 @@
 // tanh, a third of the time with glibc, and no cancellation in 1 - t^2 for
 // the gradient, s (1 + 2 x e s du/dx); constants rounded to the float
 // type; silu is x s with s = 1 / (1 + exp(-x)); erf
-// and pow are the C library's. The gradients take x, except
-// tanh_grad, which takes y.
+// and pow are the C library's. The gradients take x, except relu_grad and
+// tanh_grad, which take y (relu_grad's y > 0 exactly where x > 0).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"

@@ -1,7 +1,7 @@
 //===- clip.cu - clip and clip_grad ---------------------------------------===//
 //
 // As the CPU (clip.cpp): y = x < min ? min : x > max ? max : x; dx = dy
-// where min < x < max, else 0.
+// where min < y < max, else 0 (clip_grad takes clip's output y).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/kernels/common.cuh"

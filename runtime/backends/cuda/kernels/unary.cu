@@ -68,7 +68,7 @@ __global__ void unaryKernel(OpKind op, const float *x, float *y, int64_t n,
   }
 }
 
-/// dx from (x or y, dy): tanh_grad takes y, the others x.
+/// dx from (x or y, dy): relu_grad and tanh_grad take y, the others x.
 __global__ void unaryGradKernel(OpKind op, const float *x, const float *dy,
                                 float *dx, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;

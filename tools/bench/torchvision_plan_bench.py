@@ -104,6 +104,7 @@ def main():
             err = row["per-block"].get("error", "")
             marker = "per-block's schedule peaks at "
             r = None
+            floor = "minimum feasible budget: "
             if marker in err:
                 peak = int(err.split(marker)[1].split()[0])
                 for slack in (1.0, 1.02, 1.05, 1.1):
@@ -111,6 +112,19 @@ def main():
                                 str(int(peak * slack) +
                                     rep["workspace_bytes"]),
                                 "--solver", "per-block"])
+                    if r.returncode == 0:
+                        break
+            elif floor in err:
+                # The half budget is below every schedule's minimum: try
+                # per-block from that minimum up towards store-all.
+                least = int(err.split(floor)[1].split()[0])
+                row["min_feasible"] = least
+                for slack in (1.0, 1.1, 1.2, 1.35, 1.5, 1.75):
+                    target = int(least * slack)
+                    if target > rep["planned_peak_bytes"]:
+                        break
+                    r, _ = run([args.remat, "plan", onnx, "--budget",
+                                str(target), "--solver", "per-block"])
                     if r.returncode == 0:
                         break
             if r is not None and r.returncode == 0:
@@ -140,7 +154,10 @@ def main():
         cells = []
         for solver in ("auto", "per-block"):
             s = row[solver]
-            if "error" in s:
+            if "error" in s and "min_feasible" in row:
+                cells += [f"below the minimum feasible budget "
+                          f"({row['min_feasible'] / mib:.0f} MiB)", "-"]
+            elif "error" in s:
                 cells += ["does not fit", "-"]
             else:
                 chosen = f" ({s['chosen']})" if solver == "auto" else ""
@@ -157,6 +174,10 @@ def main():
     for row in summary:
         own = row.get("per-block own")
         at = row.get("auto at per-block")
+        if not own and "error" not in row["per-block"]:
+            print(f"| {row['model']} | (fits the half budget, above) "
+                  f"| - | - | - |")
+            continue
         if not own:
             print(f"| {row['model']} | failed | - | - | - |")
             continue

@@ -35,8 +35,8 @@ func.func @forward(%x: tensor<8x4xf32> {graph.name = "x", graph.role = "input"},
 // -----
 
 // Two layers: the hidden activation's gradient is dX = dy·W2ᵀ (transpose_b),
-// then relu_grad (of relu's output), then dW1 = xᵀ·dh; backward ops follow the forward in
-// reverse order.
+// then relu_grad (of relu's output), then dW1 = xᵀ·dh; backward ops follow
+// the forward in reverse order.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32> {{.*}}, %[[T:.*]]: tensor<8x2xf32> {{.*}}, %[[W1:.*]]: tensor<4x3xf32> {{.*}}, %[[W2:.*]]: tensor<3x2xf32> {{.*}})
 // CHECK: %[[H:.*]] = graph.matmul %[[X]], %[[W1]] :

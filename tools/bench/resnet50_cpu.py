@@ -27,6 +27,9 @@ usage: resnet50_cpu.py [--remat build-cc/tools/remat/remat] [--batch 32]
            [--side 224] [--steps 3] [--warmup 1] [--rounds 1]
            [--threads N] [--variants all,half,min,eager,ckpt-stage,...]
            [--work DIR] [--json OUT.json] [--profile | --profile-only]
+PyTorch's steps keep getting faster for about six steps (oneDNN's
+primitives, the allocator's mmap threshold) while remat's are flat from the
+first: compare steady states with `--warmup 3 --steps 6` (docs/benchmarks.md).
 Run it with nothing else running (it needs about 6 GiB at batch 32):
 `nice -n -15 python3 tools/bench/resnet50_cpu.py` raises its priority where
 permitted. Needs PyTorch and torchvision.
@@ -305,17 +308,20 @@ def table(args, plans, runs):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--remat",
-                   default=os.path.join(ROOT, "build-cc/tools/remat/remat"))
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--side", type=int, default=224)
-    p.add_argument("--classes", type=int, default=1000)
-    p.add_argument("--steps", type=int, default=3)
-    p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--rounds", type=int, default=1)
-    p.add_argument("--threads", type=int, default=os.cpu_count())
+                   default=os.path.join(ROOT, "build-cc/tools/remat/remat"),
+                   help="the remat binary (default: build-cc's)")
+    p.add_argument("--batch", type=int, default=32, help="images a step")
+    p.add_argument("--side", type=int, default=224, help="image side")
+    p.add_argument("--classes", type=int, default=1000, help="classes of the model")
+    p.add_argument("--steps", type=int, default=3, help="timed steps a run")
+    p.add_argument("--warmup", type=int, default=1, help="untimed steps first, each run")
+    p.add_argument("--rounds", type=int, default=1, help="runs of every variant, interleaved")
+    p.add_argument("--threads", type=int, default=os.cpu_count(), help="threads of PyTorch and OpenBLAS (default: the cores)")
     p.add_argument("--variants",
                    default=",".join(["all", "eager", "ckpt-stage", "half",
-                                     "ckpt-block", "min"]))
+                                     "ckpt-block", "min"]),
+                   help="comma-separated: all, half, min (remat), eager, "
+                        "ckpt-stage, ckpt-block (PyTorch); default: all six")
     p.add_argument("--work", help="keep the files here (default: a "
                                   "temporary directory)")
     p.add_argument("--json", help="also write the measurements here")

@@ -9,7 +9,7 @@ steps 2..N from its log) and PyTorch 1.13 eager in float32 doing the same
 Default: a ResNet stage conv, N=8, 64->64 channels, 56x56, 3x3, pad 1.
 PyTorch's thread count is printed; set OPENBLAS_NUM_THREADS to match it.
 
-usage: conv_speed.py [--remat build-cc/tools/remat/remat] [--batch 8]
+usage: conv_speed.py [--remat build/tools/remat/remat] [--batch 8]
                      [--channels 64] [--side 56] [--kernel 3] [--stride 1]
                      [--steps 6]
 """
@@ -88,7 +88,7 @@ def torch_ms(n, c, side, k, stride, steps):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--remat",
-                   default=os.path.join(ROOT, "build-cc/tools/remat/remat"))
+                   default=os.path.join(ROOT, "build/tools/remat/remat"))
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--channels", type=int, default=64)
     p.add_argument("--side", type=int, default=56)

@@ -23,7 +23,7 @@ threads and OpenBLAS's (remat's GEMMs) are both set to --threads (default:
 the machine's cores). Rounds interleave the variants: each round runs every
 variant once, in turn, one process at a time.
 
-usage: resnet50_cpu.py [--remat build-cc/tools/remat/remat] [--batch 32]
+usage: resnet50_cpu.py [--remat build/tools/remat/remat] [--batch 32]
            [--side 224] [--steps 3] [--warmup 1] [--rounds 1]
            [--threads N] [--variants all,half,min,eager,ckpt-stage,...]
            [--work DIR] [--json OUT.json] [--profile | --profile-only]
@@ -308,8 +308,8 @@ def table(args, plans, runs):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--remat",
-                   default=os.path.join(ROOT, "build-cc/tools/remat/remat"),
-                   help="the remat binary (default: build-cc's)")
+                   default=os.path.join(ROOT, "build/tools/remat/remat"),
+                   help="the remat binary (default: build/'s, the README's build)")
     p.add_argument("--batch", type=int, default=32, help="images a step")
     p.add_argument("--side", type=int, default=224, help="image side")
     p.add_argument("--classes", type=int, default=1000, help="classes of the model")

@@ -20,7 +20,7 @@ for docs/benchmarks.md:
 
 Exits 1 when a run fails or a check fails.
 
-usage: sharded_memory.py [--remat build-cc/tools/remat/remat] [--table runs|batch|both]
+usage: sharded_memory.py [--remat build/tools/remat/remat] [--table runs|batch|both]
          [--run-config "--preset small"] [--steps 5] [--budget-frac 0.8]
          [--batch-config "--preset l48 --set d_model=1600 --set n_head=25"]
          [--budget 80GiB] [--ranks-list 1,2,4,8]
@@ -173,7 +173,7 @@ def main():
         description=__doc__.split("\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--remat", default=os.path.join(
-        ROOT, "build-cc/tools/remat/remat"))
+        ROOT, "build/tools/remat/remat"))
     parser.add_argument("--table", default="both",
                         choices=["runs", "batch", "both"])
     parser.add_argument("--run-config", default="--preset small")

@@ -17,7 +17,7 @@ side images, `classes` outputs), prints
   - per-block ignores the budget, so also its own schedule (arena,
     overhead) and `auto` at per-block's arena (plus the workspace).
 
-usage: torchvision_plan_bench.py [--remat build-cc/tools/remat/remat]
+usage: torchvision_plan_bench.py [--remat build/tools/remat/remat]
            [--models resnet18,...] [--side 224] [--batch 32] [--points 6]
 Needs PyTorch and torchvision (python3-torchvision). Planning only: nothing
 is executed, so vgg16 at batch 32 needs no memory beyond its weights.
@@ -46,7 +46,7 @@ def run(cmd):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--remat",
-                   default=os.path.join(ROOT, "build-cc/tools/remat/remat"))
+                   default=os.path.join(ROOT, "build/tools/remat/remat"))
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--side", type=int, default=224)
     p.add_argument("--batch", type=int, default=32)

@@ -8,7 +8,7 @@
 #        tests/e2e/maxpool_ties.py; the strict comparison is printed too)]
 # Output recorded in docs/benchmarks.md.
 here=$(dirname "$0")
-remat=${1:-$here/../../build-cc/tools/remat/remat}
+remat=${1:-$here/../../build/tools/remat/remat}
 batch=${2:-2}
 [ $# -ge 2 ] && shift 2 || shift $#
 exec /usr/bin/python3 "$here/../../tests/e2e/onnx_parity.py" --remat "$remat" \

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <unordered_map>
 
 namespace {
 
@@ -121,30 +122,31 @@ int main(int argc, char **argv) {
     dnnl::convolution_forward forward(fwd);
     dnnl::convolution_backward_data backwardData(bwdData);
     dnnl::convolution_backward_weights backwardWeights(bwdWeights);
+    // One primitive's seconds, run to completion.
+    auto timed = [&](const dnnl::primitive &primitive,
+                     const std::unordered_map<int, memory> &args) {
+      double start = seconds();
+      primitive.execute(stream, args);
+      stream.wait();
+      return seconds() - start;
+    };
     double best[3] = {1e30, 1e30, 1e30};
     for (int run = 0; run < 3; ++run) {
-      double t0 = seconds();
-      forward.execute(stream, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w},
-                               {DNNL_ARG_DST, y}, {DNNL_ARG_SCRATCHPAD, scratch}});
-      stream.wait();
-      double t1 = seconds();
-      backwardData.execute(stream, {{DNNL_ARG_DIFF_DST, dyData},
-                                    {DNNL_ARG_WEIGHTS, wData},
-                                    {DNNL_ARG_DIFF_SRC, dx},
-                                    {DNNL_ARG_SCRATCHPAD, scratch}});
-      stream.wait();
-      double t2 = seconds();
-      backwardWeights.execute(stream, {{DNNL_ARG_SRC, xWeights},
-                                       {DNNL_ARG_DIFF_DST, dy},
-                                       {DNNL_ARG_DIFF_WEIGHTS, dw},
-                                       {DNNL_ARG_SCRATCHPAD, scratch}});
-      stream.wait();
-      double t3 = seconds();
-      if (run == 0)
+      double took[3] = {
+          timed(forward, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w},
+                          {DNNL_ARG_DST, y}, {DNNL_ARG_SCRATCHPAD, scratch}}),
+          timed(backwardData, {{DNNL_ARG_DIFF_DST, dyData},
+                               {DNNL_ARG_WEIGHTS, wData},
+                               {DNNL_ARG_DIFF_SRC, dx},
+                               {DNNL_ARG_SCRATCHPAD, scratch}}),
+          timed(backwardWeights, {{DNNL_ARG_SRC, xWeights},
+                                  {DNNL_ARG_DIFF_DST, dy},
+                                  {DNNL_ARG_DIFF_WEIGHTS, dw},
+                                  {DNNL_ARG_SCRATCHPAD, scratch}})};
+      if (run == 0) // the warm-up
         continue;
-      best[0] = std::min(best[0], t1 - t0);
-      best[1] = std::min(best[1], t2 - t1);
-      best[2] = std::min(best[2], t3 - t2);
+      for (int i = 0; i < 3; ++i)
+        best[i] = std::min(best[i], took[i]);
     }
     for (int i = 0; i < 3; ++i)
       total[i] += best[i];

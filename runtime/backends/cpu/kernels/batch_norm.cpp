@@ -32,9 +32,8 @@ struct ChannelLayout {
 };
 
 /// Σ f(j) for j in [0, len) in four interleaved double partial sums, added
-/// as (s0 + s1) + (s2 + s3): a fixed order (the same bits every run) that
-/// does not wait for one add's result before the next (a single running
-/// sum made the statistics' passes latency-bound).
+/// as (s0 + s1) + (s2 + s3): a fixed order (the same bits every run) in
+/// which consecutive adds do not wait for each other's results.
 template <typename F> double spanSum(int64_t len, F f) {
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int64_t j = 0;

@@ -1,6 +1,8 @@
 //===- CpuWorkspace.cpp - The CPU backend's kernel scratch, by op ---------===//
 #include "ops/CpuWorkspace.h"
 
+#include "ops/DnnlConv.h"
+
 #include <algorithm>
 
 namespace remat::ops {
@@ -8,6 +10,17 @@ namespace remat::ops {
 uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
                               const std::vector<Shape> &inputs,
                               const std::vector<Shape> &outputs) {
+  uint64_t minimum = cpuMinimumWorkspaceElements(op, attrs, inputs, outputs);
+  std::optional<uint64_t> scratch =
+      dnnlConvScratchBytes(op, attrs, inputs, outputs);
+  if (!scratch)
+    return minimum;
+  return std::max(minimum, (*scratch + sizeof(float) - 1) / sizeof(float));
+}
+
+uint64_t cpuMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                                     const std::vector<Shape> &inputs,
+                                     const std::vector<Shape> &outputs) {
   if (op == OpKind::Conv2d || op == OpKind::Conv2dGradInput ||
       op == OpKind::Conv2dGradWeight)
     return convWorkspaceElements(op, attrs, inputs, outputs);

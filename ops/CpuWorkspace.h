@@ -17,10 +17,20 @@
 namespace remat::ops {
 
 /// Scratch elements (of the float type the kernel computes in) the CPU
-/// kernel of `op` needs for these operand and result shapes; UINT64_MAX when
-/// the count does not fit 64 bits. Attention: S*S (the scores of one batch
-/// and head); attention_grad: 2*S*S; conv2d and its gradients:
-/// convWorkspaceElements; every other op: 0.
+/// backend's own kernel of `op` needs for these operand and result shapes;
+/// UINT64_MAX when the count does not fit 64 bits. Attention: S*S (the
+/// scores of one batch and head); attention_grad: 2*S*S; conv2d and its
+/// gradients: convWorkspaceElements; every other op: 0. The backend cannot
+/// run `op` with less.
+uint64_t cpuMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                                     const std::vector<Shape> &inputs,
+                                     const std::vector<Shape> &outputs);
+
+/// The scratch elements the CPU backend wants for `op`: the minimum, or,
+/// where oneDNN runs it (conv2d and its gradients, DnnlConv.h), oneDNN's
+/// scratchpad in elements where that is more. What the compiler reserves
+/// in the budget; the backend runs an op through oneDNN only where its
+/// workspace holds the scratchpad.
 uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
                               const std::vector<Shape> &inputs,
                               const std::vector<Shape> &outputs);

@@ -4,6 +4,7 @@
 #include "runtime/backends/cpu/Kernels.h"
 #include "ops/CpuWorkspace.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -14,16 +15,20 @@ namespace remat::runtime {
 
 namespace {
 
-/// Workspace bytes of step `i`, saturating at UINT64_MAX.
-uint64_t stepWorkspaceBytes(const LoadedPlan &plan, size_t i) {
+/// Workspace bytes step `i` wants (with oneDNN's scratchpad) or, with
+/// `minimum`, runs with; saturating at UINT64_MAX.
+uint64_t stepWorkspaceBytes(const LoadedPlan &plan, size_t i, bool minimum) {
   std::vector<Shape> inputs, outputs;
   for (int64_t idx : plan.plan.steps[i].inputs)
     inputs.push_back(plan.plan.buffers[idx].shape);
   for (int64_t idx : plan.plan.steps[i].outputs)
     outputs.push_back(plan.plan.buffers[idx].shape);
+  const ResolvedStep &step = plan.steps[i];
   return ops::cpuWorkspaceBytes(
-      cpu::kernelWorkspaceElements(plan.steps[i].op, plan.steps[i].attrs,
-                                   inputs, outputs),
+      minimum ? cpu::kernelMinimumWorkspaceElements(step.op, step.attrs,
+                                                    inputs, outputs)
+              : cpu::kernelWorkspaceElements(step.op, step.attrs, inputs,
+                                             outputs),
       sizeof(float));
 }
 
@@ -66,7 +71,7 @@ void CpuBackend::checkSupport(const LoadedPlan &plan) const {
     throw PlanError(plan.source + ": /alignment: alignment " +
                     std::to_string(p.alignment) + " is more than " + limit);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
-    uint64_t bytes = stepWorkspaceBytes(plan, i);
+    uint64_t bytes = stepWorkspaceBytes(plan, i, /*minimum=*/true);
     if (bytes > memory - p.arenaBytes)
       throw PlanError(plan.stepPlace(i) + ": needs a workspace of " +
                       formatBytes(bytes) + " bytes, which with the arena of " +
@@ -76,10 +81,24 @@ void CpuBackend::checkSupport(const LoadedPlan &plan) const {
 }
 
 uint64_t CpuBackend::workspaceBytes(const LoadedPlan &plan) const {
-  uint64_t bytes = 0;
-  for (size_t i = 0; i < plan.steps.size(); ++i)
-    bytes = std::max(bytes, stepWorkspaceBytes(plan, i));
-  return bytes;
+  uint64_t minimum = 0, wanted = 0;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    minimum = std::max(minimum, stepWorkspaceBytes(plan, i, true));
+    wanted = std::max(wanted, stepWorkspaceBytes(plan, i, false));
+  }
+  // oneDNN's scratchpads only as far as the plan's budget leaves room
+  // beside the arena: a plan compiled where oneDNN wanted less (another
+  // machine, REMAT_CPU_CONV=im2col, --workspace-reserve) still runs within
+  // its budget, its larger convolutions through the backend's own kernels.
+  auto budget = plan.plan.report.find("budget_bytes");
+  if (budget != plan.plan.report.end() && budget->is_number_integer() &&
+      budget->get<int64_t>() > 0) {
+    uint64_t limit = budget->get<uint64_t>();
+    uint64_t room =
+        limit > plan.plan.arenaBytes ? limit - plan.plan.arenaBytes : 0;
+    wanted = std::min(wanted, room);
+  }
+  return std::max(minimum, wanted);
 }
 
 void *CpuBackend::allocateArena(uint64_t bytes, uint64_t alignment) {

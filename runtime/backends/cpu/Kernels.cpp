@@ -15,6 +15,13 @@ uint64_t kernelWorkspaceElements(OpKind op, const OpAttrs &attrs,
   return ops::cpuWorkspaceElements(op, attrs, inputShapes, outputShapes);
 }
 
+uint64_t kernelMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                                        const std::vector<Shape> &inputShapes,
+                                        const std::vector<Shape> &outputShapes) {
+  return ops::cpuMinimumWorkspaceElements(op, attrs, inputShapes,
+                                          outputShapes);
+}
+
 template <typename T>
 void runKernel(const KernelCall &call, T *workspace,
                uint64_t workspaceElements) {
@@ -23,8 +30,8 @@ void runKernel(const KernelCall &call, T *workspace,
     inputShapes.push_back(call.inputs[i].shape);
   for (int i = 0; i < call.numOutputs; ++i)
     outputShapes.push_back(call.outputs[i].shape);
-  if (kernelWorkspaceElements(call.op, *call.attrs, inputShapes, outputShapes) >
-      workspaceElements)
+  if (kernelMinimumWorkspaceElements(call.op, *call.attrs, inputShapes,
+                                     outputShapes) > workspaceElements)
     throw std::logic_error(std::string("cpu kernel '") + opName(call.op) +
                            "' needs more workspace than it was given");
   // The function of the op's kernel family (kernels/Kernels.h).

@@ -30,12 +30,19 @@
 
 namespace remat::runtime::cpu {
 
-/// Scratch elements (of the float type) the kernel of `op` needs for the
-/// given operand and result shapes; UINT64_MAX when the count does not fit
-/// 64 bits.
+/// Scratch elements (of the float type) the kernel of `op` wants for the
+/// given operand and result shapes (ops::cpuWorkspaceElements: with
+/// oneDNN's scratchpad where oneDNN runs the op); UINT64_MAX when the
+/// count does not fit 64 bits.
 uint64_t kernelWorkspaceElements(OpKind op, const OpAttrs &attrs,
                                  const std::vector<Shape> &inputShapes,
                                  const std::vector<Shape> &outputShapes);
+
+/// The fewest scratch elements the kernel of `op` runs with
+/// (ops::cpuMinimumWorkspaceElements): runKernel refuses less.
+uint64_t kernelMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                                        const std::vector<Shape> &inputShapes,
+                                        const std::vector<Shape> &outputShapes);
 
 /// Runs one op. Float operands and results are T; index operands are read
 /// as their dtype (i32/i64). Throws std::runtime_error for an index or label

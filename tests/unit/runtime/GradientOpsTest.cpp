@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
+#include "ops/DnnlConv.h"
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -413,18 +415,16 @@ double dot(const HostTensor &a, const HostTensor &b) {
   return s;
 }
 
-} // namespace
+/// One convolution's shapes and attributes, for the tests below.
+struct ConvCase {
+  const char *what;
+  Shape x, w;
+  OpAttrs attrs;
+};
 
-TEST_CASE("conv2d_grad_input and conv2d_grad_weight match finite "
-          "differences of conv2d",
-          "[runtime]") {
-  std::mt19937 rng(40);
-  struct Case {
-    const char *what;
-    Shape x, w;
-    OpAttrs attrs;
-  };
-  std::vector<Case> cases = {
+/// Strides, asymmetric pads, dilations, groups, depthwise and pointwise.
+std::vector<ConvCase> convCases() {
+  return {
       {"3x3, stride 1, pad 1",
        {2, 3, 5, 5},
        {4, 3, 3, 3},
@@ -454,7 +454,15 @@ TEST_CASE("conv2d_grad_input and conv2d_grad_weight match finite "
        {2, 3, 1, 1},
        convAttrs({2, 2}, {1, 0, 0, 1}, {1, 1}, 1)},
   };
-  for (const Case &c : cases) {
+}
+
+} // namespace
+
+TEST_CASE("conv2d_grad_input and conv2d_grad_weight match finite "
+          "differences of conv2d",
+          "[runtime]") {
+  std::mt19937 rng(40);
+  for (const ConvCase &c : convCases()) {
     INFO(c.what);
     Shape ys = convOutputShape(c.x, c.w, c.attrs);
     HostTensor x = randomTensor(c.x, rng), w = randomTensor(c.w, rng),
@@ -465,6 +473,51 @@ TEST_CASE("conv2d_grad_input and conv2d_grad_weight match finite "
                                  {typeOf(c.w)})[0];
     checkAgainstFD(dx, OpKind::Conv2d, c.attrs, {x, w}, {typeOf(ys)}, {dy}, 0);
     checkAgainstFD(dw, OpKind::Conv2d, c.attrs, {x, w}, {typeOf(ys)}, {dy}, 1);
+  }
+}
+
+TEST_CASE("conv2d and its gradients through oneDNN match the im2col kernels",
+          "[runtime]") {
+  if (!remat::ops::dnnlConvEnabled()) {
+    WARN("oneDNN is off or not built (" << remat::ops::dnnlConvDescription()
+                                        << "): nothing to compare");
+    return;
+  }
+  std::mt19937 rng(43);
+  std::vector<ConvCase> cases = convCases();
+  // Several im2col workspace blocks, and oneDNN's scratchpad.
+  cases.push_back({"64 channels at 56 x 56, 3x3",
+                   {2, 64, 56, 56},
+                   {8, 64, 3, 3},
+                   convAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
+  for (const ConvCase &c : cases) {
+    INFO(c.what);
+    Shape ys = convOutputShape(c.x, c.w, c.attrs);
+    HostTensor x = randomTensor(c.x, rng), w = randomTensor(c.w, rng),
+               dy = randomTensor(ys, rng);
+    struct Run {
+      OpKind op;
+      std::vector<HostTensor> inputs;
+      Shape result;
+    };
+    for (const Run &r : {Run{OpKind::Conv2d, {x, w}, ys},
+                         Run{OpKind::Conv2dGradInput, {w, dy}, c.x},
+                         Run{OpKind::Conv2dGradWeight, {x, dy}, c.w}}) {
+      INFO(remat::ops::opName(r.op));
+      std::vector<Shape> inputShapes = {r.inputs[0].shape, r.inputs[1].shape};
+      // oneDNN runs every one of these, and the workspace runOp gives
+      // holds its scratchpad.
+      CHECK(remat::ops::dnnlConvScratchBytes(r.op, c.attrs, inputShapes,
+                                             {r.result})
+                .has_value());
+      HostTensor viaDnnl =
+          runOp<float>(r.op, c.attrs, r.inputs, {typeOf(r.result)})[0];
+      remat::ops::setDnnlConvEnabled(false);
+      HostTensor viaIm2col =
+          runOp<float>(r.op, c.attrs, r.inputs, {typeOf(r.result)})[0];
+      remat::ops::setDnnlConvEnabled(true);
+      CHECK(normalizedError(viaDnnl, viaIm2col) < 1e-6);
+    }
   }
 }
 

@@ -2,8 +2,9 @@
 //
 // Typed operand access, the row-major walk over strided operands, index
 // reads with their range check, the softmax of one row (softmax,
-// cross_entropy_grad and attention share it) and the error of a family
-// called with an op it has no case for.
+// cross_entropy_grad and attention share it), the error of a family
+// called with an op it has no case for, and the loop over independent
+// pieces of work that OpenMP's threads share.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_KERNELS_COMMON_H
@@ -85,6 +86,28 @@ inline int64_t checkedIndex(const TensorRef &t, int64_t i, int64_t limit,
                              " at position " + std::to_string(i) +
                              " is outside [0, " + std::to_string(limit) + ")");
   return v;
+}
+
+/// Elements below which parallelFor stays on the calling thread: waking
+/// the other threads costs more than such a loop.
+inline constexpr int64_t kParallelElements = int64_t(1) << 16;
+
+/// fn(i) for every i in [0, count), on OpenMP's threads where the build has
+/// them (REMAT_HAVE_OPENMP, the threads oneDNN's convolutions use) and the
+/// loop touches at least kParallelElements `elements`, else in order on
+/// this thread. Each fn(i) must write only its own results and read
+/// nothing another writes, so the results are the same bits either way.
+template <typename Fn> void parallelFor(int64_t count, int64_t elements, Fn fn) {
+#ifdef _OPENMP
+  if (count > 1 && elements >= kParallelElements) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i)
+      fn(i);
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < count; ++i)
+    fn(i);
 }
 
 /// y = softmax(x) over one row of d elements (y may be x): the max in T,

@@ -9,6 +9,8 @@
 // dy and dy·x̂ in double; dx = rstd·gamma·(dy - Σdy/M - x̂·Σ(dy·x̂)/M). The
 // running updates compute the batch mean (or the unbiased variance, over
 // M - 1) the same way and write running·momentum + batch·(1 - momentum).
+// Channels are independent: parallelFor shares them among threads, and
+// each channel's sums keep their order.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -81,7 +83,7 @@ template <typename T> void runBatchNorm(const KernelCall &call, T *, uint64_t) {
           *beta = inData<T>(call, 2);
   T *y = outData<T>(call, 0);
   ChannelLayout layout(call.inputs[0].shape);
-  for (int64_t ch = 0; ch < layout.c; ++ch) {
+  parallelFor(layout.c, layout.c * layout.count(), [&](int64_t ch) {
     double mean, squares;
     channelMoments(x, layout, ch, mean, squares);
     double rstd = 1.0 / std::sqrt(squares / double(layout.count()) +
@@ -89,7 +91,7 @@ template <typename T> void runBatchNorm(const KernelCall &call, T *, uint64_t) {
     layout.forEach(ch, [&](int64_t o) {
       y[o] = T((double(x[o]) - mean) * rstd) * gamma[ch] + beta[ch];
     });
-  }
+  });
 }
 
 template <typename T>
@@ -102,7 +104,7 @@ void runBatchNormGrad(const KernelCall &call, T *, uint64_t) {
     *dbeta = outData<T>(call, 2);
   ChannelLayout layout(call.inputs[0].shape);
   double count = double(layout.count());
-  for (int64_t ch = 0; ch < layout.c; ++ch) {
+  parallelFor(layout.c, layout.c * layout.count(), [&](int64_t ch) {
     double mean, squares;
     channelMoments(x, layout, ch, mean, squares);
     double rstd = 1.0 / std::sqrt(squares / count + double(call.attrs->epsilon));
@@ -119,7 +121,7 @@ void runBatchNormGrad(const KernelCall &call, T *, uint64_t) {
       double xhat = (double(x[o]) - mean) * rstd;
       dx[o] = T(scale * (double(dy[o]) - meanDy - xhat * meanDyXhat));
     });
-  }
+  });
 }
 
 template <typename T>
@@ -131,7 +133,7 @@ void runRunningStatUpdate(const KernelCall &call, T *, uint64_t) {
   T *out = outData<T>(call, 0);
   ChannelLayout layout(call.inputs[1].shape);
   double momentum = double(call.attrs->momentum);
-  for (int64_t ch = 0; ch < layout.c; ++ch) {
+  parallelFor(layout.c, layout.c * layout.count(), [&](int64_t ch) {
     double batch;
     if (variance) {
       double mean, squares;
@@ -144,7 +146,7 @@ void runRunningStatUpdate(const KernelCall &call, T *, uint64_t) {
               double(layout.count());
     }
     out[ch] = T(double(running[ch]) * momentum + batch * (1.0 - momentum));
-  }
+  });
 }
 
 template void runBatchNorm<float>(const KernelCall &, float *, uint64_t);

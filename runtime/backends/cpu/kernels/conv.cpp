@@ -8,6 +8,10 @@
 // whatever the image size. A pointwise convolution (1x1, stride 1, no
 // padding) is a plain gemm on the input and needs no workspace.
 //
+// In float32, where the build has oneDNN and the workspace holds the
+// scratchpad its primitive needs, the op goes through oneDNN instead
+// (ops/DnnlConv.h), on the same layouts.
+//
 //   conv2d              y[o, p]   = Σ_k w[o, k] · cols[k, p]
 //   conv2d_grad_input   cols      = wᵀ · dy, folded back into dx (col2im,
 //                       adding in row-major order of the columns)
@@ -18,7 +22,10 @@
 #include "runtime/backends/cpu/kernels/Common.h"
 
 #include "ops/CpuWorkspace.h"
+#include "ops/DnnlConv.h"
 #include "runtime/backends/cpu/Gemm.h"
+
+#include <type_traits>
 
 namespace remat::runtime::cpu {
 
@@ -172,10 +179,16 @@ void conv2dGradWeight(const ConvGeometry &g, const T *x, const T *dy, T *dw,
 } // namespace
 
 template <typename T>
-void runConv(const KernelCall &call, T *workspace, uint64_t) {
+void runConv(const KernelCall &call, T *workspace, uint64_t workspaceElements) {
   const OpAttrs &attrs = *call.attrs;
   const Shape &in0 = call.inputs[0].shape, &in1 = call.inputs[1].shape;
   const Shape &out = call.outputs[0].shape;
+  if constexpr (std::is_same_v<T, float>) {
+    if (ops::dnnlConvRun(call.op, attrs, {in0, in1}, {out}, inData<T>(call, 0),
+                         inData<T>(call, 1), outData<T>(call, 0), workspace,
+                         workspaceElements * sizeof(float)))
+      return;
+  }
   switch (call.op) {
   case OpKind::Conv2d:
     return conv2d(ConvGeometry(in0, in1, out, attrs), inData<T>(call, 0),

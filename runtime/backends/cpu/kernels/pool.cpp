@@ -8,7 +8,8 @@
 // divisor (its input elements, or with count_include_pad the window up to
 // the end padding); its gradient adds dy / divisor to each input element.
 // The gradients add into dx in row-major output order, which the CUDA
-// kernels, gathering per input element, reproduce exactly.
+// kernels, gathering per input element, reproduce exactly. Planes are
+// independent: parallelFor shares them among threads.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -85,7 +86,8 @@ template <typename T> void runPool(const KernelCall &call, T *, uint64_t) {
   const T *x = inData<T>(call, 0);
   T *y = outData<T>(call, 0);
   int64_t planes = xs[0] * xs[1];
-  for (int64_t p = 0; p < planes; ++p) {
+  parallelFor(planes, planes * win.oh * win.ow * win.kh * win.kw,
+              [&](int64_t p) {
     const T *plane = x + p * win.h * win.w;
     T *out = y + p * win.oh * win.ow;
     for (int64_t oy = 0; oy < win.oh; ++oy)
@@ -103,7 +105,7 @@ template <typename T> void runPool(const KernelCall &call, T *, uint64_t) {
             sum += plane[r * win.w + c];
         out[oy * win.ow + ox] = divisor > 0 ? sum / T(divisor) : T(0);
       }
-  }
+  });
 }
 
 template <typename T> void runPoolGrad(const KernelCall &call, T *, uint64_t) {
@@ -117,9 +119,10 @@ template <typename T> void runPoolGrad(const KernelCall &call, T *, uint64_t) {
   const T *dy = dyRef.template as<const T>();
   T *dx = outData<T>(call, 0);
   int64_t planes = xs[0] * xs[1];
-  std::fill(dx, dx + planes * win.h * win.w, T(0));
-  for (int64_t p = 0; p < planes; ++p) {
+  parallelFor(planes, planes * win.oh * win.ow * win.kh * win.kw,
+              [&](int64_t p) {
     T *dplane = dx + p * win.h * win.w;
+    std::fill(dplane, dplane + win.h * win.w, T(0));
     const T *g = dy + p * win.oh * win.ow;
     for (int64_t oy = 0; oy < win.oh; ++oy)
       for (int64_t ox = 0; ox < win.ow; ++ox) {
@@ -139,7 +142,7 @@ template <typename T> void runPoolGrad(const KernelCall &call, T *, uint64_t) {
           for (int64_t c = c0; c < c1; ++c)
             dplane[r * win.w + c] += share;
       }
-  }
+  });
 }
 
 template void runPool<float>(const KernelCall &, float *, uint64_t);

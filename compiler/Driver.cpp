@@ -42,7 +42,8 @@ const std::vector<std::string> &backendNames() {
 }
 
 std::optional<int64_t> stepWorkspaceBytes(mlir::ModuleOp module,
-                                          const std::string &backend) {
+                                          const std::string &backend,
+                                          bool minimum) {
   if (backend != "cpu")
     return std::nullopt;
   uint64_t most = 0;
@@ -61,14 +62,19 @@ std::optional<int64_t> stepWorkspaceBytes(mlir::ModuleOp module,
         attrs[a.getName().str()] = attributeToJson(a.getValue());
     ops::OpAttrs parsed = runtime::parseOpAttrs(*kind, attrs, name.str());
     // The CPU backend computes f32 plans in float (CpuBackend.cpp).
-    most = std::max(most, ops::cpuWorkspaceBytes(
-                              ops::cpuWorkspaceElements(
-                                  *kind, parsed, shapesOf(op->getOperands()),
-                                  shapesOf(op->getResults())),
-                              sizeof(float)));
+    std::vector<ops::Shape> inputs = shapesOf(op->getOperands()),
+                            outputs = shapesOf(op->getResults());
+    most = std::max(
+        most, ops::cpuWorkspaceBytes(
+                  minimum ? ops::cpuMinimumWorkspaceElements(*kind, parsed,
+                                                             inputs, outputs)
+                          : ops::cpuWorkspaceElements(*kind, parsed, inputs,
+                                                      outputs),
+                  sizeof(float)));
   });
   return most > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(most);
 }
+
 
 int64_t workspaceReserve(const CompileOptions &options,
                          mlir::ModuleOp module) {
@@ -260,6 +266,15 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   // planned peak), and the runtime's own memory, stated beside the budget.
   std::optional<int64_t> workspace =
       stepWorkspaceBytes(*module, options.backend);
+  // cpu: what the runtime allocates, where a --workspace-reserve below the
+  // step's workspace leaves oneDNN's scratchpads less room.
+  if (workspace && options.backend == "cpu")
+    workspace = int64_t(ops::cpuBudgetedWorkspaceBytes(
+        uint64_t(*workspace),
+        uint64_t(stepWorkspaceBytes(*module, options.backend, true)
+                     .value_or(0)),
+        uint64_t(options.budgetBytes.value_or(0)),
+        uint64_t(layout.arenaBytes)));
   report["backend"] = options.backend;
   report["workspace_bytes"] = workspace ? nlohmann::json(*workspace)
                                         : nlohmann::json(nullptr);

@@ -82,8 +82,11 @@ const std::vector<std::string> &backendNames();
 /// single op's kernel scratch (ops/CpuWorkspace.h), exactly what the
 /// runtime allocates; nullopt for cuda, whose workspace depends on what the
 /// budget leaves (docs/cuda.md).
+/// With `minimum`, the least the backend runs with instead (cpu: without
+/// oneDNN's scratchpads, ops::cpuMinimumWorkspaceElements).
 std::optional<int64_t> stepWorkspaceBytes(mlir::ModuleOp module,
-                                          const std::string &backend);
+                                          const std::string &backend,
+                                          bool minimum = false);
 
 /// The reserve the arena's budget leaves for the workspace: the one given,
 /// else the backend's workspace for the step (0 when unknown).

@@ -62,6 +62,13 @@ uint64_t convWorkspaceElements(OpKind op, const OpAttrs &attrs,
   return uint64_t(k) * uint64_t(convChunkColumns(k, y[2] * y[3]));
 }
 
+uint64_t cpuBudgetedWorkspaceBytes(uint64_t wanted, uint64_t least,
+                                   uint64_t budget, uint64_t arenaBytes) {
+  if (budget > 0)
+    wanted = std::min(wanted, budget > arenaBytes ? budget - arenaBytes : 0);
+  return std::max(least, wanted);
+}
+
 uint64_t cpuWorkspaceBytes(uint64_t elements, uint64_t elementBytes) {
   if (elementBytes != 0 && elements > UINT64_MAX / elementBytes)
     return UINT64_MAX;

@@ -50,6 +50,14 @@ uint64_t convWorkspaceElements(OpKind op, const OpAttrs &attrs,
                                const std::vector<Shape> &inputs,
                                const std::vector<Shape> &outputs);
 
+/// The workspace bytes the CPU backend allocates for a step that wants
+/// `wanted` and runs with no less than `least`, beside an arena of
+/// `arenaBytes` under a budget of `budget` (0: none): what it wants, as far
+/// as the budget leaves room beside the arena, never under the least. The
+/// compiler reports it (workspace_bytes) and the runtime allocates it.
+uint64_t cpuBudgetedWorkspaceBytes(uint64_t wanted, uint64_t least,
+                                   uint64_t budget, uint64_t arenaBytes);
+
 /// `elements` of `elementBytes` each, in bytes, saturating at UINT64_MAX.
 /// The CPU backend's workspace is the largest single op's need (ops run one
 /// at a time).

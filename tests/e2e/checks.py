@@ -382,6 +382,82 @@ def workspace_reserve(remat, work):
         reserved["arena_bytes"], budget, reserve, report["arena_bytes"]))
 
 
+def conv_workspace(remat, work):
+    """The cpu backend's convolutions through oneDNN (docs/cli.md "CPU
+    convolutions"): the compiler reserves oneDNN's scratchpad (more than
+    im2col's block, which REMAT_CPU_CONV=im2col reserves), every plan of the
+    model runs every convolution through oneDNN and computes the same bits;
+    a --workspace-reserve below the scratchpad runs within its budget (the
+    larger convolutions through im2col), and so does a plan run with
+    REMAT_CPU_CONV=im2col. Skipped (77) where the build has no oneDNN."""
+    conv = [os.path.join(ROOT, "tests", "e2e", "models", "conv.json")]
+    im2col = dict(os.environ, REMAT_CPU_CONV="im2col")
+    plan, report = compile_plan(remat, conv, work, "all")
+    if plan is None:
+        fail("compile conv.json: " + report)
+    wanted = report["workspace_bytes"]
+    r = subprocess.run([remat, "compile"] + conv + [
+        "--emit=plan", "-o", os.path.join(work, "im2col.plan"), "--report",
+        os.path.join(work, "im2col.json")], capture_output=True, text=True,
+        env=im2col)
+    if r.returncode != 0:
+        fail("compile with REMAT_CPU_CONV=im2col: " + r.stderr)
+    with open(os.path.join(work, "im2col.json")) as f:
+        least = json.load(f)["workspace_bytes"]
+    if wanted == least:
+        print("oneDNN is off or not built: the workspace is im2col's (%d B) "
+              "either way; skipped" % least)
+        sys.exit(77)
+    if wanted < least or report["step_bytes"] != report["arena_bytes"] + wanted:
+        fail("workspace %d B with oneDNN, %d B without; report %r"
+             % (wanted, least, report))
+    minimum = minimum_budget(remat, conv, work)
+    tight, tight_report = compile_plan(remat, conv + ["--budget",
+                                                      str(minimum)],
+                                       work, "tight")
+    if tight is None or tight_report["workspace_bytes"] != wanted or \
+            tight_report["step_bytes"] > minimum or \
+            tight_report["recompute_overhead"] <= 0:
+        fail("at the minimum feasible budget %d: %r" % (minimum, tight_report))
+    base_losses, base_grads = run_plan(remat, plan, work, "all", steps=3)
+    tight_losses, tight_grads = run_plan(remat, tight, work, "tight", steps=3)
+    if base_losses != tight_losses or base_grads != tight_grads:
+        fail("store-all and the minimum's plan differ: %r vs %r"
+             % (base_losses, tight_losses))
+    # A reserve of im2col's block only, at the budget it makes feasible:
+    # the workspace is what the budget leaves beside the arena.
+    small = minimum - (wanted - least)
+    reserved, reserved_report = compile_plan(
+        remat, conv + ["--budget", str(small), "--workspace-reserve",
+                       str(least)], work, "reserved")
+    if reserved is None or not (
+            least <= reserved_report["workspace_bytes"] < wanted) or \
+            reserved_report["step_bytes"] > small:
+        fail("--workspace-reserve %d at %d: %r" % (least, small,
+                                                   reserved_report))
+    for tag, path, env in (("reserved", reserved, None),
+                           ("im2col", plan, im2col)):
+        log = os.path.join(work, tag + ".jsonl")
+        r = subprocess.run([remat, "run", path, "--steps", "3", "--seed", "3",
+                            "--log", log], capture_output=True, text=True,
+                           env=env)
+        if r.returncode != 0 or (tag == "reserved" and
+                                 "(within)" not in r.stderr):
+            fail("remat run (%s): exit %d, %s" % (tag, r.returncode,
+                                                  r.stderr))
+        with open(log) as f:
+            values = [json.loads(line)["loss"] for line in f]
+        worst = max(abs(a - b) / abs(b) for a, b in zip(values, base_losses))
+        if len(values) != 3 or worst > 1e-4:
+            fail("%s: losses %r against oneDNN's %r" % (tag, values,
+                                                        base_losses))
+    print("workspace %d B with oneDNN, %d B with im2col; the minimum's plan "
+          "(budget %d) bitwise equal to store-all; a reserve of %d B at %d: "
+          "workspace %d B, losses within 1e-4; im2col within 1e-4"
+          % (wanted, least, minimum, least, small,
+             reserved_report["workspace_bytes"]))
+
+
 def max_batch(remat, work):
     """plan --max-batch names the largest batch that compiles under the
     budget: that batch compiles, the next does not; a budget no batch meets
@@ -912,6 +988,7 @@ def main():
               "sweeps-in-budget": sweeps_in_budget,
               "graph-reorder": graph_reorder,
               "workspace-reserve": workspace_reserve,
+              "conv-workspace": conv_workspace,
               "max-batch": max_batch,
               "loss-grad-in-place": loss_grad_in_place,
               "check-bounds": check_bounds,

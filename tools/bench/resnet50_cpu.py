@@ -267,10 +267,12 @@ def table(args, plans, runs):
              "eager": f"PyTorch {cpu_measure.torch_version()} eager",
              "ckpt-stage": "PyTorch + checkpoint per stage (layer1..4)",
              "ckpt-block": "PyTorch + checkpoint per block (16 Bottlenecks)"}
-    lines = ["| run | budget | planned peak | arena | RSS growth | growth / "
-             "arena | RSS / eager's | step (median) | step / eager's | "
-             "modeled overhead |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    # arena + workspace: the step's allocation, which the budget covers
+    # (the workspace holds oneDNN's convolution scratchpads).
+    lines = ["| run | budget | planned peak | arena | workspace | RSS growth | "
+             "growth / arena | growth / (arena + workspace) | RSS / eager's | "
+             "step (median) | step / eager's | modeled overhead |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for v in args.variants:
         g, ms = growth(v), step_ms(v)
         rel_rss = f"{g / eager_rss:.3f}" if eager_rss else "-"
@@ -279,14 +281,16 @@ def table(args, plans, runs):
             rep = plans[v][1]
             budget = (f"{rep['budget_bytes']:,}" if rep["budget_bytes"]
                       else "-")
+            step = rep["step_bytes"]
             lines.append(
                 f"| {names[v]} | {budget} | {rep['planned_peak_bytes']:,} | "
-                f"{rep['arena_bytes']:,} | {g:,} | "
-                f"{g / rep['arena_bytes']:.3f} | {rel_rss} | {ms:.0f} ms | "
-                f"{rel_ms} | {100 * rep['recompute_overhead']:.2f}% |")
+                f"{rep['arena_bytes']:,} | {rep['workspace_bytes']:,} | "
+                f"{g:,} | {g / rep['arena_bytes']:.3f} | {g / step:.3f} | "
+                f"{rel_rss} | {ms:.0f} ms | {rel_ms} | "
+                f"{100 * rep['recompute_overhead']:.2f}% |")
         else:
-            lines.append(f"| {names[v]} | - | - | - | {g:,} | - | {rel_rss} "
-                         f"| {ms:.0f} ms | {rel_ms} | - |")
+            lines.append(f"| {names[v]} | - | - | - | - | {g:,} | - | - | "
+                         f"{rel_rss} | {ms:.0f} ms | {rel_ms} | - |")
     lines.append("")
     remat = [v for v in args.variants if v in REMAT_VARIANTS]
     same = True

@@ -178,6 +178,11 @@ def main():
             print(f"| {row['model']} | (fits the half budget, above) "
                   f"| - | - | - |")
             continue
+        if not own and "min_feasible" in row:
+            print(f"| {row['model']} | does not fit below store-all (tried "
+                  f"from the minimum feasible budget up to 1.75x it or "
+                  f"store-all) | - | - | - |")
+            continue
         if not own:
             print(f"| {row['model']} | failed | - | - | - |")
             continue

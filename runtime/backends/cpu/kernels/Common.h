@@ -110,6 +110,18 @@ template <typename Fn> void parallelFor(int64_t count, int64_t elements, Fn fn) 
     fn(i);
 }
 
+/// fn(i) for every i in [0, n), in blocks of kParallelElements indices that
+/// parallelFor shares among threads; fn(i) must write only element i's
+/// results.
+template <typename Fn> void parallelElements(int64_t n, Fn fn) {
+  int64_t blocks = (n + kParallelElements - 1) / kParallelElements;
+  parallelFor(blocks, n, [&](int64_t block) {
+    int64_t end = std::min(n, (block + 1) * kParallelElements);
+    for (int64_t i = block * kParallelElements; i < end; ++i)
+      fn(i);
+  });
+}
+
 /// y = softmax(x) over one row of d elements (y may be x): the max in T,
 /// the denominator summed in double, y = exp(x - max) * T(1 / sum).
 template <typename T> void softmaxRow(const T *x, T *y, int64_t d) {

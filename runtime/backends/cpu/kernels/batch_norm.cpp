@@ -6,7 +6,7 @@
 // each image's span in four interleaved partial sums, spanSum),
 // rstd = 1 / sqrt(var + epsilon) in double, y = T((x - mean)·rstd)·gamma +
 // beta, as for layer normalization. The gradient recomputes the statistics and sums
-// dy and dy·x̂ in double; dx = rstd·gamma·(dy - Σdy/M - x̂·Σ(dy·x̂)/M). The
+// dy and dy·x̂ in double, in one pass; dx = rstd·gamma·(dy - Σdy/M - x̂·Σ(dy·x̂)/M). The
 // running updates compute the batch mean (or the unbiased variance, over
 // M - 1) the same way and write running·momentum + batch·(1 - momentum).
 // Channels are independent: parallelFor shares them among threads, and
@@ -62,6 +62,36 @@ double channelSum(const ChannelLayout &layout, int64_t channel, F f) {
   return total;
 }
 
+/// Σ f(offset) and Σ g(offset) over channel `channel`'s elements in one
+/// pass, each in channelSum's order (so the same bits as two channelSums).
+template <typename F, typename G>
+void channelSumPair(const ChannelLayout &layout, int64_t channel, F f, G g,
+                    double &sumF, double &sumG) {
+  sumF = sumG = 0;
+  for (int64_t i = 0; i < layout.n; ++i) {
+    int64_t base = (i * layout.c + channel) * layout.s;
+    double f0 = 0, f1 = 0, f2 = 0, f3 = 0, g0 = 0, g1 = 0, g2 = 0, g3 = 0;
+    int64_t j = 0;
+    for (; j + 4 <= layout.s; j += 4) {
+      int64_t o = base + j;
+      f0 += f(o);
+      f1 += f(o + 1);
+      f2 += f(o + 2);
+      f3 += f(o + 3);
+      g0 += g(o);
+      g1 += g(o + 1);
+      g2 += g(o + 2);
+      g3 += g(o + 3);
+    }
+    for (; j < layout.s; ++j) {
+      f0 += f(base + j);
+      g0 += g(base + j);
+    }
+    sumF += (f0 + f1) + (f2 + f3);
+    sumG += (g0 + g1) + (g2 + g3);
+  }
+}
+
 /// Mean and sum of squared deviations of one channel (two passes).
 template <typename T>
 void channelMoments(const T *x, const ChannelLayout &layout, int64_t channel,
@@ -108,11 +138,13 @@ void runBatchNormGrad(const KernelCall &call, T *, uint64_t) {
     double mean, squares;
     channelMoments(x, layout, ch, mean, squares);
     double rstd = 1.0 / std::sqrt(squares / count + double(call.attrs->epsilon));
-    double sumDy =
-        channelSum(layout, ch, [&](int64_t o) { return double(dy[o]); });
-    double sumDyXhat = channelSum(layout, ch, [&](int64_t o) {
-      return double(dy[o]) * ((double(x[o]) - mean) * rstd);
-    });
+    double sumDy, sumDyXhat;
+    channelSumPair(
+        layout, ch, [&](int64_t o) { return double(dy[o]); },
+        [&](int64_t o) {
+          return double(dy[o]) * ((double(x[o]) - mean) * rstd);
+        },
+        sumDy, sumDyXhat);
     dgamma[ch] = T(sumDyXhat);
     dbeta[ch] = T(sumDy);
     double scale = rstd * double(gamma[ch]);

@@ -1,8 +1,9 @@
 //===- binary.cpp - add, sub, mul, div with NumPy broadcasting -----------===//
 //
 // Plain loops where b repeats every numel(b) elements of c (c's shape, a
-// scalar, a bias-style suffix); anything else walks c's shape with
-// broadcast strides.
+// scalar, a bias-style suffix), their elements or rows shared among
+// threads (parallelFor); anything else walks c's shape with broadcast
+// strides.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -20,22 +21,21 @@ template <typename T, typename Fn> void binary(const KernelCall &call, Fn fn) {
   T *c = outData<T>(call, 0);
   int64_t n = y.numElements;
   if (x0.shape == y.shape && x1.shape == y.shape) {
-    for (int64_t i = 0; i < n; ++i)
-      c[i] = fn(a[i], b[i]);
+    parallelElements(n, [&](int64_t i) { c[i] = fn(a[i], b[i]); });
     return;
   }
   if (x0.shape == y.shape && x1.numElements == 1) {
     T s = b[0];
-    for (int64_t i = 0; i < n; ++i)
-      c[i] = fn(a[i], s);
+    parallelElements(n, [&](int64_t i) { c[i] = fn(a[i], s); });
     return;
   }
   if (x0.shape == y.shape && isSuffix(x1.shape, y.shape)) {
     // Bias-style broadcast: b repeats every numel(b) elements.
     int64_t nb = x1.numElements;
-    for (int64_t i = 0; i < n; i += nb)
+    parallelFor(nb > 0 ? n / nb : 0, n, [&](int64_t row) {
       for (int64_t j = 0; j < nb; ++j)
-        c[i + j] = fn(a[i + j], b[j]);
+        c[row * nb + j] = fn(a[row * nb + j], b[j]);
+    });
     return;
   }
   std::vector<int64_t> strides[2] = {broadcastStrides(x0.shape, y.shape),

@@ -43,16 +43,16 @@ template <typename T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 template <typename T, typename Fn> void unary(const KernelCall &call, Fn fn) {
   const T *x = inData<T>(call, 0);
   T *y = outData<T>(call, 0);
-  for (int64_t i = 0, n = call.inputs[0].numElements; i < n; ++i)
-    y[i] = fn(x[i]);
+  parallelElements(call.inputs[0].numElements,
+                   [&](int64_t i) { y[i] = fn(x[i]); });
 }
 
 template <typename T, typename Fn>
 void unaryGrad(const KernelCall &call, Fn fn) {
   const T *x = inData<T>(call, 0), *dy = inData<T>(call, 1);
   T *dx = outData<T>(call, 0);
-  for (int64_t i = 0, n = call.inputs[0].numElements; i < n; ++i)
-    dx[i] = fn(x[i], dy[i]);
+  parallelElements(call.inputs[0].numElements,
+                   [&](int64_t i) { dx[i] = fn(x[i], dy[i]); });
 }
 
 } // namespace

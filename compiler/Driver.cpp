@@ -75,7 +75,6 @@ std::optional<int64_t> stepWorkspaceBytes(mlir::ModuleOp module,
   return most > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(most);
 }
 
-
 int64_t workspaceReserve(const CompileOptions &options,
                          mlir::ModuleOp module) {
   if (!options.budgetBytes)

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #endif
 
 namespace remat::ops {

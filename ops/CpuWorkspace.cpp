@@ -47,12 +47,8 @@ int64_t convChunkColumns(int64_t k, int64_t positions) {
 uint64_t convWorkspaceElements(OpKind op, const OpAttrs &attrs,
                                const std::vector<Shape> &inputs,
                                const std::vector<Shape> &outputs) {
-  // x [N,C,H,W], w [O,C/groups,kh,kw], y [N,O,OH,OW], wherever each op has
-  // them among its operands and result.
-  const Shape &w = op == OpKind::Conv2dGradWeight ? outputs[0]
-                   : op == OpKind::Conv2d         ? inputs[1]
-                                                  : inputs[0];
-  const Shape &y = op == OpKind::Conv2d ? outputs[0] : inputs[1];
+  ConvShapes shapes(op, inputs, outputs);
+  const Shape &w = shapes.w, &y = shapes.y;
   bool pointwise = w[2] == 1 && w[3] == 1 &&
                    attrs.strides == std::vector<int64_t>{1, 1} &&
                    attrs.pads == std::vector<int64_t>{0, 0, 0, 0};

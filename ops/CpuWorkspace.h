@@ -35,6 +35,20 @@ uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
                               const std::vector<Shape> &inputs,
                               const std::vector<Shape> &outputs);
 
+/// x [N, C, H, W], w [O, C/groups, kh, kw] and y [N, O, OH, OW] of
+/// conv2d, conv2d_grad_input or conv2d_grad_weight, wherever the op has
+/// them among its operands and result.
+struct ConvShapes {
+  const Shape &x, &w, &y;
+  ConvShapes(OpKind op, const std::vector<Shape> &inputs,
+             const std::vector<Shape> &outputs)
+      : x(op == OpKind::Conv2dGradInput ? outputs[0] : inputs[0]),
+        w(op == OpKind::Conv2d            ? inputs[1]
+          : op == OpKind::Conv2dGradInput ? inputs[0]
+                                          : outputs[0]),
+        y(op == OpKind::Conv2d ? outputs[0] : inputs[1]) {}
+};
+
 /// conv2d and its gradients unfold blocks of output positions into the
 /// workspace (runtime/backends/cpu/kernels/conv.cpp): K = C/groups·kh·kw
 /// rows of kConvScratchElements / K columns (4 MiB of f32), at least one.

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "ops/DnnlConv.h"
 
+#include "ops/CpuWorkspace.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -109,19 +111,6 @@ bool isConv(OpKind op) {
   return op == OpKind::Conv2d || op == OpKind::Conv2dGradInput ||
          op == OpKind::Conv2dGradWeight;
 }
-
-/// x [N, C, H, W], w [O, C/groups, kh, kw] and y [N, O, OH, OW], wherever
-/// `op` has them among its operands and result.
-struct ConvShapes {
-  Shape x, w, y;
-  ConvShapes(OpKind op, const std::vector<Shape> &inputs,
-             const std::vector<Shape> &outputs)
-      : x(op == OpKind::Conv2dGradInput ? outputs[0] : inputs[0]),
-        w(op == OpKind::Conv2d            ? inputs[1]
-          : op == OpKind::Conv2dGradInput ? inputs[0]
-                                          : outputs[0]),
-        y(op == OpKind::Conv2d ? outputs[0] : inputs[1]) {}
-};
 
 /// Makes the entry's descriptor; leaves it unusable when oneDNN refuses.
 void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,

@@ -343,6 +343,14 @@ std::string LoadedPlan::bufferPlace(size_t i) const {
          plan.buffers[i].name + "'";
 }
 
+std::optional<uint64_t> LoadedPlan::budgetBytes() const {
+  auto it = plan.report.find("budget_bytes");
+  if (it == plan.report.end() || !it->is_number_integer() ||
+      it->get<int64_t>() <= 0)
+    return std::nullopt;
+  return uint64_t(it->get<int64_t>());
+}
+
 LoadedPlan validatePlan(Plan plan, const std::string &source) {
   LoadedPlan lp;
   lp.plan = std::move(plan);

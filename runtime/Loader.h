@@ -29,6 +29,7 @@
 #include "runtime/Ops.h"
 #include "runtime/PlanFormat.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct LoadedPlan {
   std::string stepPlace(size_t stepIndex) const;
   /// "<source>: /buffers/<i> '<name>'".
   std::string bufferPlace(size_t bufferIndex) const;
+  /// The plan's budget for the whole step (report.budget_bytes), if it was
+  /// compiled with one.
+  std::optional<uint64_t> budgetBytes() const;
 };
 
 /// Validates `plan` (see the file comment); throws PlanError.

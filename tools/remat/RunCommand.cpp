@@ -206,12 +206,11 @@ std::string runUsage() {
 void checkWithinBudget(const LoadedPlan &plan, Backend &backend,
                        const std::string &backendName) {
   const Plan &p = plan.plan;
-  auto budget = p.report.find("budget_bytes");
-  if (budget == p.report.end() || !budget->is_number_integer() ||
-      budget->get<int64_t>() <= 0)
+  std::optional<uint64_t> budget = plan.budgetBytes();
+  if (!budget)
     return;
   backend.checkSupport(plan);
-  uint64_t limit = budget->get<uint64_t>();
+  uint64_t limit = *budget;
   uint64_t workspace = backend.workspaceBytes(plan);
   uint64_t used = p.arenaBytes + workspace;
   if (used <= limit)
@@ -351,10 +350,8 @@ int runCommand(const RunOptions &opt) {
     else if (!exec.commName().empty())
       info << "remat run: one rank; every gradient still goes through "
            << exec.commName() << " (--comm " << opt.comm << ")\n";
-    if (auto budget = p.report.find("budget_bytes");
-        budget != p.report.end() && budget->is_number_integer() &&
-        budget->get<int64_t>() > 0) {
-      info << "remat run: budget " << budget->get<int64_t>()
+    if (std::optional<uint64_t> budget = plan.budgetBytes()) {
+      info << "remat run: budget " << *budget
           << " B; arena + workspace "
           << exec.arenaBytes() + exec.workspaceBytes() << " B (within)";
       // This run's allowance: OpenBLAS at the threads it runs (the

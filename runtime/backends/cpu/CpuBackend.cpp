@@ -88,15 +88,10 @@ uint64_t CpuBackend::workspaceBytes(const LoadedPlan &plan) const {
   }
   // oneDNN's scratchpads only as far as the plan's budget leaves room
   // beside the arena: a plan compiled where oneDNN wanted less (another
-  // machine, REMAT_CPU_CONV=im2col, --workspace-reserve, the compiler's
-  // fallback to the least reserve) still runs within its budget, its larger
-  // convolutions through the backend's own kernels.
-  uint64_t limit = 0;
-  auto budget = plan.plan.report.find("budget_bytes");
-  if (budget != plan.plan.report.end() && budget->is_number_integer() &&
-      budget->get<int64_t>() > 0)
-    limit = budget->get<uint64_t>();
-  return ops::cpuBudgetedWorkspaceBytes(wanted, minimum, limit,
+  // machine, REMAT_CPU_CONV=im2col, --workspace-reserve) still runs within
+  // its budget, its larger convolutions through the backend's own kernels.
+  return ops::cpuBudgetedWorkspaceBytes(wanted, minimum,
+                                        plan.budgetBytes().value_or(0),
                                         plan.plan.arenaBytes);
 }
 

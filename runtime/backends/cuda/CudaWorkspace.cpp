@@ -77,20 +77,11 @@ uint64_t scratchFor(const LoadedPlan &plan, bool minimum = false) {
 /// budget is tight (cuBLAS's recommendation before Hopper).
 constexpr uint64_t kMinimumCublasWorkspace = uint64_t(4) << 20;
 
-/// The plan's budget for the whole step (report.budget_bytes), if any.
-std::optional<uint64_t> planBudget(const LoadedPlan &plan) {
-  const nlohmann::json &r = plan.plan.report;
-  auto it = r.find("budget_bytes");
-  if (it == r.end() || !it->is_number_integer() || it->get<int64_t>() <= 0)
-    return std::nullopt;
-  return uint64_t(it->get<int64_t>());
-}
-
 } // namespace
 
 CudaWorkspace cudaWorkspaceFor(const LoadedPlan &plan) {
   CudaWorkspace full{cublasWorkspaceFor(plan), scratchFor(plan)};
-  std::optional<uint64_t> budget = planBudget(plan);
+  std::optional<uint64_t> budget = plan.budgetBytes();
   uint64_t arena = plan.plan.arenaBytes;
   if (!budget || (arena <= *budget && full.total() <= *budget - arena))
     return full;

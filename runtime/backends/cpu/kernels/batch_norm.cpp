@@ -33,11 +33,24 @@ struct ChannelLayout {
   }
 };
 
-/// Σ f(j) for j in [0, len) in four interleaved double partial sums, added
-/// as (s0 + s1) + (s2 + s3): a fixed order (the same bits every run) in
-/// which consecutive adds do not wait for each other's results.
-template <typename F> double spanSum(int64_t len, F f) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+/// Two sums taken in one pass, added component by component (each
+/// component in the order a lone double sum would have).
+struct SumPair {
+  double first = 0, second = 0;
+  SumPair &operator+=(const SumPair &o) {
+    first += o.first;
+    second += o.second;
+    return *this;
+  }
+  friend SumPair operator+(SumPair a, const SumPair &b) { return a += b; }
+};
+
+/// Σ f(j) for j in [0, len) in four interleaved partial sums of V (double,
+/// or SumPair for two at once), added as (s0 + s1) + (s2 + s3): a fixed
+/// order (the same bits every run) in which consecutive adds do not wait
+/// for each other's results.
+template <typename V = double, typename F> V spanSum(int64_t len, F f) {
+  V s0{}, s1{}, s2{}, s3{};
   int64_t j = 0;
   for (; j + 4 <= len; j += 4) {
     s0 += f(j);
@@ -52,44 +65,14 @@ template <typename F> double spanSum(int64_t len, F f) {
 
 /// Σ f(offset) over channel `channel`'s elements: each image's contiguous
 /// span summed by spanSum, the spans added in image order.
-template <typename F>
-double channelSum(const ChannelLayout &layout, int64_t channel, F f) {
-  double total = 0;
+template <typename V = double, typename F>
+V channelSum(const ChannelLayout &layout, int64_t channel, F f) {
+  V total{};
   for (int64_t i = 0; i < layout.n; ++i) {
     int64_t base = (i * layout.c + channel) * layout.s;
-    total += spanSum(layout.s, [&](int64_t j) { return f(base + j); });
+    total += spanSum<V>(layout.s, [&](int64_t j) { return f(base + j); });
   }
   return total;
-}
-
-/// Σ f(offset) and Σ g(offset) over channel `channel`'s elements in one
-/// pass, each in channelSum's order (so the same bits as two channelSums).
-template <typename F, typename G>
-void channelSumPair(const ChannelLayout &layout, int64_t channel, F f, G g,
-                    double &sumF, double &sumG) {
-  sumF = sumG = 0;
-  for (int64_t i = 0; i < layout.n; ++i) {
-    int64_t base = (i * layout.c + channel) * layout.s;
-    double f0 = 0, f1 = 0, f2 = 0, f3 = 0, g0 = 0, g1 = 0, g2 = 0, g3 = 0;
-    int64_t j = 0;
-    for (; j + 4 <= layout.s; j += 4) {
-      int64_t o = base + j;
-      f0 += f(o);
-      f1 += f(o + 1);
-      f2 += f(o + 2);
-      f3 += f(o + 3);
-      g0 += g(o);
-      g1 += g(o + 1);
-      g2 += g(o + 2);
-      g3 += g(o + 3);
-    }
-    for (; j < layout.s; ++j) {
-      f0 += f(base + j);
-      g0 += g(base + j);
-    }
-    sumF += (f0 + f1) + (f2 + f3);
-    sumG += (g0 + g1) + (g2 + g3);
-  }
 }
 
 /// Mean and sum of squared deviations of one channel (two passes).
@@ -138,13 +121,12 @@ void runBatchNormGrad(const KernelCall &call, T *, uint64_t) {
     double mean, squares;
     channelMoments(x, layout, ch, mean, squares);
     double rstd = 1.0 / std::sqrt(squares / count + double(call.attrs->epsilon));
-    double sumDy, sumDyXhat;
-    channelSumPair(
-        layout, ch, [&](int64_t o) { return double(dy[o]); },
-        [&](int64_t o) {
-          return double(dy[o]) * ((double(x[o]) - mean) * rstd);
-        },
-        sumDy, sumDyXhat);
+    // Σdy and Σdy·x̂ in one pass over dy.
+    SumPair sums = channelSum<SumPair>(layout, ch, [&](int64_t o) {
+      double g = double(dy[o]);
+      return SumPair{g, g * ((double(x[o]) - mean) * rstd)};
+    });
+    double sumDy = sums.first, sumDyXhat = sums.second;
     dgamma[ch] = T(sumDyXhat);
     dbeta[ch] = T(sumDy);
     double scale = rstd * double(gamma[ch]);

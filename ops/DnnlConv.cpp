@@ -19,6 +19,7 @@
 #ifdef REMAT_HAVE_DNNL
 #include <dnnl.hpp>
 
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,15 +30,34 @@ namespace remat::ops {
 
 namespace {
 
-std::atomic<int> &enabledFlag() {
-  // -1: not yet read from the environment.
+// 0: im2col, 1: oneDNN on plain layouts only, 2: oneDNN, blocked layouts
+// where chooseBlocked says; -1: not yet read from REMAT_CPU_CONV.
+std::atomic<int> &modeFlag() {
   static std::atomic<int> flag{-1};
+  return flag;
+}
+
+int mode() {
+  int flag = modeFlag();
+  if (flag < 0) {
+    const char *choice = std::getenv("REMAT_CPU_CONV");
+    flag = !choice ? 2
+           : std::strcmp(choice, "im2col") == 0 ? 0
+           : std::strcmp(choice, "plain") == 0  ? 1
+                                                : 2;
+    modeFlag() = flag;
+  }
   return flag;
 }
 
 } // namespace
 
-void setDnnlConvEnabled(bool on) { enabledFlag() = on ? 1 : 0; }
+void setDnnlConvEnabled(bool on) { modeFlag() = on ? 2 : 0; }
+
+void setDnnlConvBlocked(bool on) {
+  if (mode() != 0)
+    modeFlag() = on ? 2 : 1;
+}
 
 #ifndef REMAT_HAVE_DNNL
 
@@ -47,9 +67,9 @@ std::string dnnlConvDescription() {
   return "none (built without oneDNN: libdnnl-dev not found)";
 }
 
-std::optional<uint64_t> dnnlConvScratchBytes(OpKind, const OpAttrs &,
-                                             const std::vector<Shape> &,
-                                             const std::vector<Shape> &) {
+std::optional<DnnlConvInfo> dnnlConvInfo(OpKind, const OpAttrs &,
+                                         const std::vector<Shape> &,
+                                         const std::vector<Shape> &) {
   return std::nullopt;
 }
 
@@ -61,15 +81,7 @@ bool dnnlConvRun(OpKind, const OpAttrs &, const std::vector<Shape> &,
 
 #else
 
-bool dnnlConvEnabled() {
-  int flag = enabledFlag();
-  if (flag < 0) {
-    const char *choice = std::getenv("REMAT_CPU_CONV");
-    flag = choice && std::strcmp(choice, "im2col") == 0 ? 0 : 1;
-    enabledFlag() = flag;
-  }
-  return flag == 1;
-}
+bool dnnlConvEnabled() { return mode() != 0; }
 
 std::string dnnlConvDescription() {
   const dnnl_version_t *v = dnnl_version();
@@ -78,21 +90,43 @@ std::string dnnlConvDescription() {
                                                              : "threads";
   return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) +
          "." + std::to_string(v->patch) + " (cpu runtime: " + runtime + ")" +
-         (dnnlConvEnabled() ? "" : ", off (REMAT_CPU_CONV=im2col)");
+         (mode() == 0   ? ", off (REMAT_CPU_CONV=im2col)"
+          : mode() == 1 ? ", plain layouts only (REMAT_CPU_CONV=plain)"
+                        : "");
 }
 
 namespace {
 
 using dnnl::memory;
 
-/// One convolution's descriptor, primitive (made on its first run) and the
-/// layouts of its three operands.
+/// Bytes rounded up to a cache line, for the workspace's parts.
+uint64_t lineUp(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/// One operand's layout: the plain one of remat's buffer (for a blocked
+/// entry, one chunk of the batch; weights whole) and the one the primitive
+/// wants, with a reorder between them and room for it in the workspace
+/// where the two differ.
+struct Operand {
+  memory::desc plain, used;
+  uint64_t offset = 0; // in the workspace, when reordered
+  bool reordered() const { return plain != used; }
+};
+
+/// One convolution's descriptor, primitive (made on its first run), its
+/// three operands, and how it runs: on remat's buffers in place (plain),
+/// or (blocked) `chunks` pieces of the batch, each reordered into oneDNN's
+/// blocked layouts in the workspace, the weights reordered once and
+/// the weights gradient's pieces summed in chunk order.
 struct Entry {
-  bool usable = false;
-  uint64_t scratchBytes = 0;
+  bool usable = false, blocked = false;
+  int64_t chunks = 1;
+  uint64_t scratchpadBytes = 0, workspaceBytes = 0;
   dnnl::primitive_desc pd;
   std::unique_ptr<dnnl::primitive> primitive;
-  memory::desc x, w, y;
+  Operand x, w, y;
+  /// Made on first use: the reorders of dnnlConvRun's operand i into the
+  /// primitive's layout, and of its result back (backSum: summed into it).
+  std::optional<dnnl::reorder> into[2], back, backSum;
 };
 
 struct Cache {
@@ -112,9 +146,33 @@ bool isConv(OpKind op) {
          op == OpKind::Conv2dGradWeight;
 }
 
-/// Makes the entry's descriptor; leaves it unusable when oneDNN refuses.
+/// Whether this convolution runs on blocked layouts: spatial kernels
+/// (3x3, 7x7, ...) without groups and with at least 16 output channels,
+/// where oneDNN's direct JIT kernels beat its GEMM on nchw even with the
+/// reorders (resnet50 at batch 32: `remat profile` puts its convolutions
+/// at 2.9-3.4 s a step, against 3.9-4.0 s all on nchw; docs/benchmarks.md). The input gradient also
+/// needs 16 input channels: with 3 (an image) the blocked layout pads
+/// them to 16 and runs slower. A rule on shapes only, so that the kernel,
+/// and every bit it computes, never depends on the budget.
+bool chooseBlocked(OpKind op, const OpAttrs &attrs, const ConvShapes &s) {
+  return mode() == 2 && attrs.groups == 1 && s.w[2] * s.w[3] > 1 &&
+         s.w[0] >= 16 && (op != OpKind::Conv2dGradInput || s.w[1] >= 16);
+}
+
+/// The batch's pieces for a blocked convolution: the largest divisor of
+/// the batch that is at most 8 images per piece, so the reordered copies
+/// stay small.
+int64_t chunksOf(int64_t batch) {
+  int64_t per = std::min<int64_t>(batch, 8);
+  while (batch % per != 0)
+    --per;
+  return batch / per;
+}
+
+/// Makes the entry's descriptor: blocked (layouts of oneDNN's choice) or
+/// plain (remat's, used in place); leaves it unusable when oneDNN refuses.
 void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
-              const ConvShapes &s) {
+              const ConvShapes &s, bool blocked) {
   int64_t groups = int64_t(attrs.groups);
   if (s.x.size() != 4 || s.w.size() != 4 || s.y.size() != 4 || groups < 1 ||
       attrs.strides.size() != 2 || attrs.pads.size() != 4 ||
@@ -124,14 +182,24 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
     for (int64_t d : *shape)
       if (d <= 0)
         return;
+  e.blocked = blocked;
+  e.chunks = blocked ? chunksOf(s.x[0]) : 1;
   auto f32 = memory::data_type::f32;
-  e.x = memory::desc(s.x, f32, memory::format_tag::nchw);
-  e.y = memory::desc(s.y, f32, memory::format_tag::nchw);
-  if (groups > 1)
-    e.w = memory::desc({groups, s.w[0] / groups, s.w[1], s.w[2], s.w[3]}, f32,
-                       memory::format_tag::goihw);
-  else
-    e.w = memory::desc(s.w, f32, memory::format_tag::oihw);
+  auto any = memory::format_tag::any;
+  Shape xs = s.x, ys = s.y;
+  xs[0] = ys[0] = s.x[0] / e.chunks;
+  memory::dims ws = s.w;
+  memory::format_tag wTag = memory::format_tag::oihw;
+  if (groups > 1) {
+    ws = {groups, s.w[0] / groups, s.w[1], s.w[2], s.w[3]};
+    wTag = memory::format_tag::goihw;
+  }
+  e.x.plain = memory::desc(xs, f32, memory::format_tag::nchw);
+  e.y.plain = memory::desc(ys, f32, memory::format_tag::nchw);
+  e.w.plain = memory::desc(ws, f32, wTag);
+  memory::desc x = blocked ? memory::desc(xs, f32, any) : e.x.plain,
+               y = blocked ? memory::desc(ys, f32, any) : e.y.plain,
+               w = blocked ? memory::desc(ws, f32, any) : e.w.plain;
   memory::dims strides = attrs.strides;
   memory::dims gaps; // oneDNN counts the gaps between taps: ONNX's minus 1
   for (int64_t d : attrs.dilations)
@@ -144,36 +212,43 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
   try {
     dnnl::convolution_forward::primitive_desc forward(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                        direct, e.x, e.w, e.y, strides, gaps,
-                                        padL, padR),
+                                        direct, x, w, y, strides, gaps, padL,
+                                        padR),
         pattr, engine);
     if (op == OpKind::Conv2d)
       e.pd = forward;
     else if (op == OpKind::Conv2dGradInput)
       e.pd = dnnl::convolution_backward_data::primitive_desc(
-          dnnl::convolution_backward_data::desc(direct, e.x, e.w, e.y, strides,
-                                                gaps, padL, padR),
+          dnnl::convolution_backward_data::desc(direct, x, w, y, strides, gaps,
+                                                padL, padR),
           pattr, engine, forward);
     else
       e.pd = dnnl::convolution_backward_weights::primitive_desc(
-          dnnl::convolution_backward_weights::desc(direct, e.x, e.w, e.y,
-                                                   strides, gaps, padL, padR),
+          dnnl::convolution_backward_weights::desc(direct, x, w, y, strides,
+                                                   gaps, padL, padR),
           pattr, engine, forward);
   } catch (const dnnl::error &) {
     return;
   }
-  // Plain layouts were asked for; a descriptor that would reorder them is
-  // not used.
-  const memory::desc &x = op == OpKind::Conv2dGradInput ? e.pd.diff_src_desc()
-                                                        : e.pd.src_desc();
-  const memory::desc &w = op == OpKind::Conv2dGradWeight
-                              ? e.pd.diff_weights_desc()
-                              : e.pd.weights_desc();
-  const memory::desc &y =
-      op == OpKind::Conv2d ? e.pd.dst_desc() : e.pd.diff_dst_desc();
-  if (x != e.x || w != e.w || y != e.y)
-    return;
-  e.scratchBytes = e.pd.scratchpad_desc().get_size();
+  e.x.used = op == OpKind::Conv2dGradInput ? e.pd.diff_src_desc()
+                                           : e.pd.src_desc();
+  e.w.used = op == OpKind::Conv2dGradWeight ? e.pd.diff_weights_desc()
+                                            : e.pd.weights_desc();
+  e.y.used = op == OpKind::Conv2d ? e.pd.dst_desc() : e.pd.diff_dst_desc();
+  e.scratchpadBytes = e.pd.scratchpad_desc().get_size();
+  uint64_t end = lineUp(e.scratchpadBytes);
+  for (Operand *o : {&e.x, &e.w, &e.y}) {
+    if (!blocked && o->reordered())
+      return; // plain layouts were asked for and would be reordered
+    // The weights gradient's pieces are summed into the result, so in
+    // chunks it always goes through the workspace.
+    if (o->reordered() || (o == &e.w && op == OpKind::Conv2dGradWeight &&
+                           e.chunks > 1)) {
+      o->offset = end;
+      end += lineUp(o->used.get_size());
+    }
+  }
+  e.workspaceBytes = end;
   e.usable = true;
 }
 
@@ -186,7 +261,9 @@ Entry *lookup(Cache &c, OpKind op, const OpAttrs &attrs,
       outputs.size() != 1)
     return nullptr;
   ConvShapes s(op, inputs, outputs);
-  std::vector<int64_t> key = {int64_t(op), int64_t(attrs.groups)};
+  bool blocked = s.w.size() == 4 && chooseBlocked(op, attrs, s);
+  std::vector<int64_t> key = {int64_t(op), int64_t(attrs.groups),
+                              int64_t(blocked)};
   for (const std::vector<int64_t> *part :
        std::initializer_list<const std::vector<int64_t> *>{
            &s.x, &s.w, &s.y, &attrs.strides, &attrs.pads, &attrs.dilations}) {
@@ -194,23 +271,28 @@ Entry *lookup(Cache &c, OpKind op, const OpAttrs &attrs,
     key.insert(key.end(), part->begin(), part->end());
   }
   auto [it, inserted] = c.entries.try_emplace(std::move(key));
-  if (inserted)
-    describe(it->second, c.engine, op, attrs, s);
+  if (inserted) {
+    describe(it->second, c.engine, op, attrs, s, blocked);
+    // A blocked descriptor oneDNN refuses falls back to plain layouts.
+    if (!it->second.usable && blocked) {
+      it->second = Entry();
+      describe(it->second, c.engine, op, attrs, s, false);
+    }
+  }
   return it->second.usable ? &it->second : nullptr;
 }
 
 } // namespace
 
-std::optional<uint64_t>
-dnnlConvScratchBytes(OpKind op, const OpAttrs &attrs,
-                     const std::vector<Shape> &inputs,
-                     const std::vector<Shape> &outputs) {
+std::optional<DnnlConvInfo> dnnlConvInfo(OpKind op, const OpAttrs &attrs,
+                                         const std::vector<Shape> &inputs,
+                                         const std::vector<Shape> &outputs) {
   Cache &c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   Entry *e = lookup(c, op, attrs, inputs, outputs);
   if (!e)
     return std::nullopt;
-  return e->scratchBytes;
+  return DnnlConvInfo{e->workspaceBytes, e->blocked ? e->chunks : 0};
 }
 
 bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
@@ -221,35 +303,103 @@ bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
   Cache &c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   Entry *e = lookup(c, op, attrs, inputs, outputs);
-  if (!e || e->scratchBytes > scratchBytes)
+  if (!e || e->workspaceBytes > scratchBytes)
     return false;
   if (!e->primitive)
     e->primitive = std::make_unique<dnnl::primitive>(e->pd);
-  // The arena's buffers as oneDNN memory (no copies).
-  auto wrap = [&](const memory::desc &md, const float *data) {
-    return memory(md, c.engine, const_cast<float *>(data));
+  // The op's two operands and its result: the operand, oneDNN's argument,
+  // remat's buffer, and whether the buffer is split into the batch's
+  // chunks (activations) or whole (weights).
+  struct Role {
+    Operand *operand;
+    int arg;
+    float *data;
+    bool chunked;
   };
+  auto mut = [](const float *p) { return const_cast<float *>(p); };
+  std::array<Role, 3> roles;
+  if (op == OpKind::Conv2d)
+    roles = {Role{&e->x, DNNL_ARG_SRC, mut(in0), true},
+             Role{&e->w, DNNL_ARG_WEIGHTS, mut(in1), false},
+             Role{&e->y, DNNL_ARG_DST, out, true}};
+  else if (op == OpKind::Conv2dGradInput)
+    roles = {Role{&e->w, DNNL_ARG_WEIGHTS, mut(in0), false},
+             Role{&e->y, DNNL_ARG_DIFF_DST, mut(in1), true},
+             Role{&e->x, DNNL_ARG_DIFF_SRC, out, true}};
+  else
+    roles = {Role{&e->x, DNNL_ARG_SRC, mut(in0), true},
+             Role{&e->y, DNNL_ARG_DIFF_DST, mut(in1), true},
+             Role{&e->w, DNNL_ARG_DIFF_WEIGHTS, out, false}};
+  auto reorder = [&](std::optional<dnnl::reorder> &r, const memory::desc &from,
+                     const memory::desc &to, bool accumulate) -> dnnl::reorder & {
+    if (!r) {
+      dnnl::primitive_attr attr;
+      if (accumulate) {
+        dnnl::post_ops sum;
+        sum.append_sum(1.0f);
+        attr.set_post_ops(sum);
+      }
+      r.emplace(dnnl::reorder::primitive_desc(c.engine, from, c.engine, to,
+                                              attr));
+    }
+    return *r;
+  };
+  char *workspace = static_cast<char *>(scratch);
   memory scratchpad(e->pd.scratchpad_desc(), c.engine,
-                    e->scratchBytes ? scratch : nullptr);
-  std::unordered_map<int, memory> args = {{DNNL_ARG_SCRATCHPAD, scratchpad}};
-  if (op == OpKind::Conv2d) {
-    args.emplace(DNNL_ARG_SRC, wrap(e->x, in0));
-    args.emplace(DNNL_ARG_WEIGHTS, wrap(e->w, in1));
-    args.emplace(DNNL_ARG_DST, wrap(e->y, out));
-  } else if (op == OpKind::Conv2dGradInput) {
-    args.emplace(DNNL_ARG_WEIGHTS, wrap(e->w, in0));
-    args.emplace(DNNL_ARG_DIFF_DST, wrap(e->y, in1));
-    args.emplace(DNNL_ARG_DIFF_SRC, wrap(e->x, out));
-  } else {
-    args.emplace(DNNL_ARG_SRC, wrap(e->x, in0));
-    args.emplace(DNNL_ARG_DIFF_DST, wrap(e->y, in1));
-    args.emplace(DNNL_ARG_DIFF_WEIGHTS, wrap(e->w, out));
+                    e->scratchpadBytes ? workspace : nullptr);
+  for (int64_t chunk = 0; chunk < e->chunks; ++chunk) {
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SCRATCHPAD, scratchpad}};
+    memory result, resultPlain;
+    for (size_t i = 0; i < roles.size(); ++i) {
+      const Role &r = roles[i];
+      Operand &o = *r.operand;
+      // remat's buffer (this chunk of it) in place, or its copy in the
+      // workspace in the primitive's layout.
+      float *base = r.data + (r.chunked ? chunk * int64_t(o.plain.get_size() /
+                                                          sizeof(float))
+                                        : 0);
+      memory plain(o.plain, c.engine, base);
+      bool isResult = i == 2;
+      bool viaWorkspace =
+          o.reordered() || (isResult && !r.chunked && e->chunks > 1);
+      if (!viaWorkspace) {
+        args.emplace(r.arg, plain);
+        continue;
+      }
+      memory used(o.used, c.engine, workspace + o.offset);
+      if (isResult) {
+        result = used;
+        resultPlain = plain;
+      } else if (r.chunked || chunk == 0) { // weights once
+        reorder(e->into[i], o.plain, o.used, false)
+            .execute(c.stream, plain, used);
+      }
+      args.emplace(r.arg, used);
+    }
+    e->primitive->execute(c.stream, args);
+    if (result) {
+      // A chunk's result back into remat's buffer; the weights gradient's
+      // later chunks are summed with what the earlier ones left.
+      bool accumulate = !roles[2].chunked && chunk > 0;
+      reorder(accumulate ? e->backSum : e->back, result.get_desc(),
+              resultPlain.get_desc(), accumulate)
+          .execute(c.stream, result, resultPlain);
+    }
   }
-  e->primitive->execute(c.stream, args);
   c.stream.wait();
   return true;
 }
 
 #endif // REMAT_HAVE_DNNL
+
+std::optional<uint64_t>
+dnnlConvScratchBytes(OpKind op, const OpAttrs &attrs,
+                     const std::vector<Shape> &inputs,
+                     const std::vector<Shape> &outputs) {
+  std::optional<DnnlConvInfo> info = dnnlConvInfo(op, attrs, inputs, outputs);
+  if (!info)
+    return std::nullopt;
+  return info->workspaceBytes;
+}
 
 } // namespace remat::ops

@@ -2,15 +2,20 @@
 //
 // The CPU backend runs float32 conv2d, conv2d_grad_input and
 // conv2d_grad_weight through oneDNN (Debian's libdnnl, what PyTorch uses
-// for CPU convolutions) where the build found it, on remat's own layouts
-// (nchw activations, oihw / goihw weights: no reorders), with oneDNN's
-// scratchpad in the backend's workspace. Here so that the compiler, which
+// for CPU convolutions) where the build found it, with oneDNN's scratchpad
+// in the backend's workspace. Pointwise and grouped convolutions run on
+// remat's own layouts (nchw activations, oihw / goihw weights) in place;
+// spatial ones (3x3, 7x7, ...) in chunks of at most 8 images reordered
+// into oneDNN's blocked layouts in the workspace, where its direct JIT
+// kernels are faster. Which one is a rule on shapes alone, so a kernel's
+// bits never depend on the budget. Here so that the compiler, which
 // reserves the workspace in the budget, and the runtime, which allocates
 // and uses it, ask oneDNN the same question (CpuWorkspace.h).
 //
 // Without oneDNN, or with the environment variable REMAT_CPU_CONV=im2col,
 // every function here answers "not through oneDNN" and the backend keeps
 // its own im2col + GEMM kernels (runtime/backends/cpu/kernels/conv.cpp).
+// REMAT_CPU_CONV=plain keeps every convolution on remat's layouts.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_OPS_DNNLCONV_H
@@ -32,13 +37,31 @@ bool dnnlConvEnabled();
 /// both paths; on has no effect in a build without oneDNN).
 void setDnnlConvEnabled(bool on);
 
+/// Lets spatial convolutions use blocked layouts (the default), or keeps
+/// every one on plain layouts, as REMAT_CPU_CONV=plain does; no effect
+/// while oneDNN is off.
+void setDnnlConvBlocked(bool on);
+
+/// How oneDNN runs one convolution.
+struct DnnlConvInfo {
+  /// Workspace it needs: the scratchpad and, when blocked, the reordered
+  /// copies of one chunk.
+  uint64_t workspaceBytes = 0;
+  /// Pieces of the batch it runs in blocked layouts; 0 on plain layouts.
+  int64_t blockedChunks = 0;
+};
+
+/// How oneDNN runs `op` (conv2d, conv2d_grad_input or conv2d_grad_weight)
+/// with these operand and result shapes; nullopt when it does not (off,
+/// another op, a shape it refuses).
+std::optional<DnnlConvInfo> dnnlConvInfo(OpKind op, const OpAttrs &attrs,
+                                         const std::vector<Shape> &inputs,
+                                         const std::vector<Shape> &outputs);
+
 /// "oneDNN 2.6.3 (cpu runtime: OpenMP)", or why there is none.
 std::string dnnlConvDescription();
 
-/// The scratchpad bytes oneDNN's primitive for `op` (conv2d,
-/// conv2d_grad_input or conv2d_grad_weight) needs with these operand and
-/// result shapes; nullopt when oneDNN does not run it (off, another op,
-/// a shape it refuses).
+/// dnnlConvInfo's workspaceBytes.
 std::optional<uint64_t>
 dnnlConvScratchBytes(OpKind op, const OpAttrs &attrs,
                      const std::vector<Shape> &inputs,
@@ -46,8 +69,8 @@ dnnlConvScratchBytes(OpKind op, const OpAttrs &attrs,
 
 /// Runs `op` through oneDNN: `in0`, `in1` are its two operands and `out`
 /// its result, float32, dense row-major; `scratch` holds `scratchBytes`.
-/// Returns false, having done nothing, when oneDNN does not run it or its
-/// scratchpad needs more than `scratchBytes`.
+/// Returns false, having done nothing, when oneDNN does not run it or it
+/// needs more workspace than `scratchBytes`.
 bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
                  const std::vector<Shape> &inputs,
                  const std::vector<Shape> &outputs, const float *in0,

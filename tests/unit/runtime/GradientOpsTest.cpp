@@ -476,7 +476,8 @@ TEST_CASE("conv2d_grad_input and conv2d_grad_weight match finite "
   }
 }
 
-TEST_CASE("conv2d and its gradients through oneDNN match the im2col kernels",
+TEST_CASE("conv2d and its gradients through oneDNN, on plain and blocked "
+          "layouts, match the im2col kernels",
           "[runtime]") {
   if (!remat::ops::dnnlConvEnabled()) {
     WARN("oneDNN is off or not built (" << remat::ops::dnnlConvDescription()
@@ -490,7 +491,23 @@ TEST_CASE("conv2d and its gradients through oneDNN match the im2col kernels",
                    {2, 64, 56, 56},
                    {8, 64, 3, 3},
                    convAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
-  for (const ConvCase &c : cases) {
+  // Blocked layouts: the batch in chunks (conv2d_grad_weight adds them),
+  // and an image-like 3-channel input whose conv2d_grad_input stays plain.
+  size_t firstBlocked = cases.size();
+  cases.push_back({"blocked, 16 images in 2 chunks",
+                   {16, 16, 10, 10},
+                   {16, 16, 3, 3},
+                   convAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
+  cases.push_back({"blocked, 12 images in 2 chunks, stride 2, asymmetric pads",
+                   {12, 32, 9, 8},
+                   {32, 32, 3, 3},
+                   convAttrs({2, 2}, {1, 0, 2, 1}, {1, 1}, 1)});
+  cases.push_back({"blocked 7x7 stem on 3 channels, 6 images in 1 chunk",
+                   {6, 3, 20, 20},
+                   {16, 3, 7, 7},
+                   convAttrs({2, 2}, {3, 3, 3, 3}, {1, 1}, 1)});
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ConvCase &c = cases[i];
     INFO(c.what);
     Shape ys = convOutputShape(c.x, c.w, c.attrs);
     HostTensor x = randomTensor(c.x, rng), w = randomTensor(c.w, rng),
@@ -507,16 +524,28 @@ TEST_CASE("conv2d and its gradients through oneDNN match the im2col kernels",
       std::vector<Shape> inputShapes = {r.inputs[0].shape, r.inputs[1].shape};
       // oneDNN runs every one of these, and the workspace runOp gives
       // holds its scratchpad.
-      CHECK(remat::ops::dnnlConvScratchBytes(r.op, c.attrs, inputShapes,
-                                             {r.result})
-                .has_value());
+      std::optional<remat::ops::DnnlConvInfo> info =
+          remat::ops::dnnlConvInfo(r.op, c.attrs, inputShapes, {r.result});
+      REQUIRE(info.has_value());
+      // The cases meant for blocked layouts take them (in the expected
+      // chunks), the rest run in place.
+      int64_t chunks = 0;
+      if (i >= firstBlocked &&
+          !(r.op == OpKind::Conv2dGradInput && c.x[1] < 16))
+        chunks = c.x[0] / (c.x[0] % 8 == 0 ? 8 : c.x[0] % 6 == 0 ? 6 : 1);
+      CHECK(info->blockedChunks == chunks);
       HostTensor viaDnnl =
           runOp<float>(r.op, c.attrs, r.inputs, {typeOf(r.result)})[0];
+      remat::ops::setDnnlConvBlocked(false);
+      HostTensor viaPlain =
+          runOp<float>(r.op, c.attrs, r.inputs, {typeOf(r.result)})[0];
+      remat::ops::setDnnlConvBlocked(true);
       remat::ops::setDnnlConvEnabled(false);
       HostTensor viaIm2col =
           runOp<float>(r.op, c.attrs, r.inputs, {typeOf(r.result)})[0];
       remat::ops::setDnnlConvEnabled(true);
       CHECK(normalizedError(viaDnnl, viaIm2col) < 1e-6);
+      CHECK(normalizedError(viaPlain, viaIm2col) < 1e-6);
     }
   }
 }
@@ -655,6 +684,60 @@ TEST_CASE("max_pool2d's gradient goes to the first maximum of a tie",
                                {typeOf({1, 1, 2, 2})})[0];
   CHECK(y.values[0] == 3);
   CHECK(dx.values == std::vector<double>{0, 5, 0, 0});
+}
+
+TEST_CASE("max_pool2d and its gradient take the first maximum, or the first "
+          "NaN, inside the plane and at its edges",
+          "[runtime]") {
+  // Small integers make ties common; 3x3 windows at stride 1 with padding
+  // 1 are inside the plane (the kernels' fast path) except at its edges.
+  std::mt19937 rng(44);
+  Shape xs = {2, 3, 7, 6};
+  HostTensor x = randomTensor(xs, rng, 0, 4);
+  for (double &v : x.values)
+    v = std::floor(v);
+  x.values[2 * 6 + 3] = std::nan("");             // an inner window's
+  x.values[42 + 0 * 6 + 0] = std::nan("");        // a corner's
+  x.values[42 * 4 + 3 * 6 + 2] = std::nan("");
+  x.values[42 * 4 + 3 * 6 + 4] = std::nan("");    // two in one window
+  OpAttrs attrs;
+  attrs.kernelShape = {3, 3};
+  attrs.strides = {1, 1};
+  attrs.pads = {1, 1, 1, 1};
+  attrs.dilations = {1, 1};
+  Shape ys = xs;
+  HostTensor dy = randomTensor(ys, rng);
+  HostTensor y = runOp<float>(OpKind::MaxPool2d, attrs, {x}, {typeOf(ys)})[0];
+  HostTensor dx =
+      runOp<float>(OpKind::MaxPool2dGrad, attrs, {x, dy}, {typeOf(xs)})[0];
+  std::vector<double> wantDx(x.values.size(), 0.0);
+  int64_t h = xs[2], w = xs[3];
+  for (int64_t p = 0; p < xs[0] * xs[1]; ++p)
+    for (int64_t oy = 0; oy < h; ++oy)
+      for (int64_t ox = 0; ox < w; ++ox) {
+        int64_t best = -1;
+        for (int64_t iy = oy - 1; iy <= oy + 1; ++iy)
+          for (int64_t ix = ox - 1; ix <= ox + 1; ++ix) {
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+              continue;
+            int64_t at = p * h * w + iy * w + ix;
+            bool bestNan = best >= 0 && std::isnan(x.values[best]);
+            if (best < 0 || (!bestNan && (std::isnan(x.values[at]) ||
+                                          x.values[at] > x.values[best])))
+              best = at;
+          }
+        int64_t o = p * h * w + oy * w + ox;
+        INFO("plane " << p << ", window (" << oy << ", " << ox << ")");
+        if (std::isnan(x.values[best]))
+          CHECK(std::isnan(y.values[o]));
+        else
+          CHECK(y.values[o] == x.values[best]);
+        wantDx[best] += double(float(dy.values[o]));
+      }
+  for (size_t i = 0; i < wantDx.size(); ++i) {
+    INFO("dx element " << i);
+    CHECK(dx.values[i] == Approx(wantDx[i]).margin(1e-5));
+  }
 }
 
 TEST_CASE("batch_norm_grad matches finite differences for x, gamma and beta",

@@ -37,6 +37,29 @@ struct PoolWindows {
   /// first NaN); -1 when the window holds no input element.
   template <typename T>
   int64_t argmax(const T *plane, int64_t y, int64_t x) const {
+    int64_t r0 = y * sh - pt, c0 = x * sw - pl;
+    if (r0 >= 0 && r0 + (kh - 1) * dh < h && c0 >= 0 &&
+        c0 + (kw - 1) * dw < w) {
+      // The window inside the plane (the common case): the same first
+      // maximum, or first NaN, without bounds checks.
+      int64_t best = r0 * w + c0;
+      T top = plane[best];
+      if (std::isnan(top))
+        return best;
+      for (int64_t i = 0; i < kh; ++i) {
+        const T *row = plane + (r0 + i * dh) * w + c0;
+        for (int64_t j = 0; j < kw; ++j) {
+          T v = row[j * dw];
+          if (v > top) {
+            top = v;
+            best = (r0 + i * dh) * w + c0 + j * dw;
+          } else if (std::isnan(v)) {
+            return (r0 + i * dh) * w + c0 + j * dw;
+          }
+        }
+      }
+      return best;
+    }
     int64_t best = -1;
     for (int64_t i = 0; i < kh; ++i) {
       int64_t ih = y * sh - pt + i * dh;

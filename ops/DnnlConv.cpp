@@ -13,6 +13,7 @@
 #include "ops/CpuWorkspace.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -41,10 +42,14 @@ int mode() {
   int flag = modeFlag();
   if (flag < 0) {
     const char *choice = std::getenv("REMAT_CPU_CONV");
-    flag = !choice ? 2
-           : std::strcmp(choice, "im2col") == 0 ? 0
-           : std::strcmp(choice, "plain") == 0  ? 1
-                                                : 2;
+    std::string value = choice ? choice : "";
+    flag = value == "im2col" ? 0 : value == "plain" ? 1 : 2;
+    if (!value.empty() && value != "im2col" && value != "plain" &&
+        value != "auto")
+      std::fprintf(stderr,
+                   "remat: warning: REMAT_CPU_CONV=%s is not im2col, plain "
+                   "or auto; using auto (docs/cli.md, CPU convolutions)\n",
+                   value.c_str());
     modeFlag() = flag;
   }
   return flag;

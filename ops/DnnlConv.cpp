@@ -155,10 +155,10 @@ bool isConv(OpKind op) {
 /// (3x3, 7x7, ...) without groups and with at least 16 output channels,
 /// where oneDNN's direct JIT kernels beat its GEMM on nchw even with the
 /// reorders (resnet50 at batch 32: `remat profile` puts its convolutions
-/// at 2.9-3.4 s a step, against 3.9-4.0 s all on nchw; docs/benchmarks.md). The input gradient also
-/// needs 16 input channels: with 3 (an image) the blocked layout pads
-/// them to 16 and runs slower. A rule on shapes only, so that the kernel,
-/// and every bit it computes, never depends on the budget.
+/// at 2.7-3.4 s a step, against 3.9-4.0 s all on nchw; benchmarks.md).
+/// The input gradient also needs 16 input channels: with 3 (an image) the
+/// blocked layout pads them to 16 and runs slower. A rule on shapes only, so
+/// that the kernel, and every bit it computes, never depends on the budget.
 bool chooseBlocked(OpKind op, const OpAttrs &attrs, const ConvShapes &s) {
   return mode() == 2 && attrs.groups == 1 && s.w[2] * s.w[3] > 1 &&
          s.w[0] >= 16 && (op != OpKind::Conv2dGradInput || s.w[1] >= 16);
@@ -235,8 +235,8 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
   } catch (const dnnl::error &) {
     return;
   }
-  e.x.used = op == OpKind::Conv2dGradInput ? e.pd.diff_src_desc()
-                                           : e.pd.src_desc();
+  e.x.used =
+      op == OpKind::Conv2dGradInput ? e.pd.diff_src_desc() : e.pd.src_desc();
   e.w.used = op == OpKind::Conv2dGradWeight ? e.pd.diff_weights_desc()
                                             : e.pd.weights_desc();
   e.y.used = op == OpKind::Conv2d ? e.pd.dst_desc() : e.pd.diff_dst_desc();
@@ -247,8 +247,8 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
       return; // plain layouts were asked for and would be reordered
     // The weights gradient's pieces are summed into the result, so in
     // chunks it always goes through the workspace.
-    if (o->reordered() || (o == &e.w && op == OpKind::Conv2dGradWeight &&
-                           e.chunks > 1)) {
+    if (o->reordered() ||
+        (o == &e.w && op == OpKind::Conv2dGradWeight && e.chunks > 1)) {
       o->offset = end;
       end += lineUp(o->used.get_size());
     }
@@ -336,7 +336,8 @@ bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
              Role{&e->y, DNNL_ARG_DIFF_DST, mut(in1), true},
              Role{&e->w, DNNL_ARG_DIFF_WEIGHTS, out, false}};
   auto reorder = [&](std::optional<dnnl::reorder> &r, const memory::desc &from,
-                     const memory::desc &to, bool accumulate) -> dnnl::reorder & {
+                     const memory::desc &to,
+                     bool accumulate) -> dnnl::reorder & {
     if (!r) {
       dnnl::primitive_attr attr;
       if (accumulate) {
@@ -344,8 +345,8 @@ bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
         sum.append_sum(1.0f);
         attr.set_post_ops(sum);
       }
-      r.emplace(dnnl::reorder::primitive_desc(c.engine, from, c.engine, to,
-                                              attr));
+      r.emplace(
+          dnnl::reorder::primitive_desc(c.engine, from, c.engine, to, attr));
     }
     return *r;
   };
@@ -360,9 +361,9 @@ bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
       Operand &o = *r.operand;
       // remat's buffer (this chunk of it) in place, or its copy in the
       // workspace in the primitive's layout.
-      float *base = r.data + (r.chunked ? chunk * int64_t(o.plain.get_size() /
-                                                          sizeof(float))
-                                        : 0);
+      float *base =
+          r.data +
+          (r.chunked ? chunk * int64_t(o.plain.get_size() / sizeof(float)) : 0);
       memory plain(o.plain, c.engine, base);
       bool isResult = i == 2;
       bool viaWorkspace =

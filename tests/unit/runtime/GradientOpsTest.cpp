@@ -696,10 +696,10 @@ TEST_CASE("max_pool2d and its gradient take the first maximum, or the first "
   HostTensor x = randomTensor(xs, rng, 0, 4);
   for (double &v : x.values)
     v = std::floor(v);
-  x.values[2 * 6 + 3] = std::nan("");             // an inner window's
-  x.values[42 + 0 * 6 + 0] = std::nan("");        // a corner's
+  x.values[2 * 6 + 3] = std::nan("");      // an inner window's
+  x.values[42 + 0 * 6 + 0] = std::nan(""); // a corner's
   x.values[42 * 4 + 3 * 6 + 2] = std::nan("");
-  x.values[42 * 4 + 3 * 6 + 4] = std::nan("");    // two in one window
+  x.values[42 * 4 + 3 * 6 + 4] = std::nan(""); // two in one window
   OpAttrs attrs;
   attrs.kernelShape = {3, 3};
   attrs.strides = {1, 1};

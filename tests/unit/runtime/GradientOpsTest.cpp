@@ -523,7 +523,7 @@ TEST_CASE("conv2d and its gradients through oneDNN, on plain and blocked "
       INFO(remat::ops::opName(r.op));
       std::vector<Shape> inputShapes = {r.inputs[0].shape, r.inputs[1].shape};
       // oneDNN runs every one of these, and the workspace runOp gives
-      // holds its scratchpad.
+      // holds what it needs (scratchpad and blocked copies).
       std::optional<remat::ops::DnnlConvInfo> info =
           remat::ops::dnnlConvInfo(r.op, c.attrs, inputShapes, {r.result});
       REQUIRE(info.has_value());

@@ -11,11 +11,11 @@ uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
                               const std::vector<Shape> &inputs,
                               const std::vector<Shape> &outputs) {
   uint64_t minimum = cpuMinimumWorkspaceElements(op, attrs, inputs, outputs);
-  std::optional<uint64_t> scratch =
-      dnnlConvScratchBytes(op, attrs, inputs, outputs);
-  if (!scratch)
+  std::optional<DnnlConvInfo> dnnl = dnnlConvInfo(op, attrs, inputs, outputs);
+  if (!dnnl)
     return minimum;
-  return std::max(minimum, (*scratch + sizeof(float) - 1) / sizeof(float));
+  return std::max(minimum,
+                  (dnnl->workspaceBytes + sizeof(float) - 1) / sizeof(float));
 }
 
 uint64_t cpuMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,

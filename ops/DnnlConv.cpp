@@ -113,7 +113,7 @@ uint64_t lineUp(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 /// where the two differ.
 struct Operand {
   memory::desc plain, used;
-  uint64_t offset = 0; // in the workspace, when reordered
+  uint64_t offset = 0; // in the workspace, when the operand goes through it
   bool reordered() const { return plain != used; }
 };
 
@@ -397,15 +397,5 @@ bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
 }
 
 #endif // REMAT_HAVE_DNNL
-
-std::optional<uint64_t>
-dnnlConvScratchBytes(OpKind op, const OpAttrs &attrs,
-                     const std::vector<Shape> &inputs,
-                     const std::vector<Shape> &outputs) {
-  std::optional<DnnlConvInfo> info = dnnlConvInfo(op, attrs, inputs, outputs);
-  if (!info)
-    return std::nullopt;
-  return info->workspaceBytes;
-}
 
 } // namespace remat::ops

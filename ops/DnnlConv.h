@@ -61,12 +61,6 @@ std::optional<DnnlConvInfo> dnnlConvInfo(OpKind op, const OpAttrs &attrs,
 /// "oneDNN 2.6.3 (cpu runtime: OpenMP)", or why there is none.
 std::string dnnlConvDescription();
 
-/// dnnlConvInfo's workspaceBytes.
-std::optional<uint64_t>
-dnnlConvScratchBytes(OpKind op, const OpAttrs &attrs,
-                     const std::vector<Shape> &inputs,
-                     const std::vector<Shape> &outputs);
-
 /// Runs `op` through oneDNN: `in0`, `in1` are its two operands and `out`
 /// its result, float32, dense row-major; `scratch` holds `scratchBytes`.
 /// Returns false, having done nothing, when oneDNN does not run it or it

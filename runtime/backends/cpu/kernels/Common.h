@@ -94,8 +94,9 @@ inline constexpr int64_t kParallelElements = int64_t(1) << 16;
 
 /// fn(i) for every i in [0, count), on OpenMP's threads where the build has
 /// them (the threads oneDNN's convolutions use) and the loop touches at
-/// least kParallelElements `elements`, else in order on this thread. Each fn(i) must write only its own results and read
-/// nothing another writes, so the results are the same bits either way.
+/// least kParallelElements `elements`, else in order on this thread. Each
+/// fn(i) must write only its own results and read nothing another writes,
+/// so the results are the same bits either way.
 template <typename Fn> void parallelFor(int64_t count, int64_t elements, Fn fn) {
 #ifdef _OPENMP
   if (count > 1 && elements >= kParallelElements) {

@@ -389,7 +389,8 @@ def conv_workspace(remat, work):
     model runs every convolution through oneDNN and computes the same bits;
     a --workspace-reserve below the scratchpad runs within its budget (the
     larger convolutions through im2col), and so does a plan run with
-    REMAT_CPU_CONV=im2col. Skipped (77) where the build has no oneDNN."""
+    REMAT_CPU_CONV=im2col; an unknown REMAT_CPU_CONV value warns and means
+    auto. Skipped (77) where the build has no oneDNN."""
     conv = [os.path.join(ROOT, "tests", "e2e", "models", "conv.json")]
     im2col = dict(os.environ, REMAT_CPU_CONV="im2col")
     plan, report = compile_plan(remat, conv, work, "all")
@@ -411,6 +412,18 @@ def conv_workspace(remat, work):
     if wanted < least or report["step_bytes"] != report["arena_bytes"] + wanted:
         fail("workspace %d B with oneDNN, %d B without; report %r"
              % (wanted, least, report))
+    # A value REMAT_CPU_CONV does not know warns and means auto.
+    r = subprocess.run([remat, "compile"] + conv + [
+        "--emit=plan", "-o", os.path.join(work, "bogus.plan"), "--report",
+        os.path.join(work, "bogus.json")], capture_output=True, text=True,
+        env=dict(os.environ, REMAT_CPU_CONV="bogus"))
+    if r.returncode != 0 or "REMAT_CPU_CONV=bogus is not im2col, plain or " \
+            "auto; using auto" not in r.stderr:
+        fail("compile with REMAT_CPU_CONV=bogus: exit %d, stderr %r"
+             % (r.returncode, r.stderr))
+    with open(os.path.join(work, "bogus.json")) as f:
+        if json.load(f)["workspace_bytes"] != wanted:
+            fail("REMAT_CPU_CONV=bogus did not reserve auto's workspace")
     minimum = minimum_budget(remat, conv, work)
     tight, tight_report = compile_plan(remat, conv + ["--budget",
                                                       str(minimum)],

@@ -2,12 +2,13 @@
 
 #include "compiler/Driver.h"
 
+#include "runtime/StepScratch.h"
+
 #include "compiler/Importer.h"
-#include "ops/CpuWorkspace.h"
 #include "ops/Suggest.h"
-#include "runtime/Ops.h"
 #include "passes/AssignBuffers.h"
 #include "passes/Passes.h"
+#include "runtime/StepScratch.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -41,47 +42,10 @@ const std::vector<std::string> &backendNames() {
   return names;
 }
 
-std::optional<int64_t> stepWorkspaceBytes(mlir::ModuleOp module,
-                                          const std::string &backend,
-                                          bool minimum) {
-  if (backend != "cpu")
-    return std::nullopt;
-  uint64_t most = 0;
-  module.walk([&](mlir::Operation *op) {
-    llvm::StringRef name = op->getName().getStringRef();
-    if (!name.consume_front("graph."))
-      return;
-    std::optional<ops::OpKind> kind = ops::parseOpKind(name.str());
-    if (!kind)
-      return;
-    // The attributes as the plan carries them (AssignBuffers: all but
-    // remat.*), parsed as the runtime parses them.
-    nlohmann::json attrs = nlohmann::json::object();
-    for (mlir::NamedAttribute a : op->getAttrs())
-      if (!a.getName().strref().starts_with("remat."))
-        attrs[a.getName().str()] = attributeToJson(a.getValue());
-    ops::OpAttrs parsed = runtime::parseOpAttrs(*kind, attrs, name.str());
-    // The CPU backend computes f32 plans in float (CpuBackend.cpp).
-    std::vector<ops::Shape> inputs = shapesOf(op->getOperands()),
-                            outputs = shapesOf(op->getResults());
-    most = std::max(
-        most, ops::cpuWorkspaceBytes(
-                  minimum ? ops::cpuMinimumWorkspaceElements(*kind, parsed,
-                                                             inputs, outputs)
-                          : ops::cpuWorkspaceElements(*kind, parsed, inputs,
-                                                      outputs),
-                  sizeof(float)));
-  });
-  return most > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(most);
-}
-
-int64_t workspaceReserve(const CompileOptions &options,
-                         mlir::ModuleOp module) {
+int64_t workspaceReserve(const CompileOptions &options) {
   if (!options.budgetBytes)
     return 0;
-  if (options.workspaceReserveBytes)
-    return *options.workspaceReserveBytes;
-  return stepWorkspaceBytes(module, options.backend).value_or(0);
+  return options.workspaceReserveBytes.value_or(0);
 }
 
 int64_t arenaBudget(const CompileOptions &options, int64_t reserve) {
@@ -135,6 +99,11 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
   setDeviceProfile(*module, options.deviceProfile);
   if (stage == Stage::Graph)
     return module;
+  // The CPU kernels' scratch goes into the arena, laid out with the
+  // buffers (and so within the budget).
+  if (options.backend == "cpu")
+    (*module)->setAttr(kScratchBackendAttr,
+                       mlir::StringAttr::get(&context, "cpu"));
   mlir::PassManager pm(&context);
   if (stage == Stage::Grad)
     pm.addPass(createAutodiffPass());
@@ -152,10 +121,9 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
   };
   run(pm);
   if (stage >= Stage::Planned) {
-    // The workspace reserve needs the whole step's ops (gradients too).
     RematerializePassOptions remat;
     remat.budgetBytes = options.budgetBytes.value_or(0);
-    remat.workspaceReserve = workspaceReserve(options, *module);
+    remat.workspaceReserve = workspaceReserve(options);
     remat.solver = options.solver;
     remat.timeLimit = options.timeLimitSeconds;
     remat.alignment = options.alignment;
@@ -238,9 +206,8 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   if (extractTrainStep(*module).ranks > 1 && options.updateLag > 0)
     updateLag = lagOptimizerUpdates(
         *module, options,
-        options.budgetBytes
-            ? arenaBudget(options, workspaceReserve(options, *module))
-            : 0);
+        options.budgetBytes ? arenaBudget(options, workspaceReserve(options))
+                            : 0);
   TrainStep step = extractTrainStep(*module);
   memory::Liveness liveness =
       memory::computeLiveness(step.graph, options.alignment);
@@ -256,31 +223,27 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   report["min_feasible_gap"] = nullptr;
   report["lower_bound_bytes"] = nullptr;
   report["lower_bound_reason"] = nullptr;
-  int64_t reserve = workspaceReserve(options, *module);
+  int64_t reserve = workspaceReserve(options);
   report["workspace_reserve_bytes"] = reserve;
   if (step.ranks > 1)
     report["update_lag"] = updateLag;
   // The whole step on its backend: the arena plus the workspace beside it
   // (the breakdown's workspace, so that the breakdown adds up to the
   // planned peak), and the runtime's own memory, stated beside the budget.
-  std::optional<int64_t> workspace =
-      stepWorkspaceBytes(*module, options.backend);
-  // cpu: what the runtime allocates, where a --workspace-reserve below the
-  // step's workspace leaves oneDNN's scratchpads less room.
-  if (workspace && options.backend == "cpu")
-    workspace = int64_t(ops::cpuBudgetedWorkspaceBytes(
-        uint64_t(*workspace),
-        uint64_t(stepWorkspaceBytes(*module, options.backend, true)
-                     .value_or(0)),
-        uint64_t(options.budgetBytes.value_or(0)),
-        uint64_t(layout.arenaBytes)));
+  // cpu: the workspace is known once the plan is laid out (below); cuda's
+  // depends on what the budget leaves (docs/cuda.md).
+  std::optional<int64_t> workspace;
   report["backend"] = options.backend;
-  report["workspace_bytes"] = workspace ? nlohmann::json(*workspace)
-                                        : nlohmann::json(nullptr);
-  int64_t counted = workspace.value_or(reserve);
-  report["breakdown"]["workspace"] = counted;
-  report["planned_peak_bytes"] = liveness.peakBytes + counted;
-  report["step_bytes"] = layout.arenaBytes + counted;
+  auto setWorkspace = [&](nlohmann::json &r, std::optional<int64_t> bytes) {
+    r["workspace_bytes"] =
+        bytes ? nlohmann::json(*bytes) : nlohmann::json(nullptr);
+    int64_t counted = bytes.value_or(reserve);
+    // The peak op's scratch in the arena and the workspace beside it.
+    r["breakdown"]["workspace"] = liveness.peakScratchBytes + counted;
+    r["planned_peak_bytes"] = liveness.peakBytes + counted;
+    r["step_bytes"] = layout.arenaBytes + counted;
+  };
+  setWorkspace(report, workspace);
   report["device_profile"] = {
       {"name", step.profile.name},
       {"flops_per_second", step.profile.flopsPerSecond},
@@ -331,6 +294,25 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
     throw std::runtime_error("internal error: the plan failed to verify: " +
                              diagnostics.text());
   runtime::Plan plan = emitPlan(arena, step, report);
+  if (options.backend == "cpu") {
+    // What the CPU runtime allocates beside the arena: the workspace of
+    // the steps whose scratch finds no gap in the arena (StepScratch.h),
+    // as far as a --workspace-reserve below it leaves oneDNN room.
+    runtime::StepScratch scratch = runtime::cpuStepScratch(plan);
+    workspace = int64_t(runtime::cpuSideWorkspaceBytes(
+        scratch, plan, uint64_t(options.budgetBytes.value_or(0))));
+    int64_t inArena = 0, largest = 0;
+    for (size_t i = 0; i < scratch.arenaOffset.size(); ++i)
+      if (scratch.arenaOffset[i] >= 0) {
+        ++inArena;
+        largest = std::max(largest, int64_t(scratch.arenaBytes[i]));
+      }
+    for (nlohmann::json *r : {&report, &plan.report}) {
+      setWorkspace(*r, workspace);
+      (*r)["arena_scratch_steps"] = inArena;
+      (*r)["arena_scratch_bytes"] = largest;
+    }
+  }
   // The CPU runtime's own memory, stated beside the budget (the CUDA
   // backend reports its device overhead when it runs: docs/cuda.md), with
   // OpenBLAS at the most threads it starts here: one a core.

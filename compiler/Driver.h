@@ -34,14 +34,14 @@ struct CompileOptions {
   /// Without a budget nothing is recomputed, in the op order of least
   /// memory the planner finds (leastMemoryWithoutRecompute).
   std::optional<int64_t> budgetBytes;
-  /// The backend the plan is for (--backend): `cpu` or `cuda`. Its
-  /// workspace is kept out of the budget by default.
+  /// The backend the plan is for (--backend): `cpu` or `cuda`. On cpu the
+  /// arena holds each op's kernel scratch (kScratchBackendAttr).
   std::string backend = "cpu";
-  /// Bytes of the budget kept for the backend's workspace (kernel scratch;
-  /// on CUDA also the cuBLAS workspace: docs/cuda.md): the arena is planned
-  /// under budgetBytes minus this. Needs budgetBytes. Without it: the cpu
-  /// backend's workspace for the step (stepWorkspaceBytes), 0 for cuda
-  /// (whose workspace shrinks to what the budget leaves; docs/cuda.md).
+  /// Bytes of the budget kept for a workspace beside the arena (on CUDA the
+  /// cuBLAS workspace and kernel scratch: docs/cuda.md): the arena is
+  /// planned under budgetBytes minus this. Needs budgetBytes. Without it:
+  /// 0 (cpu's scratch is in the arena; cuda's workspace shrinks to what the
+  /// budget leaves beside the arena).
   std::optional<int64_t> workspaceReserveBytes;
   std::string solver = "auto";
   double timeLimitSeconds = 1; ///< of the exact MILP
@@ -77,21 +77,9 @@ int lagOptimizerUpdates(mlir::ModuleOp module, const CompileOptions &options,
 /// The names --backend accepts: "cpu, cuda".
 const std::vector<std::string> &backendNames();
 
-/// The workspace `backend` allocates beside the arena for the training step
-/// in `module` (@train_step, any stage from train on): for cpu the largest
-/// single op's kernel scratch (ops/CpuWorkspace.h), exactly what the
-/// runtime allocates; nullopt for cuda, whose workspace depends on what the
-/// budget leaves (docs/cuda.md).
-/// With `minimum`, the least the backend runs with instead (cpu: without
-/// oneDNN's scratchpads, ops::cpuMinimumWorkspaceElements).
-std::optional<int64_t> stepWorkspaceBytes(mlir::ModuleOp module,
-                                          const std::string &backend,
-                                          bool minimum = false);
-
-/// The reserve the arena's budget leaves for the workspace: the one given,
-/// else the backend's workspace for the step (0 when unknown).
-int64_t workspaceReserve(const CompileOptions &options,
-                         mlir::ModuleOp module);
+/// The reserve the arena's budget leaves for a workspace beside it: the
+/// one given, else 0; 0 without a budget.
+int64_t workspaceReserve(const CompileOptions &options);
 
 /// Imports the model and runs the passes up to `stage` (at most Scheduled).
 /// Throws model::ModelError (user errors) or std::runtime_error.

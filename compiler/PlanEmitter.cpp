@@ -23,13 +23,13 @@ json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
   report["planned_peak_bytes"] = liveness.peakBytes;
   report["arena_bytes"] = layout.arenaBytes;
   report["live_lower_bound_bytes"] = liveness.peakBytes;
-  report["breakdown"] = {{"params", at(Role::Param)},
-                         {"grads", at(Role::Grad)},
-                         {"optimizer", at(Role::Optimizer)},
-                         {"inputs", at(Role::Input)},
-                         {"activations",
-                          at(Role::Activation) + at(Role::Temporary)},
-                         {"workspace", 0}};
+  report["breakdown"] = {
+      {"params", at(Role::Param)},
+      {"grads", at(Role::Grad)},
+      {"optimizer", at(Role::Optimizer)},
+      {"inputs", at(Role::Input)},
+      {"activations", at(Role::Activation) + at(Role::Temporary)},
+      {"workspace", liveness.peakScratchBytes}};
   // Running statistics, for the models that have them.
   if (at(Role::State) > 0)
     report["breakdown"]["state"] = at(Role::State);

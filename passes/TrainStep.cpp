@@ -16,7 +16,9 @@
 
 #include "ir/GraphOps.h"
 #include "ops/CostKey.h"
+#include "ops/CpuWorkspace.h"
 #include "ops/OpTable.h"
+#include "runtime/Ops.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -55,6 +57,28 @@ void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile) {
     fields.push_back(b.getNamedAttr(name, b.getDictionaryAttr(table)));
   }
   module->setAttr(kDeviceProfileAttr, b.getDictionaryAttr(fields));
+}
+
+int64_t cpuOpScratchBytes(mlir::Operation *op) {
+  llvm::StringRef name = op->getName().getStringRef();
+  if (!name.consume_front("graph."))
+    return 0;
+  std::optional<ops::OpKind> kind = ops::parseOpKind(name.str());
+  if (!kind)
+    return 0;
+  // The attributes as the plan carries them (all but remat.*), parsed as
+  // the runtime parses them.
+  json attrs = json::object();
+  for (mlir::NamedAttribute a : op->getAttrs())
+    if (!a.getName().strref().starts_with("remat."))
+      attrs[a.getName().str()] = attributeToJson(a.getValue());
+  ops::OpAttrs parsed = runtime::parseOpAttrs(*kind, attrs, name.str());
+  // The CPU backend computes f32 plans in float (CpuBackend.cpp).
+  uint64_t bytes = ops::cpuWorkspaceBytes(
+      ops::cpuWorkspaceElements(*kind, parsed, shapesOf(op->getOperands()),
+                                shapesOf(op->getResults())),
+      sizeof(float));
+  return bytes > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(bytes);
 }
 
 void TrainStep::reorder(const std::vector<int> &order) {
@@ -176,6 +200,9 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
             (*measured)[entry.getName().str()] = f.getValueAsDouble();
   }
   step.profile = profile;
+  auto scratchBackend =
+      module->getAttrOfType<mlir::StringAttr>(kScratchBackendAttr);
+  bool cpuScratch = scratchBackend && scratchBackend.getValue() == "cpu";
   auto func = module.lookupSymbol<mlir::func::FuncOp>("train_step");
   if (!func) {
     bool laidOut = false;
@@ -406,6 +433,8 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
         g.role = memory::Role::Grad;
       }
     }
+    if (cpuScratch)
+      stepOp.scratchBytes = cpuOpScratchBytes(&op);
     step.graph.ops.push_back(stepOp);
     step.ops.push_back(info);
   }

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace remat::runtime {
@@ -136,6 +137,15 @@ public:
   /// Called once after allocateArena, before any step: allocate the
   /// workspace, select kernels, capture graphs.
   virtual void prepare(const LoadedPlan &plan) = 0;
+
+  /// The bytes [offset, offset + size) of the arena that plan step `step`
+  /// may use as kernel scratch beside its results (a gap no live buffer
+  /// occupies while it runs: StepScratch.h); {0, 0} for none. Valid after
+  /// prepare(). The bounds check allows writes there.
+  virtual std::pair<uint64_t, uint64_t> arenaScratch(size_t step) const {
+    (void)step;
+    return {0, 0};
+  }
 
   virtual void copyIn(void *deviceDst, const void *hostSrc, uint64_t bytes) = 0;
   /// Whether the backend runs copies and kernels in one queue, so the

@@ -31,6 +31,9 @@ public:
   }
   void freeArena(void *base) override { inner->freeArena(base); }
   void prepare(const LoadedPlan &plan) override { inner->prepare(plan); }
+  std::pair<uint64_t, uint64_t> arenaScratch(size_t step) const override {
+    return inner->arenaScratch(step);
+  }
   void copyIn(void *dst, const void *src, uint64_t bytes) override {
     inner->copyIn(dst, src, bytes);
   }

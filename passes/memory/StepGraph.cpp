@@ -382,10 +382,12 @@ Liveness computeLiveness(const StepGraph &graph, int64_t alignment) {
   int64_t running = 0;
   for (int k = 0; k < numOps; ++k) {
     running += delta[k];
-    live.liveBytesAt[k] = running;
-    if (running > live.peakBytes || live.peakOp < 0) {
-      live.peakBytes = running;
+    int64_t scratch = alignUp(graph.ops[k].scratchBytes, alignment);
+    live.liveBytesAt[k] = running + scratch;
+    if (live.liveBytesAt[k] > live.peakBytes || live.peakOp < 0) {
+      live.peakBytes = live.liveBytesAt[k];
       live.peakOp = k;
+      live.peakScratchBytes = scratch;
     }
   }
   // The breakdown charges each buffer to the value that occupies it at the
@@ -420,15 +422,29 @@ ArenaLayout assignOffsets(const StepGraph &graph, const Liveness &liveness,
   ArenaLayout layout;
   size_t n = graph.values.size();
   layout.offsets.assign(n, -1);
+  layout.scratchOffsets.assign(graph.ops.size(), -1);
+  // What the layout places: values (their buffers), and ops' scratch as
+  // items n + k, live at op k only.
+  auto sizeOf = [&](int item) {
+    return item < (int)n ? alignUp(graph.values[item].bytes, alignment)
+                         : alignUp(graph.ops[item - n].scratchBytes, alignment);
+  };
+  auto intervalOf = [&](int item) {
+    return item < (int)n ? liveness.intervals[item]
+                         : Interval{item - int(n), item - int(n)};
+  };
+  auto offsetOf = [&](int item) -> int64_t & {
+    return item < (int)n ? layout.offsets[item]
+                         : layout.scratchOffsets[item - n];
+  };
   std::vector<int> placed;
-  auto place = [&](int v) {
-    int64_t size = alignUp(graph.values[v].bytes, alignment);
+  auto place = [&](int item) {
+    int64_t size = sizeOf(item);
+    Interval live = intervalOf(item);
     std::vector<std::pair<int64_t, int64_t>> busy; // [offset, end)
     for (int p : placed)
-      if (liveness.intervals[p].overlaps(liveness.intervals[v]))
-        busy.push_back({layout.offsets[p],
-                        layout.offsets[p] +
-                            alignUp(graph.values[p].bytes, alignment)});
+      if (intervalOf(p).overlaps(live))
+        busy.push_back({offsetOf(p), offsetOf(p) + sizeOf(p)});
     std::sort(busy.begin(), busy.end());
     int64_t offset = 0;
     for (auto [start, end] : busy) {
@@ -436,9 +452,9 @@ ArenaLayout assignOffsets(const StepGraph &graph, const Liveness &liveness,
         break;
       offset = std::max(offset, end);
     }
-    layout.offsets[v] = offset;
+    offsetOf(item) = offset;
     layout.arenaBytes = std::max(layout.arenaBytes, offset + size);
-    placed.push_back(v);
+    placed.push_back(item);
   };
   std::vector<int> transient;
   for (size_t v = 0; v < n; ++v) {
@@ -449,14 +465,22 @@ ArenaLayout assignOffsets(const StepGraph &graph, const Liveness &liveness,
     else
       transient.push_back(static_cast<int>(v));
   }
+  for (size_t k = 0; k < graph.ops.size(); ++k)
+    if (graph.ops[k].scratchBytes > 0)
+      transient.push_back(int(n + k));
   // Largest first; ties by live interval, which depends only on the op
   // order, not on how the values happen to be numbered: the rematerialize
   // pass lays out its own copy of the step and the driver the one it
   // extracts from the rewritten IR, and both must get the same arena.
+  // Values before scratch of the same size and interval.
+  auto rawBytes = [&](int item) {
+    return item < (int)n ? graph.values[item].bytes
+                         : graph.ops[item - n].scratchBytes;
+  };
   std::stable_sort(transient.begin(), transient.end(), [&](int a, int b) {
-    const Interval &ia = liveness.intervals[a], &ib = liveness.intervals[b];
-    return std::make_tuple(-graph.values[a].bytes, ia.begin, ia.end) <
-           std::make_tuple(-graph.values[b].bytes, ib.begin, ib.end);
+    Interval ia = intervalOf(a), ib = intervalOf(b);
+    return std::make_tuple(-rawBytes(a), ia.begin, ia.end, a >= (int)n) <
+           std::make_tuple(-rawBytes(b), ib.begin, ib.end, b >= (int)n);
   });
   for (int v : transient)
     place(v);
@@ -467,21 +491,28 @@ ArenaLayout assignOffsets(const StepGraph &graph, const Liveness &liveness,
 
 std::string findOverlap(const StepGraph &graph, const Liveness &liveness,
                         const ArenaLayout &layout) {
-  for (size_t a = 0; a < graph.values.size(); ++a) {
-    if (liveness.bufferOf[a] != (int)a)
-      continue;
-    for (size_t b = a + 1; b < graph.values.size(); ++b) {
-      if (liveness.bufferOf[b] != (int)b)
-        continue;
-      if (!liveness.intervals[a].overlaps(liveness.intervals[b]))
-        continue;
-      int64_t aEnd = layout.offsets[a] + graph.values[a].bytes;
-      int64_t bEnd = layout.offsets[b] + graph.values[b].bytes;
-      if (layout.offsets[a] < bEnd && layout.offsets[b] < aEnd &&
-          graph.values[a].bytes > 0 && graph.values[b].bytes > 0)
-        return graph.values[a].name + " and " + graph.values[b].name;
-    }
-  }
+  // Values (their buffers' first values) and ops' scratch, as items.
+  struct Item {
+    std::string name;
+    Interval live;
+    int64_t offset, bytes;
+  };
+  std::vector<Item> items;
+  for (size_t v = 0; v < graph.values.size(); ++v)
+    if (liveness.bufferOf[v] == (int)v && graph.values[v].bytes > 0)
+      items.push_back({graph.values[v].name, liveness.intervals[v],
+                       layout.offsets[v], graph.values[v].bytes});
+  for (size_t k = 0; k < graph.ops.size(); ++k)
+    if (graph.ops[k].scratchBytes > 0 && k < layout.scratchOffsets.size())
+      items.push_back({"scratch of " + graph.ops[k].name,
+                       Interval{int(k), int(k)}, layout.scratchOffsets[k],
+                       graph.ops[k].scratchBytes});
+  for (size_t a = 0; a < items.size(); ++a)
+    for (size_t b = a + 1; b < items.size(); ++b)
+      if (items[a].live.overlaps(items[b].live) &&
+          items[a].offset < items[b].offset + items[b].bytes &&
+          items[b].offset < items[a].offset + items[a].bytes)
+        return items[a].name + " and " + items[b].name;
   return "";
 }
 

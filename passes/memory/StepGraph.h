@@ -52,6 +52,10 @@ struct StepOp {
   /// into `operands`, -1: none) when that operand dies here and has the
   /// result's size; its kernel must allow that exact aliasing.
   int reusableOperand = -1;
+  /// Bytes of kernel scratch the op uses while it runs (a convolution's
+  /// unfolded block, attention's scores: runtime/StepScratch.h), laid out
+  /// in the arena like a buffer live at this op only; 0: none.
+  int64_t scratchBytes = 0;
 };
 
 /// A training step: values and ops in program order; `outputs` are the
@@ -119,12 +123,15 @@ struct Liveness {
   std::vector<int> bufferOf;
   /// Per value: the lifetime of its buffer (the union over its values).
   std::vector<Interval> intervals;
-  /// Live bytes while each op runs (in-place results counted once).
+  /// Live bytes while each op runs (in-place results counted once), its
+  /// scratch included.
   std::vector<int64_t> liveBytesAt;
   int64_t peakBytes = 0;
   int peakOp = -1;
-  /// Bytes per role at the peak op.
+  /// Bytes per role at the peak op; with peakScratchBytes, the peak op's
+  /// scratch, they add up to peakBytes.
   std::vector<int64_t> peakBreakdown; ///< indexed by Role
+  int64_t peakScratchBytes = 0;
 };
 
 /// Liveness of the graph in its current op order. `alignment` rounds each
@@ -139,6 +146,8 @@ int64_t alignUp(int64_t bytes, int64_t alignment);
 /// Fixed offsets in one arena.
 struct ArenaLayout {
   std::vector<int64_t> offsets; ///< per value; values of a buffer share
+  /// Per op: the offset of its scratch (StepOp::scratchBytes), -1: none.
+  std::vector<int64_t> scratchOffsets;
   int64_t arenaBytes = 0;
 };
 
@@ -147,13 +156,15 @@ struct ArenaLayout {
 /// of the arena; the other values follow the greedy-by-size strategy of
 /// TFLite's arena planner: largest first, each at the lowest offset that
 /// does not collide with an already placed value whose lifetime overlaps.
+/// Each op's scratch is placed among them as a buffer live at that op only.
 /// O(n^2). Not optimal: the arena can exceed the live-bytes peak (the lower
 /// bound) through fragmentation; the report shows both.
 ArenaLayout assignOffsets(const StepGraph &graph, const Liveness &liveness,
                           int64_t alignment);
 
-/// Debug aid used by tests: the first pair of values that overlap in both
-/// time and memory, as "a and b", or empty.
+/// Debug aid used by tests: the first pair of values (or a value and an
+/// op's scratch, "scratch of OP") that overlap in both time and memory, as
+/// "a and b", or empty.
 std::string findOverlap(const StepGraph &graph, const Liveness &liveness,
                         const ArenaLayout &layout);
 

@@ -161,36 +161,41 @@ def cli_errors(remat, work):
     print(f"{len(cases)} error cases and 4 --help texts as expected")
 
 
-def compile_plan(remat, args, work, tag):
+def compile_plan(remat, args, work, tag, env=None):
     plan = os.path.join(work, tag + ".plan")
     report = os.path.join(work, tag + ".json")
     r = subprocess.run([remat, "compile"] + args + ["--emit=plan", "-o", plan,
                                                     "--report", report],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     if r.returncode != 0:
         return None, r.stderr
     with open(report) as f:
         return plan, json.load(f)
 
 
-def minimum_budget(remat, args, work):
+def minimum_budget(remat, args, work, env=None):
     """The minimum feasible budget of the model `args` compile: the error of
     a budget of 1 byte names it."""
-    _, error = compile_plan(remat, args + ["--budget", "1"], work, "x")
+    _, error = compile_plan(remat, args + ["--budget", "1"], work, "x", env)
     marker = "minimum feasible budget: "
     if marker not in error:
         fail(f"an infeasible budget did not name the minimum: {error}")
     return int(error.split(marker)[1].split()[0])
 
 
-def run_plan(remat, plan, work, tag, steps=2):
+def run_plan(remat, plan, work, tag, steps=2, env=None, extra=(),
+             stderr=None):
+    """Losses and the dumped gradients (bytes) of `steps` steps of `plan`;
+    `extra` flags for remat run, its stderr appended to the list `stderr`."""
     log = os.path.join(work, tag + ".jsonl")
     grads = os.path.join(work, tag + ".grads")
     r = subprocess.run([remat, "run", plan, "--steps", str(steps), "--seed",
-                        "3", "--log", log, "--dump-grads", grads],
-                       capture_output=True, text=True)
+                        "3", "--log", log, "--dump-grads", grads] +
+                       list(extra), capture_output=True, text=True, env=env)
     if r.returncode != 0:
         fail(f"remat run {plan} failed:\n{r.stderr}")
+    if stderr is not None:
+        stderr.append(r.stderr)
     with open(log) as f:
         losses = [json.loads(line)["loss"] for line in f]
     with open(grads, "rb") as f:
@@ -310,30 +315,32 @@ def workspace_reserve(remat, work):
                                 work, "plain")
     if plan is None:
         fail("compile at %d failed: %s" % (budget, report))
-    # Without a reserve the cpu backend's workspace is kept out of the
-    # budget: attention_grad's scratch, 2*S*S floats (S = 16 in tiny).
-    cpu_workspace = 2 * 16 * 16 * 4
-    if report["workspace_reserve_bytes"] != cpu_workspace or \
-            report["workspace_bytes"] != cpu_workspace or \
+    # Without a reserve nothing is kept beside the arena: the cpu kernels'
+    # scratch is in it, the largest attention_grad's, 2*S*S floats (S = 16
+    # in tiny).
+    scratch = 2 * 16 * 16 * 4
+    if report["workspace_reserve_bytes"] != 0 or \
+            report["workspace_bytes"] != 0 or \
+            report["arena_scratch_bytes"] != scratch or \
             report["backend"] != "cpu":
-        fail("no reserve given: want the cpu workspace %d reserved, the "
-             "report says reserve %r, workspace %r, backend %r"
-             % (cpu_workspace, report["workspace_reserve_bytes"],
-                report["workspace_bytes"], report["backend"]))
-    if report["step_bytes"] != report["arena_bytes"] + cpu_workspace or \
+        fail("no reserve given: want no reserve, no workspace and %d B of "
+             "scratch in the arena; the report says reserve %r, workspace "
+             "%r, scratch %r, backend %r"
+             % (scratch, report["workspace_reserve_bytes"],
+                report["workspace_bytes"], report["arena_scratch_bytes"],
+                report["backend"]))
+    if report["step_bytes"] != report["arena_bytes"] or \
             report["step_bytes"] > budget:
-        fail("step_bytes %r: want arena %d + workspace %d <= budget %d"
-             % (report["step_bytes"], report["arena_bytes"], cpu_workspace,
-                budget))
-    if sum(report["breakdown"].values()) != report["planned_peak_bytes"] or \
-            report["breakdown"]["workspace"] != cpu_workspace:
+        fail("step_bytes %r: want the arena %d <= budget %d"
+             % (report["step_bytes"], report["arena_bytes"], budget))
+    if sum(report["breakdown"].values()) != report["planned_peak_bytes"]:
         fail("the breakdown %r does not add up to the planned peak %r"
              % (report["breakdown"], report["planned_peak_bytes"]))
     # remat run refuses a plan whose arena and workspace exceed its budget,
     # before it allocates anything, and says by how much.
     with open(plan) as f:
         over = json.load(f)
-    over["report"]["budget_bytes"] = report["arena_bytes"] + cpu_workspace - 1
+    over["report"]["budget_bytes"] = report["arena_bytes"] - 1
     over_path = os.path.join(work, "over.plan")
     with open(over_path, "w") as f:
         json.dump(over, f)
@@ -384,11 +391,13 @@ def workspace_reserve(remat, work):
 
 def conv_workspace(remat, work):
     """The cpu backend's convolutions through oneDNN (docs/cli.md "CPU
-    convolutions"): the compiler reserves oneDNN's scratchpad (more than
-    im2col's block, which REMAT_CPU_CONV=im2col reserves), every plan of the
-    model runs every convolution through oneDNN and computes the same bits;
-    a --workspace-reserve below the scratchpad runs within its budget (the
-    larger convolutions through im2col), and so does a plan run with
+    convolutions") with their scratch in the arena: the compiler lays out
+    oneDNN's scratchpad and copies (more than im2col's block, which
+    REMAT_CPU_CONV=im2col lays out) in the arena and keeps no workspace
+    beside it; the minimum-budget plan computes the same bits as store-all,
+    and so does the scratch moved beside the arena (REMAT_CPU_SCRATCH=beside)
+    or checked by --check-bounds; a plan laid out for im2col's scratch runs
+    within its budget with oneDNN on, and a oneDNN plan runs with
     REMAT_CPU_CONV=im2col; an unknown REMAT_CPU_CONV value warns and means
     auto. Skipped (77) where the build has no oneDNN."""
     conv = [os.path.join(ROOT, "tests", "e2e", "models", "conv.json")]
@@ -396,22 +405,21 @@ def conv_workspace(remat, work):
     plan, report = compile_plan(remat, conv, work, "all")
     if plan is None:
         fail("compile conv.json: " + report)
-    wanted = report["workspace_bytes"]
-    r = subprocess.run([remat, "compile"] + conv + [
-        "--emit=plan", "-o", os.path.join(work, "im2col.plan"), "--report",
-        os.path.join(work, "im2col.json")], capture_output=True, text=True,
-        env=im2col)
-    if r.returncode != 0:
-        fail("compile with REMAT_CPU_CONV=im2col: " + r.stderr)
-    with open(os.path.join(work, "im2col.json")) as f:
-        least = json.load(f)["workspace_bytes"]
+    wanted = report["arena_scratch_bytes"]
+    _, im2col_report = compile_plan(remat, conv, work, "im2col", env=im2col)
+    if not isinstance(im2col_report, dict):
+        fail("compile with REMAT_CPU_CONV=im2col: " + im2col_report)
+    least = im2col_report["arena_scratch_bytes"]
     if wanted == least:
-        print("oneDNN is off or not built: the workspace is im2col's (%d B) "
+        print("oneDNN is off or not built: the scratch is im2col's (%d B) "
               "either way; skipped" % least)
         sys.exit(77)
-    if wanted < least or report["step_bytes"] != report["arena_bytes"] + wanted:
-        fail("workspace %d B with oneDNN, %d B without; report %r"
-             % (wanted, least, report))
+    for tag, rep in (("oneDNN", report), ("im2col", im2col_report)):
+        if rep["workspace_bytes"] != 0 or \
+                rep["step_bytes"] != rep["arena_bytes"]:
+            fail("%s: want no workspace beside the arena: %r" % (tag, rep))
+    if wanted < least:
+        fail("scratch %d B with oneDNN, %d B without" % (wanted, least))
     # A value REMAT_CPU_CONV does not know warns and means auto.
     r = subprocess.run([remat, "compile"] + conv + [
         "--emit=plan", "-o", os.path.join(work, "bogus.plan"), "--report",
@@ -422,13 +430,14 @@ def conv_workspace(remat, work):
         fail("compile with REMAT_CPU_CONV=bogus: exit %d, stderr %r"
              % (r.returncode, r.stderr))
     with open(os.path.join(work, "bogus.json")) as f:
-        if json.load(f)["workspace_bytes"] != wanted:
-            fail("REMAT_CPU_CONV=bogus did not reserve auto's workspace")
+        if json.load(f)["arena_scratch_bytes"] != wanted:
+            fail("REMAT_CPU_CONV=bogus did not lay out auto's scratch")
     minimum = minimum_budget(remat, conv, work)
     tight, tight_report = compile_plan(remat, conv + ["--budget",
                                                       str(minimum)],
                                        work, "tight")
-    if tight is None or tight_report["workspace_bytes"] != wanted or \
+    if tight is None or tight_report["workspace_bytes"] != 0 or \
+            tight_report["arena_scratch_bytes"] != wanted or \
             tight_report["step_bytes"] > minimum or \
             tight_report["recompute_overhead"] <= 0:
         fail("at the minimum feasible budget %d: %r" % (minimum, tight_report))
@@ -437,25 +446,41 @@ def conv_workspace(remat, work):
     if base_losses != tight_losses or base_grads != tight_grads:
         fail("store-all and the minimum's plan differ: %r vs %r"
              % (base_losses, tight_losses))
-    # A reserve of im2col's block only, at the budget it makes feasible:
-    # the workspace is what the budget leaves beside the arena.
-    small = minimum - (wanted - least)
+    # The same kernels with their scratch beside the arena: the same bits,
+    # in a workspace of the largest scratch.
+    said = []
+    beside = run_plan(remat, plan, work, "beside", steps=3,
+                      env=dict(os.environ, REMAT_CPU_SCRATCH="beside"),
+                      stderr=said)
+    if beside != (base_losses, base_grads) or \
+            "workspace %d B" % wanted not in said[0]:
+        fail("REMAT_CPU_SCRATCH=beside: losses %r against %r; %s"
+             % (beside[0], base_losses, said[0]))
+    # Every step keeps to its operands, results and scratch, and reads no
+    # scratch before writing it (its results would differ).
+    checked = run_plan(remat, tight, work, "bounds", steps=1,
+                       extra=["--check-bounds"])
+    if checked[0] != tight_losses[:1]:
+        fail("--check-bounds: loss %r against %r" % (checked[0],
+                                                     tight_losses[:1]))
+    # A plan laid out for im2col's scratch, at its own minimum, runs within
+    # its budget with oneDNN on (the convolutions whose scratchpad does not
+    # fit run through im2col); a oneDNN plan runs with im2col.
+    small = minimum_budget(remat, conv, work, env=im2col)
     reserved, reserved_report = compile_plan(
-        remat, conv + ["--budget", str(small), "--workspace-reserve",
-                       str(least)], work, "reserved")
-    if reserved is None or not (
-            least <= reserved_report["workspace_bytes"] < wanted) or \
-            reserved_report["step_bytes"] > small:
-        fail("--workspace-reserve %d at %d: %r" % (least, small,
-                                                   reserved_report))
-    for tag, path, env in (("reserved", reserved, None),
-                           ("im2col", plan, im2col)):
+        remat, conv + ["--budget", str(small)], work, "small", env=im2col)
+    if reserved is None or small >= minimum:
+        fail("im2col's minimum %d is not below oneDNN's %d: %r"
+             % (small, minimum, reserved_report))
+    for tag, path, env in (("small", reserved, None),
+                           ("im2col-run", plan, im2col)):
         log = os.path.join(work, tag + ".jsonl")
         r = subprocess.run([remat, "run", path, "--steps", "3", "--seed", "3",
                             "--log", log], capture_output=True, text=True,
                            env=env)
-        if r.returncode != 0 or (tag == "reserved" and
-                                 "(within)" not in r.stderr):
+        if r.returncode != 0 or (tag == "small" and
+                                 ("(within)" not in r.stderr or
+                                  "workspace 0 B" not in r.stderr)):
             fail("remat run (%s): exit %d, %s" % (tag, r.returncode,
                                                   r.stderr))
         with open(log) as f:
@@ -464,11 +489,11 @@ def conv_workspace(remat, work):
         if len(values) != 3 or worst > 1e-4:
             fail("%s: losses %r against oneDNN's %r" % (tag, values,
                                                         base_losses))
-    print("workspace %d B with oneDNN, %d B with im2col; the minimum's plan "
-          "(budget %d) bitwise equal to store-all; a reserve of %d B at %d: "
-          "workspace %d B, losses within 1e-4; im2col within 1e-4"
-          % (wanted, least, minimum, least, small,
-             reserved_report["workspace_bytes"]))
+    print("scratch %d B with oneDNN, %d B with im2col, in the arena; the "
+          "minimum's plan (budget %d) bitwise equal to store-all, beside the "
+          "arena and bounds-checked; im2col's plan at its minimum %d runs "
+          "within it with oneDNN on, losses within 1e-4"
+          % (wanted, least, minimum, small))
 
 
 def max_batch(remat, work):
@@ -651,15 +676,17 @@ def measured_recompute(remat, work):
     measure` under a budget times its candidate plans and keeps the one
     with the fastest measured step; a bad recompute_ops entry is a usage
     error."""
-    tiny = [model("gpt2.json"), "--preset", "tiny", "--budget", "560000"]
+    # A budget where tiny recomputes several ops, some of them many times.
+    budget = 557952
+    tiny = [model("gpt2.json"), "--preset", "tiny", "--budget", str(budget)]
     plan, rep = compile_plan(remat, tiny, work, "recomputes")
     if plan is None:
-        fail("tiny at 560000 B: " + rep)
+        fail("tiny at %d B: %s" % (budget, rep))
     with open(plan) as f:
         steps = json.load(f)["steps"]
     recomputed = {s["op"] for s in steps if s["recompute"]}
     if not recomputed:
-        fail("tiny at 560000 B recomputes nothing; pick a lower budget")
+        fail("tiny at %d B recomputes nothing; pick a lower budget" % budget)
     path = os.path.join(work, "in-situ.json")
     r = subprocess.run([remat, "profile", plan, "--steps", "2", "-o", path],
                        capture_output=True, text=True)
@@ -684,7 +711,7 @@ def measured_recompute(remat, work):
             by_run = json.load(f)
         if set(by_run["ops"]) != set(profile["ops"]) or \
                 set(by_run.get("recompute_ops", {})) != set(table) or \
-                by_run["source"].get("budget_bytes") != 560000:
+                by_run["source"].get("budget_bytes") != budget:
             fail("remat-run profile's tables differ from remat profile's: "
                  "%r" % by_run["source"])
         r = subprocess.run([runner, "profile", plan, "--steps", "0"],

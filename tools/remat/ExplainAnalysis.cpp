@@ -27,15 +27,6 @@ std::string kindStepLabel(const Plan &plan, int64_t step) {
 
 namespace {
 
-uint64_t alignUp(uint64_t bytes, uint64_t alignment) {
-  return alignment > 1 ? (bytes + alignment - 1) / alignment * alignment
-                       : bytes;
-}
-
-bool livesWholeStep(BufferRole role) {
-  return isPersistent(role) || role == BufferRole::Input;
-}
-
 std::string stripCopySuffix(const std::string &name) {
   size_t hash = name.rfind('#');
   if (hash == std::string::npos || hash + 1 == name.size())
@@ -49,35 +40,7 @@ std::string stripCopySuffix(const std::string &name) {
 /// Step 1: lifetimes and live bytes.
 void computeLiveness(const Plan &plan, PlanExplanation &ex) {
   const int64_t numSteps = static_cast<int64_t>(plan.steps.size());
-  ex.lifetimes.assign(plan.buffers.size(), BufferLifetime{});
-  for (int64_t s = 0; s < numSteps; ++s) {
-    for (int64_t b : plan.steps[s].inputs) {
-      BufferLifetime &l = ex.lifetimes[b];
-      if (l.firstRead < 0)
-        l.firstRead = s;
-      l.lastRead = s;
-    }
-    for (int64_t b : plan.steps[s].outputs) {
-      BufferLifetime &l = ex.lifetimes[b];
-      if (l.firstWrite < 0)
-        l.firstWrite = s;
-      l.lastWrite = s;
-    }
-  }
-  for (size_t b = 0; b < plan.buffers.size(); ++b) {
-    BufferLifetime &l = ex.lifetimes[b];
-    if (livesWholeStep(plan.buffers[b].role)) {
-      l.begin = numSteps > 0 ? 0 : -1;
-      l.end = numSteps - 1;
-      continue;
-    }
-    if (l.firstWrite < 0)
-      continue; // never written: the loader allows no reads of it either
-    l.begin = l.firstWrite;
-    l.end = std::max(l.lastRead, l.lastWrite);
-    if (static_cast<int64_t>(b) == plan.loss)
-      l.end = numSteps - 1; // the runtime reads the loss after the last step
-  }
+  ex.lifetimes = bufferLifetimes(plan);
 
   // Union of byte ranges per step: sort the live buffers by offset and count
   // each byte once, for the first buffer that covers it. A buffer occupies
@@ -86,6 +49,16 @@ void computeLiveness(const Plan &plan, PlanExplanation &ex) {
   for (auto &perRole : ex.liveBytesByRole)
     perRole.assign(numSteps, 0);
   ex.liveBytes.assign(numSteps, 0);
+  // The CPU kernels' scratch in the arena's gaps, where the runtime puts it.
+  ex.scratchBytes.assign(numSteps, 0);
+  auto backend = plan.report.find("backend");
+  if (backend == plan.report.end() || *backend == "cpu") {
+    StepScratch scratch = cpuStepScratch(plan);
+    for (int64_t s = 0; s < numSteps; ++s)
+      if (scratch.arenaOffset[s] >= 0)
+        ex.scratchBytes[s] =
+            alignUpBytes(scratch.arenaBytes[s], plan.alignment);
+  }
   std::vector<size_t> order(plan.buffers.size());
   for (size_t b = 0; b < order.size(); ++b)
     order[b] = b;
@@ -99,13 +72,14 @@ void computeLiveness(const Plan &plan, PlanExplanation &ex) {
         continue;
       const BufferDesc &buf = plan.buffers[b];
       uint64_t start = std::max(buf.offset, coveredEnd);
-      uint64_t end = buf.offset + alignUp(buf.bytes, plan.alignment);
+      uint64_t end = buf.offset + alignUpBytes(buf.bytes, plan.alignment);
       if (end > start) {
         ex.liveBytesByRole[roleIndex(buf.role)][s] += end - start;
         ex.liveBytes[s] += end - start;
       }
       coveredEnd = std::max(coveredEnd, end);
     }
+    ex.liveBytes[s] += ex.scratchBytes[s];
     if (ex.peakStep < 0 || ex.liveBytes[s] > ex.peakLiveBytes) {
       ex.peakLiveBytes = ex.liveBytes[s];
       ex.peakStep = s;

@@ -10,6 +10,7 @@
 #define REMAT_TOOLS_REMAT_EXPLAINANALYSIS_H
 
 #include "runtime/PlanFormat.h"
+#include "runtime/StepScratch.h"
 
 #include <array>
 #include <cstdint>
@@ -21,20 +22,8 @@ namespace remat::tools {
 /// Number of buffer roles (BufferRole::Param .. BufferRole::State).
 inline constexpr int kNumBufferRoles = 7;
 
-/// When a buffer holds a value: steps [begin, end], both inclusive.
-/// Params, optimizer state and inputs live over the whole step list; the
-/// loss from its write to the end (the runtime reads it after the last
-/// step); every other buffer from its first write to its last read (or last
-/// write, when that is later). A buffer no step touches has begin = -1.
-struct BufferLifetime {
-  int64_t begin = -1;
-  int64_t end = -1;
-  int64_t firstWrite = -1, lastWrite = -1;
-  int64_t firstRead = -1, lastRead = -1;
-  bool live(int64_t step) const {
-    return begin >= 0 && begin <= step && step <= end;
-  }
-};
+/// When a buffer holds a value (runtime/StepScratch.h).
+using runtime::BufferLifetime;
 
 /// A forward result that stays live into the backward pass.
 struct SavedActivation {
@@ -66,12 +55,17 @@ struct PlanExplanation {
   /// Live bytes per step: the size of the union of the byte ranges of the
   /// buffers live at that step, each range rounded up to the plan's
   /// alignment as the arena planner counts it (an in-place result and its
-  /// operand share one range and count once).
+  /// operand share one range and count once), plus the step's scratch.
   std::vector<uint64_t> liveBytes;
   /// The same, split by role (index = static_cast<int>(BufferRole)); each
   /// byte counts for the first live buffer (lowest offset, then index)
   /// that covers it, so the roles sum to liveBytes.
   std::array<std::vector<uint64_t>, kNumBufferRoles> liveBytesByRole;
+  /// Per step: the CPU kernel scratch the runtime places in the arena while
+  /// it runs (runtime/StepScratch.h; 0 for a plan whose report names
+  /// another backend), rounded up to the alignment. liveBytes includes it:
+  /// the roles and the scratch sum to liveBytes.
+  std::vector<uint64_t> scratchBytes;
   uint64_t peakLiveBytes = 0;
   int64_t peakStep = -1;                    ///< first step with peakLiveBytes
   std::vector<SavedActivation> saved;       ///< largest first

@@ -32,6 +32,7 @@ nlohmann::json explanationJson(const Plan &plan, const PlanExplanation &ex) {
   for (int r = 0; r < kNumBufferRoles; ++r)
     byRole[roleName(roleAt(r))] = ex.liveBytesByRole[r];
   out["live_bytes_by_role"] = byRole;
+  out["scratch_bytes"] = ex.scratchBytes;
   out["recompute_steps"] = ex.recomputeSteps;
   auto stepOrNull = [&](int64_t s) -> json {
     if (s < 0)

@@ -103,6 +103,7 @@ std::string renderTimelineSvg(const Plan &plan, const PlanExplanation &ex,
   const double stepWidth = (right - left) / numSteps;
   auto xOf = [&](double step) { return left + step * stepWidth; };
 
+  static const char *const kScratchColor = "#bdbdbd";
   static const char *roleColors[kNumBufferRoles] = {
       "#4e79a7", // param
       "#f28e2b", // grad
@@ -183,6 +184,23 @@ std::string renderTimelineSvg(const Plan &plan, const PlanExplanation &ex,
        << "\"><title>" << roleName(role) << "</title></polygon>\n";
     for (size_t s = 0; s < bytes.size(); ++s)
       below[s] += bytes[s];
+  }
+  // The kernels' scratch in the arena, on top.
+  if (std::any_of(ex.scratchBytes.begin(), ex.scratchBytes.end(),
+                  [](uint64_t b) { return b > 0; })) {
+    std::string points;
+    for (size_t s = 0; s < below.size(); ++s) {
+      double y = yOf(static_cast<double>(below[s] + ex.scratchBytes[s]));
+      points += num(xOf(s)) + "," + num(y) + " " + num(xOf(s + 1)) + "," +
+                num(y) + " ";
+    }
+    for (size_t s = below.size(); s-- > 0;) {
+      double y = yOf(static_cast<double>(below[s]));
+      points += num(xOf(s + 1)) + "," + num(y) + " " + num(xOf(s)) + "," +
+                num(y) + (s ? " " : "");
+    }
+    os << "<polygon class=\"scratch\" fill=\"" << kScratchColor
+       << "\" points=\"" << points << "\"><title>scratch</title></polygon>\n";
   }
   os << "</g>\n";
 
@@ -282,6 +300,11 @@ std::string renderTimelineSvg(const Plan &plan, const PlanExplanation &ex,
        << "\" y=\"" << num(ly + 11) << "\">" << roleName(role) << "</text>\n";
     ly += 20;
   }
+  os << "<rect x=\"" << num(lx) << "\" y=\"" << num(ly)
+     << "\" width=\"14\" height=\"14\" fill=\"" << kScratchColor
+     << "\"/>\n<text x=\"" << num(lx + 20) << "\" y=\"" << num(ly + 11)
+     << "\">scratch</text>\n";
+  ly += 20;
   ly += 6;
   auto legendLine = [&](const char *color, const char *dash,
                         const char *label) {

@@ -148,9 +148,6 @@ struct Session {
   planner::Problem problem;
   int64_t storeAllArena = 0;
   int64_t alignment = 64;
-  /// The backend's workspace, kept out of every budget as compile keeps it
-  /// (compiler::workspaceReserve): budgets here are whole-step budgets.
-  int64_t reserve = 0;
 };
 
 /// The model as `modelOptions` configure it; its warnings go to stderr
@@ -172,12 +169,11 @@ Session openSession(const PlanOptions &options,
   mlir::MLIRContext context;
   compiler::CompileOptions compileOptions;
   compileOptions.deviceProfile = options.deviceProfile;
+  compileOptions.backend = options.backend;
   auto module = compiler::buildModule(graph, context,
                                       compiler::Stage::Scheduled,
                                       compileOptions);
   Session s;
-  s.reserve =
-      compiler::stepWorkspaceBytes(*module, options.backend).value_or(0);
   s.step = extractTrainStep(*module);
   planner::SolverKind kind = planner::SolverKind::Auto;
   planner::parseSolverKind(options.solver, kind);
@@ -308,9 +304,8 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
   int64_t minimum = found.minFeasibleBytes;
   if (minimum <= 0)
     throw std::runtime_error("no budget below store-all could be planned");
-  // Whole-step budgets: the arena's plus the backend's workspace.
-  minimum += s.reserve;
-  int64_t storeAll = s.storeAllArena + s.reserve;
+  // Whole-step budgets: the arena holds the CPU kernels' scratch too.
+  int64_t storeAll = s.storeAllArena;
   struct Row {
     int64_t budget, arena;
     double overhead, seconds;
@@ -326,8 +321,8 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
     int64_t budget =
         minimum + (storeAll - minimum) * i / (points - 1);
     auto start = std::chrono::steady_clock::now();
-    Attempt a = attemptWithFallbacks(s.problem, s.step, budget - s.reserve,
-                                     kind, solve, s.alignment);
+    Attempt a = attemptWithFallbacks(s.problem, s.step, budget, kind, solve,
+                                     s.alignment);
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
                          .count();
@@ -365,13 +360,10 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
   }
   std::cout << "model " << s.step.model << ": store-all arena "
             << s.storeAllArena << " B";
-  if (s.reserve > 0)
-    std::cout << " + " << options.backend << " workspace " << s.reserve
-              << " B";
-  std::cout << ", minimum feasible budget " << minimum << " B ("
-            << std::fixed << std::setprecision(3)
-            << double(minimum) / double(storeAll) << " of store-all; "
-            << "lower bound " << found.lowerBoundBytes + s.reserve
+  std::cout << ", minimum feasible budget " << minimum << " B (" << std::fixed
+            << std::setprecision(3) << double(minimum) / double(storeAll)
+            << " of store-all; "
+            << "lower bound " << found.lowerBoundBytes
             << " B: " << found.lowerBoundReason << "; gap " << found.gap
             << ")\n\n";
   std::cout << "| budget (B) | of store-all | arena (B) | overhead | solver "
@@ -408,10 +400,9 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
   writeJson(options, {{"model", s.step.model},
                       {"store_all_arena_bytes", s.storeAllArena},
                       {"backend", options.backend},
-                      {"workspace_reserve_bytes", s.reserve},
                       {"min_feasible_bytes", minimum},
                       {"min_feasible_gap", found.gap},
-                      {"lower_bound_bytes", found.lowerBoundBytes + s.reserve},
+                      {"lower_bound_bytes", found.lowerBoundBytes},
                       {"lower_bound_reason", found.lowerBoundReason},
                       {"sweep", out}});
   return 0;
@@ -431,7 +422,7 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
     model::ModelOptions m = options.modelOptions;
     m.overrides.push_back({"batch", std::to_string(batch * ranks)});
     Session s = openSession(options, m, /*warn=*/false);
-    int64_t arenaBudget = *options.budget - s.reserve;
+    int64_t arenaBudget = *options.budget;
     bool ok = s.storeAllArena <= arenaBudget;
     if (!ok && arenaBudget <= 0)
       ok = false;

@@ -1,8 +1,8 @@
 //===- CpuBackend.cpp - The reference CPU backend -------------------------===//
 #include "runtime/backends/cpu/CpuBackend.h"
 
+#include "runtime/StepScratch.h"
 #include "runtime/backends/cpu/Kernels.h"
-#include "ops/CpuWorkspace.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -14,23 +14,6 @@
 namespace remat::runtime {
 
 namespace {
-
-/// Workspace bytes step `i` wants (with oneDNN's scratchpad) or, with
-/// `minimum`, runs with; saturating at UINT64_MAX.
-uint64_t stepWorkspaceBytes(const LoadedPlan &plan, size_t i, bool minimum) {
-  std::vector<Shape> inputs, outputs;
-  for (int64_t idx : plan.plan.steps[i].inputs)
-    inputs.push_back(plan.plan.buffers[idx].shape);
-  for (int64_t idx : plan.plan.steps[i].outputs)
-    outputs.push_back(plan.plan.buffers[idx].shape);
-  const ResolvedStep &step = plan.steps[i];
-  return ops::cpuWorkspaceBytes(
-      minimum ? cpu::kernelMinimumWorkspaceElements(step.op, step.attrs,
-                                                    inputs, outputs)
-              : cpu::kernelWorkspaceElements(step.op, step.attrs, inputs,
-                                             outputs),
-      sizeof(float));
-}
 
 std::string formatBytes(uint64_t bytes) {
   return bytes == UINT64_MAX ? "2^64 or more" : std::to_string(bytes);
@@ -70,8 +53,13 @@ void CpuBackend::checkSupport(const LoadedPlan &plan) const {
   if (p.alignment > memory)
     throw PlanError(plan.source + ": /alignment: alignment " +
                     std::to_string(p.alignment) + " is more than " + limit);
+  // The steps whose scratch fits in a gap of the arena need nothing
+  // beside it.
+  StepScratch scratch = cpuStepScratch(p);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
-    uint64_t bytes = stepWorkspaceBytes(plan, i, /*minimum=*/true);
+    if (scratch.arenaOffset[i] >= 0)
+      continue;
+    uint64_t bytes = scratch.least[i];
     if (bytes > memory - p.arenaBytes)
       throw PlanError(plan.stepPlace(i) + ": needs a workspace of " +
                       formatBytes(bytes) + " bytes, which with the arena of " +
@@ -81,18 +69,13 @@ void CpuBackend::checkSupport(const LoadedPlan &plan) const {
 }
 
 uint64_t CpuBackend::workspaceBytes(const LoadedPlan &plan) const {
-  uint64_t minimum = 0, wanted = 0;
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    minimum = std::max(minimum, stepWorkspaceBytes(plan, i, true));
-    wanted = std::max(wanted, stepWorkspaceBytes(plan, i, false));
-  }
+  // Beside the arena, only for the steps whose scratch found no gap in it;
   // oneDNN's scratchpads only as far as the plan's budget leaves room
   // beside the arena: a plan compiled where oneDNN wanted less (another
   // machine, REMAT_CPU_CONV=im2col, --workspace-reserve) still runs within
   // its budget, its larger convolutions through the backend's own kernels.
-  return ops::cpuBudgetedWorkspaceBytes(wanted, minimum,
-                                        plan.budgetBytes().value_or(0),
-                                        plan.plan.arenaBytes);
+  return cpuSideWorkspaceBytes(cpuStepScratch(plan.plan), plan.plan,
+                               plan.budgetBytes().value_or(0));
 }
 
 void *CpuBackend::allocateArena(uint64_t bytes, uint64_t alignment) {
@@ -103,13 +86,24 @@ void *CpuBackend::allocateArena(uint64_t bytes, uint64_t alignment) {
   std::memset(base, 0, size_t(bytes));
   ++numArenaAllocations;
   lastArenaSize = bytes;
+  arenaBase = static_cast<char *>(base);
   return base;
 }
 
 void CpuBackend::freeArena(void *base) { std::free(base); }
 
 void CpuBackend::prepare(const LoadedPlan &plan) {
-  workspace.assign(workspaceBytes(plan) / sizeof(float), 0.0f);
+  scratch = cpuStepScratch(plan.plan);
+  workspace.assign(cpuSideWorkspaceBytes(scratch, plan.plan,
+                                         plan.budgetBytes().value_or(0)) /
+                       sizeof(float),
+                   0.0f);
+}
+
+std::pair<uint64_t, uint64_t> CpuBackend::arenaScratch(size_t step) const {
+  if (step >= scratch.arenaOffset.size() || scratch.arenaOffset[step] < 0)
+    return {0, 0};
+  return {uint64_t(scratch.arenaOffset[step]), scratch.arenaBytes[step]};
 }
 
 void CpuBackend::copyIn(void *dst, const void *src, uint64_t bytes) {
@@ -121,7 +115,12 @@ void CpuBackend::copyOut(void *dst, const void *src, uint64_t bytes) {
 }
 
 void CpuBackend::runStep(const KernelCall &call) {
-  cpu::runKernel<float>(call, workspace.data(), workspace.size());
+  auto [offset, bytes] = arenaScratch(call.stepIndex);
+  if (bytes > 0 && arenaBase)
+    cpu::runKernel<float>(call, reinterpret_cast<float *>(arenaBase + offset),
+                          bytes / sizeof(float));
+  else
+    cpu::runKernel<float>(call, workspace.data(), workspace.size());
 }
 
 std::unique_ptr<Backend> createCpuBackend() {

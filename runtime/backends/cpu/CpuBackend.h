@@ -1,18 +1,20 @@
 //===- CpuBackend.h - The reference CPU backend ---------------------------===//
 //
 // f32 only (f16/bf16 plans are rejected by checkSupport). The arena is one
-// zero-filled posix_memalign allocation; the workspace is one more
-// allocation made once in prepare(), sized by the largest attention step:
-// max over attention steps of S*S floats, 2*S*S for attention_grad.
-// checkSupport refuses a plan whose arena, or arena plus the workspace of
-// one step, is more than the host's physical memory, before anything is
-// allocated.
+// zero-filled posix_memalign allocation. A step's kernel scratch (attention's
+// scores, a convolution's unfolded block or oneDNN's copies) lies in a gap of
+// the arena where one is free while the step runs (StepScratch.h); the
+// workspace, one more allocation made once in prepare(), serves the steps
+// that found none. checkSupport refuses a plan whose arena, or arena plus
+// the workspace of one step, is more than the host's physical memory,
+// before anything is allocated.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_CPUBACKEND_H
 #define REMAT_RUNTIME_BACKENDS_CPU_CPUBACKEND_H
 
 #include "runtime/Backend.h"
+#include "runtime/StepScratch.h"
 
 #include <vector>
 
@@ -32,6 +34,7 @@ public:
   void copyOut(void *hostDst, const void *deviceSrc, uint64_t bytes) override;
   void runStep(const KernelCall &call) override;
   void synchronize() override {}
+  std::pair<uint64_t, uint64_t> arenaScratch(size_t step) const override;
 
   /// Number of arena allocations made and the bytes of the last one (tests
   /// check that a step makes exactly one allocation of arena_bytes).
@@ -45,6 +48,8 @@ public:
 private:
   int numArenaAllocations = 0;
   uint64_t lastArenaSize = 0;
+  char *arenaBase = nullptr;
+  StepScratch scratch; ///< from prepare()
   std::vector<float> workspace;
 };
 

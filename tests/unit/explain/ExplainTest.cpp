@@ -166,6 +166,7 @@ TEST_CASE("live bytes per step count each live byte range once", "[explain]") {
     uint64_t sum = 0;
     for (const auto &perRole : ex.liveBytesByRole)
       sum += perRole[s];
+    CHECK(ex.scratchBytes[s] == 0);
     CHECK(sum == ex.liveBytes[s]);
   }
 
@@ -174,6 +175,34 @@ TEST_CASE("live bytes per step count each live byte range once", "[explain]") {
   CHECK(ex.lifetimes[7].end == 10);
   CHECK(ex.lifetimes[10].begin == 6);
   CHECK(ex.lifetimes[10].end == 8);
+}
+
+TEST_CASE("live bytes count the kernels' scratch where the cpu runtime puts "
+          "it in the arena",
+          "[explain]") {
+  // GPT-2 tiny's attention steps: their scratch goes into gaps of the
+  // arena, which hold it beside the live buffers.
+  LoadedPlan loaded = loadPlan(std::string(REMAT_SOURCE_DIR) +
+                               "/tests/e2e/plans/gpt2_tiny_520k.plan");
+  PlanExplanation ex = explainPlan(loaded.plan);
+  int withScratch = 0;
+  for (size_t s = 0; s < loaded.plan.steps.size(); ++s) {
+    uint64_t sum = ex.scratchBytes[s];
+    for (const auto &perRole : ex.liveBytesByRole)
+      sum += perRole[s];
+    CHECK(sum == ex.liveBytes[s]);
+    CHECK(ex.liveBytes[s] <= loaded.plan.arenaBytes);
+    if (ex.scratchBytes[s] > 0) {
+      ++withScratch;
+      CHECK(loaded.plan.steps[s].op.rfind("attention", 0) == 0);
+    }
+  }
+  CHECK(withScratch > 0);
+  // Another backend's plan has no scratch in its arena.
+  loaded.plan.report["backend"] = "cuda";
+  PlanExplanation cuda = explainPlan(loaded.plan);
+  CHECK(cuda.scratchBytes ==
+        std::vector<uint64_t>(loaded.plan.steps.size(), 0));
 }
 
 TEST_CASE("explain tells saved activations from recomputed ones", "[explain]") {

@@ -183,6 +183,9 @@ TEST_CASE("arena layouts never overlap live buffers on random graphs",
         bytes = b.graph.values[operands[0]].bytes;
       available.push_back(b.op("v" + std::to_string(k), operands, bytes,
                                Role::Activation, Phase::Forward, reusable));
+      // Some ops need kernel scratch, laid out with the buffers.
+      if (rng() % 3 == 0)
+        b.graph.ops.back().scratchBytes = 1 + rng() % 10000;
     }
     b.graph.outputs = {available.back()};
     REQUIRE(b.graph.validate().empty());
@@ -195,7 +198,43 @@ TEST_CASE("arena layouts never overlap live buffers on random graphs",
     CHECK(layout.arenaBytes >= live.peakBytes);
     for (int64_t offset : layout.offsets)
       CHECK(offset % 64 == 0);
+    for (int64_t offset : layout.scratchOffsets)
+      CHECK((offset == -1 || offset % 64 == 0));
   }
+}
+
+TEST_CASE("an op's scratch is laid out live at that op only, over the bytes "
+          "of a buffer dead by then",
+          "[memory]") {
+  // x -> a (big) -> b -> c, and c's kernel needs scratch as big as a: a is
+  // dead when c runs, so the scratch takes a's bytes.
+  Builder g;
+  int x = g.arg("x", Role::Input, 64);
+  int a = g.op("a", {x}, A);
+  int b = g.op("b", {a}, 64);
+  int c = g.op("c", {b}, 64);
+  g.graph.ops[2].scratchBytes = A - 10; // aligned up to A
+  g.graph.outputs = {c};
+  REQUIRE(g.graph.validate().empty());
+  Liveness live = computeLiveness(g.graph, 64);
+  // While c runs: x, b, c and the scratch.
+  CHECK(live.liveBytesAt[2] == 64 + 64 + 64 + A);
+  CHECK(live.peakOp == 2);
+  CHECK(live.peakScratchBytes == A);
+  ArenaLayout layout = assignOffsets(g.graph, live, 64);
+  CHECK(layout.scratchOffsets[0] == -1);
+  CHECK(layout.scratchOffsets[1] == -1);
+  CHECK(layout.scratchOffsets[2] == layout.offsets[a]);
+  CHECK(layout.arenaBytes == 64 + A + 64 + 64);
+  CHECK(findOverlap(g.graph, live, layout).empty());
+  // Placed on b, which c reads, the scratch is an overlap.
+  layout.scratchOffsets[2] = layout.offsets[b];
+  CHECK(findOverlap(g.graph, live, layout) == "b and scratch of c");
+  // Without scratch the arena holds a beside b and c only.
+  g.graph.ops[2].scratchBytes = 0;
+  Liveness plain = computeLiveness(g.graph, 64);
+  CHECK(plain.peakScratchBytes == 0);
+  CHECK(assignOffsets(g.graph, plain, 64).arenaBytes == 64 + A + 64);
 }
 
 TEST_CASE("findOverlap reports two live buffers placed on each other",

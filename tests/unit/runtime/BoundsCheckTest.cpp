@@ -19,17 +19,48 @@ std::string gpt2TinyPath() {
          "/tests/e2e/plans/gpt2_tiny_520k.plan";
 }
 
-enum class Fault { None, WritePastResult, ReadPastOperand, ReadResultFirst };
+enum class Fault {
+  None,
+  WritePastResult,
+  ReadPastOperand,
+  ReadResultFirst,
+  FillScratch,
+  ReadScratchFirst
+};
 
-/// The CPU backend with one injected fault in every matmul step.
+/// The CPU backend with one injected fault in every matmul step, or in
+/// every step with scratch in the arena (FillScratch: allowed, overwrites
+/// all of it; ReadScratchFirst: reads it before the kernel writes it).
 class FaultyBackend final : public ForwardingBackend {
 public:
-  explicit FaultyBackend(Fault fault)
-      : ForwardingBackend(createCpuBackend()), fault(fault) {}
+  /// `scratchSteps`, when given, counts the steps that ran with scratch in
+  /// the arena.
+  explicit FaultyBackend(Fault fault, int *scratchSteps = nullptr)
+      : ForwardingBackend(createCpuBackend()), fault(fault),
+        scratchSteps(scratchSteps) {}
+
+  void *allocateArena(uint64_t bytes, uint64_t alignment) override {
+    base = static_cast<char *>(inner->allocateArena(bytes, alignment));
+    return base;
+  }
 
   void runStep(const KernelCall &call) override {
     float *out = call.outputs[0].as<float>();
     int64_t n = call.outputs[0].numElements;
+    auto [scratchOffset, scratchBytes] = inner->arenaScratch(call.stepIndex);
+    if (scratchBytes > 0 &&
+        (fault == Fault::FillScratch || fault == Fault::ReadScratchFirst)) {
+      if (scratchSteps)
+        ++*scratchSteps;
+      float first;
+      std::memcpy(&first, base + scratchOffset, sizeof first);
+      inner->runStep(call);
+      if (fault == Fault::FillScratch)
+        std::memset(base + scratchOffset, 0x5A, scratchBytes);
+      else
+        out[0] += first;
+      return;
+    }
     bool matmul = call.op == OpKind::Matmul;
     // A kernel that accumulates into its result without clearing it.
     float old = fault == Fault::ReadResultFirst && matmul ? out[0] : 0.0f;
@@ -46,6 +77,8 @@ public:
 
 private:
   Fault fault;
+  int *scratchSteps;
+  char *base = nullptr;
 };
 
 /// Runs two training steps of the GPT-2 tiny plan under the bounds check;
@@ -89,7 +122,8 @@ TEST_CASE("the bounds check reports a write past a step's result",
   CHECK_THAT(error, Catch::Contains("gpt2_tiny_520k.plan: /steps/"));
   CHECK_THAT(error, Catch::Contains("'matmul'"));
   CHECK_THAT(error, Catch::Contains("training step 1"));
-  CHECK_THAT(error, Catch::Contains("wrote outside its results: bytes ["));
+  CHECK_THAT(error,
+             Catch::Contains("wrote outside its results and scratch: bytes ["));
 }
 
 TEST_CASE("the bounds check reports a read past a step's operand",
@@ -113,4 +147,21 @@ TEST_CASE("the bounds check reports a result read before it is written",
 TEST_CASE("a faultless forwarding backend passes the bounds check",
           "[runtime]") {
   CHECK(checkedRun(std::make_unique<FaultyBackend>(Fault::None)).empty());
+}
+
+TEST_CASE("the bounds check lets a step write its scratch in the arena and "
+          "reports a read of it before the kernel writes it",
+          "[runtime]") {
+  // GPT-2 tiny's attention steps have their scratch in gaps of the arena.
+  int filled = 0, read = 0;
+  CHECK(checkedRun(std::make_unique<FaultyBackend>(Fault::FillScratch, &filled))
+            .empty());
+  CHECK(filled > 0);
+
+  std::string error = checkedRun(
+      std::make_unique<FaultyBackend>(Fault::ReadScratchFirst, &read));
+  INFO(error);
+  REQUIRE(read > 0);
+  CHECK_THAT(error, Catch::Contains("'attention"));
+  CHECK_THAT(error, Catch::Contains("read bytes outside its operands"));
 }

@@ -1,0 +1,168 @@
+//===- StepScratch.cpp - Buffer lifetimes; kernel scratch inside the arena ===//
+#include "runtime/StepScratch.h"
+
+#include "ops/CpuWorkspace.h"
+#include "runtime/Ops.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+
+namespace remat::runtime {
+
+bool livesWholeStep(BufferRole role) {
+  return isPersistent(role) || role == BufferRole::Input;
+}
+
+std::vector<BufferLifetime> bufferLifetimes(const Plan &plan) {
+  const int64_t numSteps = static_cast<int64_t>(plan.steps.size());
+  std::vector<BufferLifetime> lifetimes(plan.buffers.size());
+  for (int64_t s = 0; s < numSteps; ++s) {
+    for (int64_t b : plan.steps[s].inputs) {
+      BufferLifetime &l = lifetimes[b];
+      if (l.firstRead < 0)
+        l.firstRead = s;
+      l.lastRead = s;
+    }
+    for (int64_t b : plan.steps[s].outputs) {
+      BufferLifetime &l = lifetimes[b];
+      if (l.firstWrite < 0)
+        l.firstWrite = s;
+      l.lastWrite = s;
+    }
+  }
+  for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    BufferLifetime &l = lifetimes[b];
+    if (livesWholeStep(plan.buffers[b].role)) {
+      l.begin = numSteps > 0 ? 0 : -1;
+      l.end = numSteps - 1;
+      continue;
+    }
+    if (l.firstWrite < 0)
+      continue; // never written: the loader allows no reads of it either
+    l.begin = l.firstWrite;
+    l.end = std::max(l.lastRead, l.lastWrite);
+    if (static_cast<int64_t>(b) == plan.loss)
+      l.end = numSteps - 1; // the runtime reads the loss after the last step
+  }
+  return lifetimes;
+}
+
+uint64_t alignUpBytes(uint64_t bytes, uint64_t alignment) {
+  if (alignment <= 1)
+    return bytes;
+  uint64_t rest = bytes % alignment;
+  if (rest == 0)
+    return bytes;
+  return bytes > UINT64_MAX - (alignment - rest) ? UINT64_MAX
+                                                 : bytes + (alignment - rest);
+}
+
+StepScratch placeStepScratch(const Plan &plan,
+                             const std::vector<uint64_t> &wanted,
+                             const std::vector<uint64_t> &least, bool inArena) {
+  StepScratch out;
+  size_t numSteps = plan.steps.size();
+  out.wanted = wanted;
+  out.wanted.resize(numSteps, 0);
+  out.least = least;
+  out.least.resize(numSteps, 0);
+  out.arenaOffset.assign(numSteps, -1);
+  out.arenaBytes.assign(numSteps, 0);
+  std::vector<BufferLifetime> lifetimes;
+  if (inArena)
+    lifetimes = bufferLifetimes(plan);
+  std::vector<std::pair<uint64_t, uint64_t>> busy; // [offset, end)
+  for (size_t s = 0; s < numSteps; ++s) {
+    uint64_t want = out.wanted[s];
+    if (want == 0)
+      continue;
+    if (inArena) {
+      busy.clear();
+      for (size_t b = 0; b < plan.buffers.size(); ++b) {
+        const BufferDesc &buf = plan.buffers[b];
+        if (buf.bytes > 0 && lifetimes[b].live(int64_t(s)))
+          busy.push_back(
+              {buf.offset,
+               buf.offset + alignUpBytes(buf.bytes, plan.alignment)});
+      }
+      std::sort(busy.begin(), busy.end());
+      // The lowest aligned offset with `bytes` free at this step, or -1.
+      auto lowestGap = [&](uint64_t bytes) -> int64_t {
+        uint64_t start = 0;
+        for (size_t k = 0;; ++k) {
+          uint64_t limit = k < busy.size() ? busy[k].first : plan.arenaBytes;
+          if (start <= limit && limit - start >= bytes)
+            return int64_t(start);
+          if (k == busy.size())
+            return -1;
+          start = std::max(start, alignUpBytes(busy[k].second, plan.alignment));
+        }
+      };
+      for (uint64_t bytes : {want, out.least[s]}) {
+        if (bytes == 0 || out.arenaOffset[s] >= 0)
+          continue;
+        out.arenaOffset[s] = lowestGap(bytes);
+        out.arenaBytes[s] = out.arenaOffset[s] >= 0 ? bytes : 0;
+      }
+      if (out.arenaOffset[s] >= 0)
+        continue;
+    }
+    out.sideWanted = std::max(out.sideWanted, want);
+    out.sideLeast = std::max(out.sideLeast, out.least[s]);
+  }
+  return out;
+}
+
+bool cpuScratchInArena() {
+  const char *choice = std::getenv("REMAT_CPU_SCRATCH");
+  if (!choice || !*choice || std::strcmp(choice, "arena") == 0)
+    return true;
+  if (std::strcmp(choice, "beside") == 0)
+    return false;
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::cerr << "remat: warning: REMAT_CPU_SCRATCH='" << choice
+              << "' is neither 'arena' nor 'beside'; using 'arena'\n";
+  });
+  return true;
+}
+
+StepScratch cpuStepScratch(const Plan &plan) {
+  std::vector<uint64_t> wanted, least;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const StepDesc &step = plan.steps[s];
+    std::optional<OpKind> kind = parseOpKind(step.op);
+    if (!kind) {
+      wanted.push_back(0);
+      least.push_back(0);
+      continue;
+    }
+    std::vector<Shape> inputs, outputs;
+    for (int64_t b : step.inputs)
+      inputs.push_back(plan.buffers[size_t(b)].shape);
+    for (int64_t b : step.outputs)
+      outputs.push_back(plan.buffers[size_t(b)].shape);
+    OpAttrs attrs =
+        parseOpAttrs(*kind, step.attrs,
+                     "/steps/" + std::to_string(s) + " '" + step.op + "'");
+    // The CPU backend computes f32 plans in float (CpuBackend.cpp).
+    wanted.push_back(ops::cpuWorkspaceBytes(
+        ops::cpuWorkspaceElements(*kind, attrs, inputs, outputs),
+        sizeof(float)));
+    least.push_back(ops::cpuWorkspaceBytes(
+        ops::cpuMinimumWorkspaceElements(*kind, attrs, inputs, outputs),
+        sizeof(float)));
+  }
+  return placeStepScratch(plan, wanted, least, cpuScratchInArena());
+}
+
+uint64_t cpuSideWorkspaceBytes(const StepScratch &scratch, const Plan &plan,
+                               uint64_t budgetBytes) {
+  return ops::cpuBudgetedWorkspaceBytes(scratch.sideWanted, scratch.sideLeast,
+                                        budgetBytes, plan.arenaBytes);
+}
+
+} // namespace remat::runtime

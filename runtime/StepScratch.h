@@ -1,0 +1,99 @@
+//===- StepScratch.h - Buffer lifetimes; kernel scratch inside the arena -===//
+//
+// From the plan file alone: when each buffer holds a value (the analysis
+// `remat explain` prints), and where in the arena a step's kernel scratch
+// can go while it runs. A step that needs scratch (a convolution's unfolded
+// block or oneDNN's copies, attention's scores) takes it from the lowest
+// gap of the arena that no buffer live at that step occupies; only the
+// steps that find no such gap share a workspace beside the arena. The
+// compiler reports that workspace (`workspace_bytes`) and the CPU backend
+// allocates it, both through cpuStepScratch, so the two agree.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_RUNTIME_STEPSCRATCH_H
+#define REMAT_RUNTIME_STEPSCRATCH_H
+
+#include "runtime/PlanFormat.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace remat::runtime {
+
+/// When a buffer holds a value: steps [begin, end], both inclusive.
+/// Params, optimizer state, running statistics and inputs live over the
+/// whole step list; the loss from its write to the end (the runtime reads
+/// it after the last step); every other buffer from its first write to its
+/// last read (or last write, when that is later): the loader refuses a read
+/// before the first write. A buffer no step touches has begin = -1.
+struct BufferLifetime {
+  int64_t begin = -1;
+  int64_t end = -1;
+  int64_t firstWrite = -1, lastWrite = -1;
+  int64_t firstRead = -1, lastRead = -1;
+  bool live(int64_t step) const {
+    return begin >= 0 && begin <= step && step <= end;
+  }
+};
+
+/// Whether buffers of the role hold their value over the whole step list
+/// (params, optimizer state, running statistics, inputs).
+bool livesWholeStep(BufferRole role);
+
+/// Per buffer of `plan`, its lifetime.
+std::vector<BufferLifetime> bufferLifetimes(const Plan &plan);
+
+/// `bytes` rounded up to a multiple of `alignment` (none for 0 or 1).
+uint64_t alignUpBytes(uint64_t bytes, uint64_t alignment);
+
+/// Where each step's kernel scratch goes.
+struct StepScratch {
+  /// Per step: the scratch bytes it wants, and the least it runs with
+  /// (ops::cpuMinimumWorkspaceElements: its kernel without oneDNN).
+  std::vector<uint64_t> wanted, least;
+  /// Per step: the arena offset of its scratch (aligned to the plan's
+  /// alignment, inside a gap no live buffer occupies while the step runs),
+  /// or -1: the step uses the workspace beside the arena (or needs none).
+  std::vector<int64_t> arenaOffset;
+  /// Per step with an arena offset: the scratch bytes there, `wanted`, or
+  /// `least` where only that fits (oneDNN then leaves the step to the
+  /// backend's own kernel).
+  std::vector<uint64_t> arenaBytes;
+  /// Over the steps that use the workspace beside the arena: the most any
+  /// wants and the most any runs with at the least.
+  uint64_t sideWanted = 0, sideLeast = 0;
+};
+
+/// Places the scratch of each step with wanted[i] > 0 at the lowest aligned
+/// offset of the arena whose `wanted[i]` bytes no buffer live at step i
+/// occupies (buffers occupy their bytes rounded up to the alignment), else
+/// at the lowest with least[i] bytes free (a plan laid out for smaller
+/// scratch, e.g. compiled with REMAT_CPU_CONV=im2col: its steps run as
+/// laid out); with `inArena` false, or where neither fits, the step goes
+/// beside the arena. `least[i]` is what step i runs with at the least.
+/// O(steps with scratch x buffers x log buffers).
+StepScratch placeStepScratch(const Plan &plan,
+                             const std::vector<uint64_t> &wanted,
+                             const std::vector<uint64_t> &least, bool inArena);
+
+/// Whether the CPU backend places scratch inside the arena: yes, unless
+/// the environment variable REMAT_CPU_SCRATCH is `beside` (every step's
+/// scratch in the workspace beside the arena, as before this existed).
+/// Another value warns once on stderr and counts as `arena`.
+bool cpuScratchInArena();
+
+/// The CPU backend's scratch for `plan`: per step what its kernel wants
+/// (with oneDNN's needs) and runs with at the least, placed by
+/// placeStepScratch with cpuScratchInArena().
+StepScratch cpuStepScratch(const Plan &plan);
+
+/// The workspace the CPU backend allocates beside the arena for `scratch`:
+/// the side steps' wants as far as the plan's budget (0: none) leaves room
+/// beside the arena, never under their least (ops::
+/// cpuBudgetedWorkspaceBytes).
+uint64_t cpuSideWorkspaceBytes(const StepScratch &scratch, const Plan &plan,
+                               uint64_t budgetBytes);
+
+} // namespace remat::runtime
+
+#endif // REMAT_RUNTIME_STEPSCRATCH_H

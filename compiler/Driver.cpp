@@ -2,8 +2,6 @@
 
 #include "compiler/Driver.h"
 
-#include "runtime/StepScratch.h"
-
 #include "compiler/Importer.h"
 #include "ops/Suggest.h"
 #include "passes/AssignBuffers.h"
@@ -296,8 +294,9 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   runtime::Plan plan = emitPlan(arena, step, report);
   if (options.backend == "cpu") {
     // What the CPU runtime allocates beside the arena: the workspace of
-    // the steps whose scratch finds no gap in the arena (StepScratch.h),
-    // as far as a --workspace-reserve below it leaves oneDNN room.
+    // the steps whose scratch finds no gap in the arena (StepScratch.h;
+    // none where the layout placed it, unless REMAT_CPU_SCRATCH=beside),
+    // as far as the budget leaves room beside the arena.
     runtime::StepScratch scratch = runtime::cpuStepScratch(plan);
     workspace = int64_t(runtime::cpuSideWorkspaceBytes(
         scratch, plan, uint64_t(options.budgetBytes.value_or(0))));

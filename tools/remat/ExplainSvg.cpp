@@ -159,15 +159,15 @@ std::string renderTimelineSvg(const Plan &plan, const PlanExplanation &ex,
   }
   os << "</g>\n";
 
-  // Stacked live bytes by role, one step-shaped polygon per role.
+  // Stacked live bytes by role, one step-shaped polygon per role, then the
+  // kernels' scratch in the arena on top.
   std::vector<uint64_t> below(plan.steps.size(), 0);
   os << "<g stroke=\"none\">\n";
-  for (BufferRole role : stackOrder) {
-    const std::vector<uint64_t> &bytes = ex.liveBytesByRole[roleIndex(role)];
-    bool any = std::any_of(bytes.begin(), bytes.end(),
-                           [](uint64_t b) { return b > 0; });
-    if (!any)
-      continue;
+  auto layer = [&](const std::vector<uint64_t> &bytes, const std::string &cls,
+                   const char *color, const std::string &title) {
+    if (std::none_of(bytes.begin(), bytes.end(),
+                     [](uint64_t b) { return b > 0; }))
+      return;
     std::string points;
     for (size_t s = 0; s < bytes.size(); ++s) {
       double y = yOf(static_cast<double>(below[s] + bytes[s]));
@@ -179,29 +179,17 @@ std::string renderTimelineSvg(const Plan &plan, const PlanExplanation &ex,
       points += num(xOf(s + 1)) + "," + num(y) + " " + num(xOf(s)) + "," +
                 num(y) + (s ? " " : "");
     }
-    os << "<polygon class=\"role-" << roleName(role) << "\" fill=\""
-       << roleColors[roleIndex(role)] << "\" points=\"" << points
-       << "\"><title>" << roleName(role) << "</title></polygon>\n";
+    os << "<polygon class=\"" << cls << "\" fill=\"" << color
+       << "\" points=\"" << points << "\"><title>" << title
+       << "</title></polygon>\n";
     for (size_t s = 0; s < bytes.size(); ++s)
       below[s] += bytes[s];
-  }
-  // The kernels' scratch in the arena, on top.
-  if (std::any_of(ex.scratchBytes.begin(), ex.scratchBytes.end(),
-                  [](uint64_t b) { return b > 0; })) {
-    std::string points;
-    for (size_t s = 0; s < below.size(); ++s) {
-      double y = yOf(static_cast<double>(below[s] + ex.scratchBytes[s]));
-      points += num(xOf(s)) + "," + num(y) + " " + num(xOf(s + 1)) + "," +
-                num(y) + " ";
-    }
-    for (size_t s = below.size(); s-- > 0;) {
-      double y = yOf(static_cast<double>(below[s]));
-      points += num(xOf(s + 1)) + "," + num(y) + " " + num(xOf(s)) + "," +
-                num(y) + (s ? " " : "");
-    }
-    os << "<polygon class=\"scratch\" fill=\"" << kScratchColor
-       << "\" points=\"" << points << "\"><title>scratch</title></polygon>\n";
-  }
+  };
+  for (BufferRole role : stackOrder)
+    layer(ex.liveBytesByRole[roleIndex(role)],
+          std::string("role-") + roleName(role), roleColors[roleIndex(role)],
+          roleName(role));
+  layer(ex.scratchBytes, "scratch", kScratchColor, "scratch");
   os << "</g>\n";
 
   // Axes.

@@ -59,28 +59,6 @@ void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile) {
   module->setAttr(kDeviceProfileAttr, b.getDictionaryAttr(fields));
 }
 
-int64_t cpuOpScratchBytes(mlir::Operation *op) {
-  llvm::StringRef name = op->getName().getStringRef();
-  if (!name.consume_front("graph."))
-    return 0;
-  std::optional<ops::OpKind> kind = ops::parseOpKind(name.str());
-  if (!kind)
-    return 0;
-  // The attributes as the plan carries them (all but remat.*), parsed as
-  // the runtime parses them.
-  json attrs = json::object();
-  for (mlir::NamedAttribute a : op->getAttrs())
-    if (!a.getName().strref().starts_with("remat."))
-      attrs[a.getName().str()] = attributeToJson(a.getValue());
-  ops::OpAttrs parsed = runtime::parseOpAttrs(*kind, attrs, name.str());
-  // The CPU backend computes f32 plans in float (CpuBackend.cpp).
-  uint64_t bytes = ops::cpuWorkspaceBytes(
-      ops::cpuWorkspaceElements(*kind, parsed, shapesOf(op->getOperands()),
-                                shapesOf(op->getResults())),
-      sizeof(float));
-  return bytes > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(bytes);
-}
-
 void TrainStep::reorder(const std::vector<int> &order) {
   graph = memory::reorder(graph, order);
   std::vector<OpInfo> permuted;
@@ -134,6 +112,21 @@ bool isElementwiseInPlace(const std::string &kind) {
     where = "'" + op->getName().getStringRef().str() + "' (" +
             nameFromLoc(op->getLoc()) + "): ";
   throw std::runtime_error("train_step: " + where + why);
+}
+
+/// The scratch bytes the CPU backend's kernel wants for `op` of kind
+/// `kind` with the attributes `attrs` as the plan carries them
+/// (ops::cpuWorkspaceElements of f32 elements: oneDNN's needs included).
+int64_t cpuOpScratchBytes(ops::OpKind kind, const json &attrs,
+                          mlir::Operation &op) {
+  ops::OpAttrs parsed =
+      runtime::parseOpAttrs(kind, attrs, op.getName().getStringRef().str());
+  // The CPU backend computes f32 plans in float (CpuBackend.cpp).
+  uint64_t bytes = ops::cpuWorkspaceBytes(
+      ops::cpuWorkspaceElements(kind, parsed, shapesOf(op.getOperands()),
+                                shapesOf(op.getResults())),
+      sizeof(float));
+  return bytes > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(bytes);
 }
 
 } // namespace
@@ -433,8 +426,8 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
         g.role = memory::Role::Grad;
       }
     }
-    if (cpuScratch)
-      stepOp.scratchBytes = cpuOpScratchBytes(&op);
+    if (cpuScratch && opKind)
+      stepOp.scratchBytes = cpuOpScratchBytes(*opKind, info.attrs, op);
     step.graph.ops.push_back(stepOp);
     step.ops.push_back(info);
   }

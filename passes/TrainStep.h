@@ -35,14 +35,11 @@ void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile);
 
 /// The module attribute naming the backend whose kernel scratch the arena
 /// holds (a string; only "cpu" has any): extractTrainStep then gives each
-/// op its scratch (StepOp::scratchBytes, cpuOpScratchBytes), which the
-/// planner's layout places like a buffer live at that op. Without it no op
-/// has scratch (the CUDA backend sizes its own workspace: docs/cuda.md).
+/// op its scratch (StepOp::scratchBytes: the CPU kernel's
+/// ops::cpuWorkspaceElements in f32), which the planner's layout places
+/// like a buffer live at that op. Without it no op has scratch (the CUDA
+/// backend sizes its own workspace: docs/cuda.md).
 inline constexpr const char *kScratchBackendAttr = "remat.scratch_backend";
-
-/// The scratch bytes the CPU backend's kernel wants for `op`, a graph op
-/// (ops::cpuWorkspaceElements of f32 elements: oneDNN's needs included).
-int64_t cpuOpScratchBytes(mlir::Operation *op);
 
 struct ValueInfo {
   std::string dtype; ///< "f32", "i32", ...

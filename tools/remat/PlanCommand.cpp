@@ -52,7 +52,7 @@ static const char *kPlanHelp =
     "  --workspace-reserve R\n"
     "                     with --budget: keep R bytes of the budget for the\n"
     "                     backend's workspace, as remat compile does\n"
-    "                     (default: the --backend's workspace for the step)\n"
+    "                     (default: 0)\n"
     "  --min-feasible     with --budget or --graph: also search the minimum\n"
     "                     feasible budget for the report (as remat compile\n"
     "                     --min-feasible; --sweep and --budget-frac min\n"

@@ -224,7 +224,7 @@ void checkWithinBudget(const LoadedPlan &plan, Backend &backend,
       " B, " + std::to_string(used - limit) +
       " B over. Recompile it for this backend (remat compile ... --backend " +
       backendName +
-      ": the compiler keeps the backend's workspace out of the budget" +
+      ": the compiler fits the backend's scratch within the budget" +
       (planned != backendName ? "; this plan is for " + planned
                               : std::string()) +
       "), or with --workspace-reserve " + std::to_string(workspace) +

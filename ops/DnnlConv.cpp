@@ -11,11 +11,9 @@
 #include "ops/DnnlConv.h"
 
 #include "ops/CpuWorkspace.h"
+#include "ops/EnvChoice.h"
 
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #ifdef REMAT_HAVE_DNNL
 #include <dnnl.hpp>
@@ -41,15 +39,9 @@ std::atomic<int> &modeFlag() {
 int mode() {
   int flag = modeFlag();
   if (flag < 0) {
-    const char *choice = std::getenv("REMAT_CPU_CONV");
-    std::string value = choice ? choice : "";
+    std::string value =
+        envChoice("REMAT_CPU_CONV", {"auto", "im2col", "plain"});
     flag = value == "im2col" ? 0 : value == "plain" ? 1 : 2;
-    if (!value.empty() && value != "im2col" && value != "plain" &&
-        value != "auto")
-      std::fprintf(stderr,
-                   "remat: warning: REMAT_CPU_CONV=%s is not im2col, plain "
-                   "or auto; using auto (docs/cli.md, CPU convolutions)\n",
-                   value.c_str());
     modeFlag() = flag;
   }
   return flag;

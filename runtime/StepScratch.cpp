@@ -2,13 +2,10 @@
 #include "runtime/StepScratch.h"
 
 #include "ops/CpuWorkspace.h"
+#include "ops/EnvChoice.h"
 #include "runtime/Ops.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <iostream>
-#include <mutex>
 
 namespace remat::runtime {
 
@@ -117,17 +114,7 @@ StepScratch placeStepScratch(const Plan &plan,
 }
 
 bool cpuScratchInArena() {
-  const char *choice = std::getenv("REMAT_CPU_SCRATCH");
-  if (!choice || !*choice || std::strcmp(choice, "arena") == 0)
-    return true;
-  if (std::strcmp(choice, "beside") == 0)
-    return false;
-  static std::once_flag warned;
-  std::call_once(warned, [&] {
-    std::cerr << "remat: warning: REMAT_CPU_SCRATCH='" << choice
-              << "' is neither 'arena' nor 'beside'; using 'arena'\n";
-  });
-  return true;
+  return ops::envChoice("REMAT_CPU_SCRATCH", {"arena", "beside"}) == "arena";
 }
 
 StepScratch cpuStepScratch(const Plan &plan) {

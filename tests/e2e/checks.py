@@ -425,8 +425,8 @@ def conv_workspace(remat, work):
         "--emit=plan", "-o", os.path.join(work, "bogus.plan"), "--report",
         os.path.join(work, "bogus.json")], capture_output=True, text=True,
         env=dict(os.environ, REMAT_CPU_CONV="bogus"))
-    if r.returncode != 0 or "REMAT_CPU_CONV=bogus is not im2col, plain or " \
-            "auto; using auto" not in r.stderr:
+    if r.returncode != 0 or "REMAT_CPU_CONV='bogus' is not auto, im2col " \
+            "or plain; using auto" not in r.stderr:
         fail("compile with REMAT_CPU_CONV=bogus: exit %d, stderr %r"
              % (r.returncode, r.stderr))
     with open(os.path.join(work, "bogus.json")) as f:

@@ -1,6 +1,7 @@
 //===- CpuBackend.cpp - The reference CPU backend -------------------------===//
 #include "runtime/backends/cpu/CpuBackend.h"
 
+#include "ops/EnvChoice.h"
 #include "runtime/StepScratch.h"
 #include "runtime/backends/cpu/Kernels.h"
 
@@ -14,6 +15,12 @@
 namespace remat::runtime {
 
 namespace {
+
+/// REMAT_CPU_MOMENTS=own makes every batch-norm step compute its own
+/// moments (for A/B timing; the bits are the same either way).
+bool sharedMomentsEnabled() {
+  return ops::envChoice("REMAT_CPU_MOMENTS", {"shared", "own"}) == "shared";
+}
 
 std::string formatBytes(uint64_t bytes) {
   return bytes == UINT64_MAX ? "2^64 or more" : std::to_string(bytes);
@@ -44,8 +51,8 @@ void CpuBackend::checkSupport(const LoadedPlan &plan) const {
   // ends the process).
   const Plan &p = plan.plan;
   uint64_t memory = memoryLimit ? memoryLimit : physicalMemoryBytes();
-  std::string limit = "this machine's memory (" + std::to_string(memory) +
-                      " bytes)";
+  std::string limit =
+      "this machine's memory (" + std::to_string(memory) + " bytes)";
   if (p.arenaBytes > memory)
     throw PlanError(plan.source + ": /arena_bytes: arena of " +
                     std::to_string(p.arenaBytes) + " bytes is more than " +
@@ -98,6 +105,16 @@ void CpuBackend::prepare(const LoadedPlan &plan) {
                                          plan.budgetBytes().value_or(0)) /
                        sizeof(float),
                    0.0f);
+  moments = sharedMomentsEnabled() ? cpu::planSharedMoments(plan)
+                                   : cpu::SharedMoments();
+  momentSlots.assign(moments.slotChannels.size(), {});
+  for (size_t s = 0; s < momentSlots.size(); ++s) {
+    momentSlots[s].mean.assign(size_t(moments.slotChannels[s]), 0.0);
+    momentSlots[s].squares.assign(size_t(moments.slotChannels[s]), 0.0);
+  }
+  slotFilledAt.assign(momentSlots.size(), 0);
+  runs = sequenceStart = 0;
+  lastStep = SIZE_MAX;
 }
 
 std::pair<uint64_t, uint64_t> CpuBackend::arenaScratch(size_t step) const {
@@ -115,6 +132,31 @@ void CpuBackend::copyOut(void *dst, const void *src, uint64_t bytes) {
 }
 
 void CpuBackend::runStep(const KernelCall &call) {
+  ++runs;
+  if (lastStep == SIZE_MAX || call.stepIndex != lastStep + 1)
+    sequenceStart = runs;
+  lastStep = call.stepIndex;
+  int slot =
+      call.stepIndex < moments.slot.size() ? moments.slot[call.stepIndex] : -1;
+  if (slot >= 0) {
+    cpu::ChannelMoments &shared = momentSlots[size_t(slot)];
+    if (moments.fills[call.stepIndex]) {
+      shared.filled = false;
+      slotFilledAt[size_t(slot)] = 0;
+      cpu::runWithMoments<float>(call, shared);
+      slotFilledAt[size_t(slot)] = runs;
+      return;
+    }
+    // Filled by its group's first step in this sequence of consecutive
+    // steps: no step that writes x ran in between.
+    if (slotFilledAt[size_t(slot)] >= sequenceStart &&
+        slotFilledAt[size_t(slot)] > 0) {
+      shared.filled = true;
+      cpu::runWithMoments<float>(call, shared);
+      ++numSharedReads;
+      return;
+    }
+  }
   auto [offset, bytes] = arenaScratch(call.stepIndex);
   if (bytes > 0 && arenaBase)
     cpu::runKernel<float>(call, reinterpret_cast<float *>(arenaBase + offset),

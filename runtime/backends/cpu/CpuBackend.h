@@ -15,6 +15,8 @@
 
 #include "runtime/Backend.h"
 #include "runtime/StepScratch.h"
+#include "runtime/backends/cpu/SharedMoments.h"
+#include "runtime/backends/cpu/kernels/Kernels.h"
 
 #include <vector>
 
@@ -40,6 +42,9 @@ public:
   /// check that a step makes exactly one allocation of arena_bytes).
   int arenaAllocations() const { return numArenaAllocations; }
   uint64_t lastArenaBytes() const { return lastArenaSize; }
+  /// Steps run so far that read moments an earlier step shared
+  /// (SharedMoments.h; tests check that sharing happens).
+  uint64_t sharedMomentReads() const { return numSharedReads; }
 
   /// The memory checkSupport fits arena + workspace into; 0 (the default)
   /// means the host's physical memory. Tests set a small one.
@@ -51,6 +56,16 @@ private:
   char *arenaBase = nullptr;
   StepScratch scratch; ///< from prepare()
   std::vector<float> workspace;
+  /// Batch-norm moments shared between steps (SharedMoments.h): the
+  /// grouping from prepare(), a slot per concurrent group, and the run
+  /// (counted from 1) in which each slot was last filled.
+  cpu::SharedMoments moments;
+  std::vector<cpu::ChannelMoments> momentSlots;
+  std::vector<uint64_t> slotFilledAt;
+  /// Steps run so far, the first run of the current sequence of
+  /// consecutive steps, and the last step run.
+  uint64_t runs = 0, sequenceStart = 0, numSharedReads = 0;
+  size_t lastStep = SIZE_MAX;
 };
 
 /// Physical memory of the host in bytes (UINT64_MAX when unknown).

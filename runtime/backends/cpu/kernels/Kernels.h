@@ -15,8 +15,29 @@
 #include "runtime/Backend.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace remat::runtime::cpu {
+
+/// Per-channel mean and Σ(x - mean)² (double) of the x of batch_norm,
+/// batch_norm_grad, running_mean_update or running_var_update, shared by
+/// steps that read the same unchanged x (SharedMoments.h). Sized for the
+/// channels before a step runs.
+struct ChannelMoments {
+  std::vector<double> mean, squares;
+  /// True: the step reads them; false: it computes them from x and stores
+  /// every channel's (the caller sets filled after the step).
+  bool filled = false;
+};
+
+/// Runs one of those four ops with shared moments (batch_norm.cpp);
+/// throws std::logic_error for any other op.
+template <typename T>
+void runWithMoments(const KernelCall &call, ChannelMoments &moments);
+extern template void runWithMoments<float>(const KernelCall &,
+                                           ChannelMoments &);
+extern template void runWithMoments<double>(const KernelCall &,
+                                            ChannelMoments &);
 
 // One function per kernel family: float operands and results are T, index
 // operands their own dtype; `workspace` holds `workspaceElements` of T.

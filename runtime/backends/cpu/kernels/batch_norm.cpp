@@ -5,12 +5,18 @@
 // Per channel: mean and biased variance in double (two passes, n then s;
 // each image's span in four interleaved partial sums, spanSum),
 // rstd = 1 / sqrt(var + epsilon) in double, y = T((x - mean)·rstd)·gamma +
-// beta, as for layer normalization. The gradient recomputes the statistics and sums
-// dy and dy·x̂ in double, in one pass; dx = rstd·gamma·(dy - Σdy/M - x̂·Σ(dy·x̂)/M). The
-// running updates compute the batch mean (or the unbiased variance, over
-// M - 1) the same way and write running·momentum + batch·(1 - momentum).
-// Channels are independent: parallelFor shares them among threads, and
-// each channel's sums keep their order.
+// beta, as for layer normalization. The gradient recomputes the statistics and
+// sums dy and dy·x̂ in double, in one pass; dx = rstd·gamma·(dy - Σdy/M -
+// x̂·Σ(dy·x̂)/M). The running updates compute the batch mean (or the unbiased
+// variance, over M - 1) the same way and write running·momentum + batch·(1 -
+// momentum). Channels are independent: parallelFor shares them among threads,
+// and each channel's sums keep their order.
+//
+// All four start from the same moments of x (mean and Σ(x - mean)²), so
+// steps that read the same unchanged x can share them (SharedMoments.h):
+// runWithMoments takes them from a ChannelMoments that an earlier step
+// filled, or computes and stores them for the later ones. The same
+// function computes them either way: the same bits.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -87,18 +93,45 @@ void channelMoments(const T *x, const ChannelLayout &layout, int64_t channel,
   });
 }
 
-} // namespace
+/// Channel moments from x, or from `shared` when it is filled (when it is
+/// not, every channel's are stored in it for later steps).
+template <typename T> struct MomentsSource {
+  const T *x;
+  const ChannelLayout &layout;
+  ChannelMoments *shared;
 
-template <typename T> void runBatchNorm(const KernelCall &call, T *, uint64_t) {
-  if (call.op != OpKind::BatchNorm)
-    throwNoKernel(call.op);
+  MomentsSource(const T *x, const ChannelLayout &layout, ChannelMoments *shared)
+      : x(x), layout(layout), shared(shared) {
+    if (shared && (shared->mean.size() < size_t(layout.c) ||
+                   shared->squares.size() < size_t(layout.c)))
+      throw std::logic_error(
+          "shared channel moments hold " + std::to_string(shared->mean.size()) +
+          " channels, the step has " + std::to_string(layout.c));
+  }
+  void get(int64_t ch, double &mean, double &squares) const {
+    if (shared && shared->filled) {
+      mean = shared->mean[size_t(ch)];
+      squares = shared->squares[size_t(ch)];
+      return;
+    }
+    channelMoments(x, layout, ch, mean, squares);
+    if (shared) {
+      shared->mean[size_t(ch)] = mean;
+      shared->squares[size_t(ch)] = squares;
+    }
+  }
+};
+
+template <typename T>
+void batchNorm(const KernelCall &call, ChannelMoments *shared) {
   const T *x = inData<T>(call, 0), *gamma = inData<T>(call, 1),
           *beta = inData<T>(call, 2);
   T *y = outData<T>(call, 0);
   ChannelLayout layout(call.inputs[0].shape);
+  MomentsSource<T> moments(x, layout, shared);
   parallelFor(layout.c, layout.c * layout.count(), [&](int64_t ch) {
     double mean, squares;
-    channelMoments(x, layout, ch, mean, squares);
+    moments.get(ch, mean, squares);
     double rstd = 1.0 / std::sqrt(squares / double(layout.count()) +
                                   double(call.attrs->epsilon));
     layout.forEach(ch, [&](int64_t o) {
@@ -108,19 +141,19 @@ template <typename T> void runBatchNorm(const KernelCall &call, T *, uint64_t) {
 }
 
 template <typename T>
-void runBatchNormGrad(const KernelCall &call, T *, uint64_t) {
-  if (call.op != OpKind::BatchNormGrad)
-    throwNoKernel(call.op);
+void batchNormGrad(const KernelCall &call, ChannelMoments *shared) {
   const T *x = inData<T>(call, 0), *gamma = inData<T>(call, 1),
           *dy = inData<T>(call, 2);
   T *dx = outData<T>(call, 0), *dgamma = outData<T>(call, 1),
     *dbeta = outData<T>(call, 2);
   ChannelLayout layout(call.inputs[0].shape);
+  MomentsSource<T> moments(x, layout, shared);
   double count = double(layout.count());
   parallelFor(layout.c, layout.c * layout.count(), [&](int64_t ch) {
     double mean, squares;
-    channelMoments(x, layout, ch, mean, squares);
-    double rstd = 1.0 / std::sqrt(squares / count + double(call.attrs->epsilon));
+    moments.get(ch, mean, squares);
+    double rstd =
+        1.0 / std::sqrt(squares / count + double(call.attrs->epsilon));
     // Σdy and Σdy·x̂ in one pass over dy.
     SumPair sums = channelSum<SumPair>(layout, ch, [&](int64_t o) {
       double g = double(dy[o]);
@@ -139,20 +172,23 @@ void runBatchNormGrad(const KernelCall &call, T *, uint64_t) {
 }
 
 template <typename T>
-void runRunningStatUpdate(const KernelCall &call, T *, uint64_t) {
+void runningStatUpdate(const KernelCall &call, ChannelMoments *shared) {
   bool variance = call.op == OpKind::RunningVarUpdate;
-  if (!variance && call.op != OpKind::RunningMeanUpdate)
-    throwNoKernel(call.op);
   const T *running = inData<T>(call, 0), *x = inData<T>(call, 1);
   T *out = outData<T>(call, 0);
   ChannelLayout layout(call.inputs[1].shape);
+  MomentsSource<T> moments(x, layout, shared);
   double momentum = double(call.attrs->momentum);
   parallelFor(layout.c, layout.c * layout.count(), [&](int64_t ch) {
     double batch;
-    if (variance) {
+    if (variance || shared) {
+      // Shared moments hold both (and a step that fills them computes
+      // both); the mean is the same sum over the same count either way.
       double mean, squares;
-      channelMoments(x, layout, ch, mean, squares);
-      batch = squares / double(std::max<int64_t>(layout.count() - 1, 1));
+      moments.get(ch, mean, squares);
+      batch = variance
+                  ? squares / double(std::max<int64_t>(layout.count() - 1, 1))
+                  : mean;
     } else {
       // The mean alone: channelMoments' first pass (the same sum, so the
       // same bits), without its second.
@@ -163,6 +199,44 @@ void runRunningStatUpdate(const KernelCall &call, T *, uint64_t) {
   });
 }
 
+} // namespace
+
+template <typename T> void runBatchNorm(const KernelCall &call, T *, uint64_t) {
+  if (call.op != OpKind::BatchNorm)
+    throwNoKernel(call.op);
+  batchNorm<T>(call, nullptr);
+}
+
+template <typename T>
+void runBatchNormGrad(const KernelCall &call, T *, uint64_t) {
+  if (call.op != OpKind::BatchNormGrad)
+    throwNoKernel(call.op);
+  batchNormGrad<T>(call, nullptr);
+}
+
+template <typename T>
+void runRunningStatUpdate(const KernelCall &call, T *, uint64_t) {
+  if (call.op != OpKind::RunningMeanUpdate &&
+      call.op != OpKind::RunningVarUpdate)
+    throwNoKernel(call.op);
+  runningStatUpdate<T>(call, nullptr);
+}
+
+template <typename T>
+void runWithMoments(const KernelCall &call, ChannelMoments &moments) {
+  switch (call.op) {
+  case OpKind::BatchNorm:
+    return batchNorm<T>(call, &moments);
+  case OpKind::BatchNormGrad:
+    return batchNormGrad<T>(call, &moments);
+  case OpKind::RunningMeanUpdate:
+  case OpKind::RunningVarUpdate:
+    return runningStatUpdate<T>(call, &moments);
+  default:
+    throwNoKernel(call.op);
+  }
+}
+
 template void runBatchNorm<float>(const KernelCall &, float *, uint64_t);
 template void runBatchNorm<double>(const KernelCall &, double *, uint64_t);
 template void runBatchNormGrad<float>(const KernelCall &, float *, uint64_t);
@@ -171,5 +245,7 @@ template void runRunningStatUpdate<float>(const KernelCall &, float *,
                                           uint64_t);
 template void runRunningStatUpdate<double>(const KernelCall &, double *,
                                            uint64_t);
+template void runWithMoments<float>(const KernelCall &, ChannelMoments &);
+template void runWithMoments<double>(const KernelCall &, ChannelMoments &);
 
 } // namespace remat::runtime::cpu

@@ -1,14 +1,16 @@
-//===- SharedMoments.h - batch_norm statistics shared between steps -------===//
+//===- SharedMoments.h - Batch-norm statistics shared between steps -------===//
 //
-// batch_norm, batch_norm_grad, running_mean_update and running_var_update
-// all start from the per-channel mean and Σ(x - mean)² of their x,
-// computed by the same function (kernels/batch_norm.cpp), so the same bits
-// from the same bytes. Where several such steps read one buffer and no
-// step writes any of its bytes between them (a batch_norm and its two
-// running updates; in a plan that keeps x, also its gradient), they form a
-// group: the first step computes the moments and keeps them in a slot of
-// 2·C doubles, the later ones read them instead of passing over x again.
-// A slot is reused by a later group once its own group is done.
+// The ops of the kernel families BatchNorm, BatchNormGrad and
+// RunningStatUpdate (batch normalization, its gradient and the running
+// mean and variance) all start from the per-channel mean and Σ(x - mean)²
+// of their operand x, computed by the same function (the families' kernel
+// file in kernels/), so the same bits from the same bytes. Where several
+// such steps read one buffer and no step writes any of its bytes between
+// them (a batch normalization and its two running updates; in a plan that
+// keeps x, also its gradient), they form a group: the first step computes
+// the moments and keeps them in a slot of 2·C doubles, the later ones read
+// them instead of passing over x again. A slot is reused by a later group
+// once its own group is done.
 //
 // The grouping is static (the plan's steps in order); CpuBackend lets a
 // step read a slot only when the step that filled it ran earlier in the
@@ -37,8 +39,8 @@ struct SharedMoments {
   int groups = 0;
 };
 
-/// The operand whose channel moments step op `op` takes (its x), or -1 for
-/// an op that takes none.
+/// The operand whose channel moments op `op` takes (the one named x in
+/// the op table, of the three families above), or -1 for another op.
 int momentsOperand(OpKind op);
 
 /// Groups the steps of `plan` that can share moments (see the file

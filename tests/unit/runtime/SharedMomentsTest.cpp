@@ -113,6 +113,12 @@ std::vector<std::vector<char>> run(const LoadedPlan &plan, int steps,
 
 TEST_CASE("steps that read the same unchanged x share batch_norm's moments",
           "[runtime]") {
+  CHECK(cpu::momentsOperand(OpKind::BatchNorm) == 0);
+  CHECK(cpu::momentsOperand(OpKind::BatchNormGrad) == 0);
+  CHECK(cpu::momentsOperand(OpKind::RunningMeanUpdate) == 1);
+  CHECK(cpu::momentsOperand(OpKind::RunningVarUpdate) == 1);
+  CHECK(cpu::momentsOperand(OpKind::LayerNorm) == -1);
+
   LoadedPlan before = batchNormPlan(true);
   cpu::SharedMoments shared = cpu::planSharedMoments(before);
   REQUIRE(before.plan.steps[6].op == "batch_norm_grad");

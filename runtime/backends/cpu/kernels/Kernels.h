@@ -19,9 +19,9 @@
 
 namespace remat::runtime::cpu {
 
-/// Per-channel mean and Σ(x - mean)² (double) of the x of batch_norm,
-/// batch_norm_grad, running_mean_update or running_var_update, shared by
-/// steps that read the same unchanged x (SharedMoments.h). Sized for the
+/// Per-channel mean and Σ(x - mean)² (double) of the x of an op of the
+/// families BatchNorm, BatchNormGrad or RunningStatUpdate, shared by steps
+/// that read the same unchanged x (SharedMoments.h). Sized for the
 /// channels before a step runs.
 struct ChannelMoments {
   std::vector<double> mean, squares;
@@ -30,7 +30,7 @@ struct ChannelMoments {
   bool filled = false;
 };
 
-/// Runs one of those four ops with shared moments (batch_norm.cpp);
+/// Runs an op of those families with shared moments (their kernel file);
 /// throws std::logic_error for any other op.
 template <typename T>
 void runWithMoments(const KernelCall &call, ChannelMoments &moments);

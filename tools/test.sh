@@ -8,6 +8,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${REMAT_BUILD_DIR:-$root/build}"
 emu="${REMAT_EMU_BUILD_DIR:-$build-cuda-emu}"
 "$root/tools/setup.sh" "$build"
+# The tests' temporary files go to a folder of their own, which must be
+# empty when they pass: a test removes what it wrote unless it failed
+# (tests/e2e/workdir.py, tests/unit/runtime/Main.cpp). A short path, as
+# OpenMPI keeps sockets there.
+tests_tmp=$(mktemp -d "${TMPDIR:-/tmp}/remat-tests.XXXXXX")
+export TMPDIR="$tests_tmp"
 cd "$build"
 ctest --output-on-failure -j"$(nproc)"
 # The GPU benchmark's plans (tools/device-plans.sh), for the emulator's
@@ -28,3 +34,9 @@ REMAT_DEVICE_PLANS="$build/device-plans" REMAT_COMPILER="$build/tools/remat/rema
 # against the CPU backend (the compiler comes from the main build).
 python3 "$root/tests/e2e/cuda_emulator.py" --remat "$build/tools/remat/remat" \
   --run "$emu/runtime/remat-run" --work "$emu/e2e"
+if [[ -n "$(ls -A "$tests_tmp")" ]]; then
+  echo "test: the tests passed but left files in $tests_tmp:" >&2
+  ls -A "$tests_tmp" >&2
+  exit 1
+fi
+rmdir "$tests_tmp"

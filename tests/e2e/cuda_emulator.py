@@ -24,10 +24,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from array import array
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workdir  # noqa: E402
 from checks import (compile_plan, fail, minimum_budget, model,  # noqa: E402
                     safetensors_entries)
 
@@ -90,8 +90,13 @@ def main():
     parser.add_argument("--run", required=True)
     parser.add_argument("--work")
     args = parser.parse_args()
-    work = args.work or tempfile.mkdtemp(prefix="remat-cuda-emu-")
-    os.makedirs(work, exist_ok=True)
+    sys.exit(workdir.run_in(lambda work: run_cases(args, work),
+                            "remat-cuda-emu-", given=args.work))
+
+
+def run_cases(args, work):
+    """Runs every case in the folder `work`; 0 when all pass (a failure
+    exits 1 through fail)."""
     # gpt2 small (d_model 128, seq 64, vocab 256) reaches kernel shapes the
     # tiny preset does not (wider rows, more attention slices); ~5 s a step.
     cases = (("gpt2", ["--preset", "tiny", "--set", "dropout=0.1"], 3),
@@ -139,6 +144,7 @@ def main():
               f"step-{steps} loss {half_cuda[0][-1]:.7f} on cuda, "
               f"{half_cpu[0][-1]:.7f} on the cpu; worst gradient error "
               f"{worst:.2g}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 
+import workdir
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 FENCE = re.compile(r"^```(\S*)\s*$")
@@ -135,6 +137,7 @@ def main():
     for doc in docs:
         name = os.path.relpath(doc, ROOT)
         work, env = scratch(args)
+        failures_before = len(failures)
         for lang, line, body, skip in blocks(doc):
             if lang not in ("sh", "console"):
                 continue
@@ -179,6 +182,7 @@ def main():
                         f"{where}: `{command}` printed other than the doc "
                         "quotes.\n--- the doc:\n" + "\n".join(expected) +
                         "\n--- the tool:\n" + "\n".join(actual))
+        workdir.finish(work, passed=len(failures) == failures_before)
     for s in skipped:
         print(f"skipped {s}")
     for f in failures:

@@ -41,7 +41,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -50,6 +49,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from torch_parity import read_safetensors, relative_error  # noqa: E402
+import workdir  # noqa: E402
 
 SKIP = 77
 
@@ -115,8 +115,14 @@ def main():
         print(f"SKIP: {e}")
         return SKIP
 
-    work = args.workdir or tempfile.mkdtemp(prefix="remat-onnx-parity-")
-    os.makedirs(work, exist_ok=True)
+    return workdir.run_in(lambda work: run_comparison(args, work),
+                          "remat-onnx-parity-", given=args.workdir)
+
+
+def run_comparison(args, work):
+    """Runs the comparison in the folder `work`: 0 parity holds, 1 not."""
+    import torch
+    import export_onnx
     onnx_path = os.path.join(work, f"{args.model}.onnx")
     crafted = None
     try:

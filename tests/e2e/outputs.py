@@ -17,6 +17,8 @@ import sys
 import tempfile
 import threading
 
+import workdir
+
 FAILURES = []
 
 
@@ -36,11 +38,16 @@ def run(argv, **kw):
 
 
 def main():
-    remat, remat_opt = sys.argv[1], sys.argv[2]
+    return workdir.run_in(
+        lambda work: check_writers(sys.argv[1], sys.argv[2], work),
+        "remat-outputs-")
+
+
+def check_writers(remat, remat_opt, work):
+    """The checks, their files in the folder `work`: 0 all passed, else 1."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
     model = os.path.join(root, "models", "gpt2.json")
-    work = tempfile.mkdtemp(prefix="remat-outputs-")
     tiny = [model, "--preset", "tiny"]
 
     # Inputs the writers need: a plan, and the IR remat-opt reads.

@@ -20,12 +20,12 @@ import os
 import struct
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from checks import safetensors_entries  # noqa: E402
+import workdir  # noqa: E402
 
 SKIP = 77
 
@@ -259,8 +259,12 @@ def main():
         print("SKIP: python3-torch is not installed; no PyTorch reference")
         return SKIP
 
-    work = args.workdir or tempfile.mkdtemp(prefix="remat-parity-")
-    os.makedirs(work, exist_ok=True)
+    return workdir.run_in(lambda work: run_comparison(args, work),
+                          "remat-parity-", given=args.workdir)
+
+
+def run_comparison(args, work):
+    """Runs the comparison in the folder `work`: 0 parity holds, 1 not."""
     config = []
     if args.preset:
         config += ["--preset", args.preset]
@@ -314,7 +318,7 @@ def main():
         print(f"{name:<{width}}  {err:.3e}{flag}")
     print(f"loss: remat {remat_loss:.8f}, torch {torch_loss:.8f}")
     if failures:
-        print(f"FAIL: {failures} tensor(s) differ from PyTorch (work dir {work})")
+        print(f"FAIL: {failures} tensor(s) differ from PyTorch")
         return 1
     print(f"OK: loss and {len(rows) - 1} gradients match PyTorch")
     return 0

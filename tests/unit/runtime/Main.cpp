@@ -1,3 +1,19 @@
-// Catch2 main of remat-unit-runtime.
-#define CATCH_CONFIG_MAIN
+// Catch2 main of remat-unit-runtime. A run that passed removes the files
+// its tests wrote (TestUtil.h, tempPath); a failed run keeps them and says
+// where.
+#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+
+#include "TestUtil.h"
+
+#include <iostream>
+
+int main(int argc, char **argv) {
+  int failed = Catch::Session().run(argc, argv);
+  if (failed == 0)
+    remat::runtime::test::removeTempDir();
+  else
+    std::cout << "the tests' files are kept in "
+              << remat::runtime::test::tempPath("") << "\n";
+  return failed;
+}

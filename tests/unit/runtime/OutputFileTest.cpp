@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/OutputFile.h"
 
+#include "TestUtil.h"
+
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -22,8 +24,8 @@ using remat::runtime::OutputFile;
 namespace {
 
 std::string makeFolder() {
-  char pattern[] = "/tmp/remat-outputfile-XXXXXX";
-  REQUIRE(mkdtemp(pattern) != nullptr);
+  std::string pattern = remat::runtime::test::tempPath("outputfile-XXXXXX");
+  REQUIRE(mkdtemp(pattern.data()) != nullptr);
   return pattern;
 }
 

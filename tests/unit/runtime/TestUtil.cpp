@@ -196,11 +196,19 @@ double normalizedError(const HostTensor &actual, const HostTensor &expected) {
   return maxErr / scale;
 }
 
+static std::filesystem::path tempDir() {
+  return std::filesystem::temp_directory_path() /
+         ("remat-unit-runtime-" + std::to_string(getpid()));
+}
+
 std::string tempPath(const std::string &name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("remat-unit-runtime-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+  std::filesystem::create_directories(tempDir());
+  return (tempDir() / name).string();
+}
+
+void removeTempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(tempDir(), ignored);
 }
 
 } // namespace remat::runtime::test

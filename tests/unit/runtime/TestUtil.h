@@ -62,8 +62,12 @@ double normalizedError(const HostTensor &actual, const HostTensor &expected);
 
 TensorType typeOf(const Shape &shape, DType dtype = DType::F32);
 
-/// A fresh directory under the system temp dir for this test process.
+/// `name` in this test process's folder under the system temp dir
+/// (created on first use; Main.cpp removes it after a run that passed).
 std::string tempPath(const std::string &name);
+
+/// Removes tempPath's folder with everything in it.
+void removeTempDir();
 
 } // namespace remat::runtime::test
 

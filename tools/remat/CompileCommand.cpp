@@ -15,13 +15,13 @@
 #include "compiler/Driver.h"
 #include "compiler/ModelFile.h"
 #include "compiler/ModelGraph.h"
-#include "ops/CostKey.h"
 #include "runtime/Safetensors.h"
 #include "runtime/OutputFile.h"
 #include "passes/planner/Solvers.h"
 #include "tools/remat/Usage.h"
 #ifdef REMAT_HAVE_RUN
 #include "runtime/Backend.h"
+#include "tools/remat/MeasuredChoice.h"
 #include "tools/remat/Profile.h"
 #include "tools/remat/RunCommand.h"
 #endif
@@ -456,20 +456,11 @@ DeviceProfile measureModelProfile(const model::ModelFile &model,
 
 namespace {
 
-/// --device-profile measure under a budget: plans that recompute are
-/// timed where they run. The profile of the store-all step (`measured`)
-/// prices a recomputation as the op's first computation, but in a planned
-/// step a recomputation's operands may come cold from memory, and the
-/// ops after it may find its result in cache. So the plan planned with
-/// the measured costs and the one planned with the backend's roofline are
-/// timed (remat profile PLAN); their recomputations' own medians become
-/// the profile's recompute costs (`recompute_ops`), the planner plans
-/// once more with them, and two more rounds time every candidate (the new
-/// one too). The candidate with the fastest median step is the result; its
-/// report's recompute_overhead is modeled with every cost measured, and
-/// device_profile.candidates says what was timed. Returns the plan.
+/// --device-profile measure under a budget: the candidate plans
+/// (MeasuredChoice.h) made by the compiler and timed where they run
+/// (remat profile PLAN, 1 warm-up + 3 steps a run). Returns the plan.
 runtime::Plan planWithMeasuredCosts(const model::ModelFile &model,
-                                    compiler::CompileOptions options,
+                                    const compiler::CompileOptions &options,
                                     nlohmann::json &report,
                                     const std::string &backend) {
 #ifndef REMAT_HAVE_RUN
@@ -477,139 +468,36 @@ runtime::Plan planWithMeasuredCosts(const model::ModelFile &model,
   throw std::invalid_argument("measured costs need the runtime, which this "
                               "build lacks");
 #else
-  DeviceProfile profile = options.deviceProfile;
-  struct Candidate {
-    std::string source;
-    runtime::Plan plan;
-    nlohmann::json report;
-    std::string text;
-    std::string path; ///< its plan file, once timed
-    std::vector<double> runSeconds; ///< one median step per timed run
-    double stepSeconds = -1;        ///< their median
-  };
-  std::vector<Candidate> candidates;
-  auto plan = [&](const std::string &source, const DeviceProfile &with) {
-    compiler::CompileOptions o = options;
-    o.deviceProfile = with;
-    Candidate c;
-    c.source = source;
-    c.plan = compiler::compilePlan(model.graph, o, c.report);
-    c.text = runtime::serializePlanText(c.plan);
-    for (const Candidate &known : candidates)
-      if (known.text == c.text)
-        return false;
-    candidates.push_back(std::move(c));
-    return true;
-  };
-  auto recomputes = [](const runtime::Plan &p) {
-    return std::any_of(p.steps.begin(), p.steps.end(),
-                       [](const auto &s) { return s.recompute; });
-  };
-  plan("measured", profile);
-  if (!recomputes(candidates[0].plan)) {
-    report = std::move(candidates[0].report);
-    return std::move(candidates[0].plan);
-  }
-  plan("roofline", *builtinDeviceProfile(backend == "cpu" ? "cpu" : "h200"));
-  // Recompute costs: the median of every timed run's in-situ medians.
-  std::map<std::string, std::vector<double>> recomputeSamples;
   TempDir dir("remat-candidates");
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2]
-                        : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  std::map<std::string, std::string> paths; // plan files by source
+  ChoiceHooks hooks;
+  hooks.plan = [&](const DeviceProfile &costs, nlohmann::json &planReport) {
+    compiler::CompileOptions o = options;
+    o.deviceProfile = costs;
+    return compiler::compilePlan(model.graph, o, planReport);
   };
-  // One timed run of a candidate (1 warm-up + 3 steps, their median); the
-  // candidates go in rounds, so that a change of the machine's load hits
-  // them alike, and each one's time is the median of its runs.
-  auto timeOnce = [&](Candidate &c) {
-    if (c.path.empty()) { // (an ONNX model's weights go next to it, once)
-      c.path = (dir.path / ("candidate-" + c.source + ".plan")).string();
-      std::replace(c.path.begin(), c.path.end(), ' ', '-');
-      writePlanFile(model, c.plan, c.path);
+  hooks.time = [&](const std::string &source, const runtime::Plan &plan) {
+    std::string &path = paths[source];
+    if (path.empty()) { // (an ONNX model's weights go next to it, once)
+      path = (dir.path / ("candidate-" + source + ".plan")).string();
+      std::replace(path.begin(), path.end(), ' ', '-');
+      writePlanFile(model, plan, path);
     }
     std::ostringstream quiet;
-    nlohmann::json timed = measureOpCosts(c.path, backend, /*warmup=*/1,
+    nlohmann::json timed = measureOpCosts(path, backend, /*warmup=*/1,
                                           /*steps=*/3, quiet);
-    c.runSeconds.push_back(timed["step_seconds"].get<double>());
-    c.stepSeconds = median(c.runSeconds);
+    TimedRun run;
+    run.stepSeconds = timed["step_seconds"].get<double>();
     nlohmann::json recomputed =
         timed.value("recompute_ops", nlohmann::json::object());
     for (const auto &[key, seconds] : recomputed.items())
-      recomputeSamples[key].push_back(seconds.get<double>());
+      run.recomputeOps[key] = seconds.get<double>();
+    return run;
   };
-  auto round = [&](int number) {
-    std::cerr << "remat: timing " << candidates.size()
-              << " candidate plans, round " << number << " of 3 (";
-    for (size_t i = 0; i < candidates.size(); ++i)
-      std::cerr << (i ? ", " : "") << candidates[i].source << " costs";
-    std::cerr << ")...\n";
-    for (Candidate &c : candidates)
-      timeOnce(c);
-  };
-  round(1);
-  for (const auto &[key, seconds] : recomputeSamples)
-    profile.recomputeMeasured[key] = median(seconds);
-  plan("measured in-situ", profile);
-  round(2);
-  round(3);
-  for (const auto &[key, seconds] : recomputeSamples)
-    profile.recomputeMeasured[key] = median(seconds);
-  auto best = std::min_element(candidates.begin(), candidates.end(),
-                               [](const Candidate &a, const Candidate &b) {
-                                 return a.stepSeconds < b.stepSeconds;
-                               });
-  // The chosen plan's overhead with every cost measured: its
-  // recomputations' in-situ costs over the store-all step's op costs.
-  auto cost = [&](const runtime::Plan &p, const runtime::StepDesc &s,
-                  bool recompute) -> std::optional<double> {
-    std::vector<ops::Shape> ins, outs;
-    for (int64_t b : s.inputs)
-      ins.push_back(p.buffers[size_t(b)].shape);
-    for (int64_t b : s.outputs)
-      outs.push_back(p.buffers[size_t(b)].shape);
-    std::string key = ops::opCostKey(s.op, s.attrs, ins, outs);
-    if (recompute)
-      if (auto it = profile.recomputeMeasured.find(key);
-          it != profile.recomputeMeasured.end())
-        return it->second;
-    if (auto it = profile.measured.find(key); it != profile.measured.end())
-      return it->second;
-    return std::nullopt;
-  };
-  double recomputeSeconds = 0, stepSeconds = 0;
-  int unpriced = 0;
-  for (const runtime::StepDesc &s : best->plan.steps) {
-    std::optional<double> c = cost(best->plan, s, s.recompute);
-    unpriced += !c;
-    (s.recompute ? recomputeSeconds : stepSeconds) += c.value_or(0);
-  }
-  nlohmann::json timedList = nlohmann::json::array();
-  for (const Candidate &c : candidates)
-    timedList.push_back(
-        {{"costs", c.source},
-         {"measured_step_seconds", c.stepSeconds},
-         {"runs", c.runSeconds},
-         {"planned_peak_bytes", c.report["planned_peak_bytes"]}});
-  std::cerr << "remat: chose the plan planned with " << best->source
-            << " costs (measured step " << best->stepSeconds * 1000
-            << " ms; the others:";
-  for (const Candidate &c : candidates)
-    if (&c != &*best)
-      std::cerr << " " << c.source << " " << c.stepSeconds * 1000 << " ms";
-  std::cerr << ")\n";
-  report = std::move(best->report);
-  report["recompute_overhead"] =
-      stepSeconds > 0 ? recomputeSeconds / stepSeconds : 0.0;
-  report["device_profile"]["name"] = profile.name;
-  report["device_profile"]["measured_ops"] = profile.measured.size();
-  report["device_profile"]["measured_recompute_ops"] =
-      profile.recomputeMeasured.size();
-  report["device_profile"]["candidates"] = timedList;
-  report["device_profile"]["chosen"] = best->source;
-  if (unpriced)
-    report["device_profile"]["unpriced_steps"] = unpriced;
-  return std::move(best->plan);
+  return chooseMeasuredPlan(
+      options.deviceProfile,
+      *builtinDeviceProfile(backend == "cpu" ? "cpu" : "h200"), hooks, report,
+      std::cerr);
 #endif
 }
 

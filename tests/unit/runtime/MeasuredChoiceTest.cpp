@@ -49,6 +49,29 @@ std::string sourceOf(const DeviceProfile &costs) {
   return costs.recomputeMeasured.empty() ? "measured" : "measured in-situ";
 }
 
+/// The store-all profile as `measure` names it, with `ops` costs.
+DeviceProfile measuredProfile(std::map<std::string, double> ops = {}) {
+  DeviceProfile measured = *builtinDeviceProfile("cpu");
+  measured.name = "measured-cpu";
+  measured.measured = std::move(ops);
+  return measured;
+}
+
+struct Choice {
+  Plan plan;
+  nlohmann::json report;
+  std::string progress;
+};
+
+Choice choose(const DeviceProfile &measured, const ChoiceHooks &hooks) {
+  Choice c;
+  std::ostringstream progress;
+  c.plan = chooseMeasuredPlan(measured, *builtinDeviceProfile("cpu"), hooks,
+                              c.report, progress);
+  c.progress = progress.str();
+  return c;
+}
+
 const char *kNoFit = "no schedule fits the budget of 100 bytes; minimum "
                      "feasible budget: 200 bytes\n(details)";
 
@@ -57,8 +80,6 @@ const char *kNoFit = "no schedule fits the budget of 100 bytes; minimum "
 TEST_CASE("measure keeps the measured plan as it is when it does not "
           "recompute",
           "[runtime]") {
-  DeviceProfile measured = *builtinDeviceProfile("cpu");
-  measured.name = "measured-cpu";
   int plans = 0, timings = 0;
   ChoiceHooks hooks;
   hooks.plan = [&](const DeviceProfile &, nlohmann::json &report) {
@@ -70,26 +91,22 @@ TEST_CASE("measure keeps the measured plan as it is when it does not "
     ++timings;
     return TimedRun{};
   };
-  nlohmann::json report;
-  std::ostringstream progress;
-  Plan chosen = chooseMeasuredPlan(measured, *builtinDeviceProfile("cpu"),
-                                   hooks, report, progress);
+  auto [chosen, report, progress] = choose(measuredProfile(), hooks);
   CHECK(plans == 1);
   CHECK(timings == 0);
   CHECK(serializePlanText(chosen) == serializePlanText(tinyPlan()));
   CHECK(report["planned_peak_bytes"] == 836);
-  CHECK(progress.str().empty());
+  CHECK(progress.empty());
 }
 
 TEST_CASE("measure times the candidates in three rounds and keeps the "
           "fastest, priced with the recomputations' in-situ costs",
           "[runtime]") {
-  DeviceProfile measured = *builtinDeviceProfile("cpu");
-  measured.name = "measured-cpu";
   // Every call of the step costs 1 s; the recomputed matmul 0.2, 0.3 and
   // 0.25 s in situ in the three rounds.
+  std::map<std::string, double> ops;
   for (const StepDesc &s : tinyPlan().steps)
-    measured.measured[costKey(tinyPlan(), s)] = 1.0;
+    ops[costKey(tinyPlan(), s)] = 1.0;
   std::map<std::string, Plan> plans = {{"measured", recomputing(1)},
                                        {"roofline", recomputing(2)},
                                        {"measured in-situ", recomputing(0)}};
@@ -116,10 +133,7 @@ TEST_CASE("measure times the candidates in three rounds and keeps the "
       timed.recomputeOps[matmul] = std::vector<double>{0.2, 0.3, 0.25}[run++];
     return timed;
   };
-  nlohmann::json report;
-  std::ostringstream progress;
-  Plan chosen = chooseMeasuredPlan(measured, *builtinDeviceProfile("cpu"),
-                                   hooks, report, progress);
+  auto [chosen, report, progress] = choose(measuredProfile(ops), hooks);
   CHECK(planned == std::vector<std::string>{"measured", "roofline",
                                             "measured in-situ"});
   // The in-situ plan is planned with round 1's recompute cost.
@@ -136,7 +150,7 @@ TEST_CASE("measure times the candidates in three rounds and keeps the "
   // 10 steps at 1 s, and the recomputation at the median of its rounds.
   CHECK(report["recompute_overhead"].get<double>() == Approx(0.025));
   CHECK(report["planned_peak_bytes"] == 1); // the chosen plan's own report
-  CHECK_THAT(progress.str(),
+  CHECK_THAT(progress,
              Catch::Contains("round 3 of 3") &&
                  Catch::Contains("chose the plan planned with measured"));
 }
@@ -144,8 +158,6 @@ TEST_CASE("measure times the candidates in three rounds and keeps the "
 TEST_CASE("measure leaves out a candidate that cannot be planned and keeps "
           "one that can",
           "[runtime]") {
-  DeviceProfile measured = *builtinDeviceProfile("cpu");
-  measured.name = "measured-cpu";
   ChoiceHooks hooks;
   std::vector<std::string> planned, timed;
   hooks.plan = [&](const DeviceProfile &costs, nlohmann::json &report) {
@@ -163,10 +175,7 @@ TEST_CASE("measure leaves out a candidate that cannot be planned and keeps "
     run.recomputeOps["some call"] = 0.1;
     return run;
   };
-  nlohmann::json report;
-  std::ostringstream progress;
-  Plan chosen = chooseMeasuredPlan(measured, *builtinDeviceProfile("cpu"),
-                                   hooks, report, progress);
+  auto [chosen, report, progress] = choose(measuredProfile(), hooks);
   CHECK(planned == std::vector<std::string>{"measured", "roofline",
                                             "measured in-situ"});
   // One round: with one candidate left there is nothing to compare.
@@ -179,7 +188,7 @@ TEST_CASE("measure leaves out a candidate that cannot be planned and keeps "
   CHECK(device["unplanned"][0]["costs"] == "measured");
   CHECK(device["unplanned"][1]["costs"] == "measured in-situ");
   CHECK(device["unplanned"][1]["error"] == kNoFit);
-  CHECK_THAT(progress.str(),
+  CHECK_THAT(progress,
              Catch::Contains("the plan with measured costs is not a "
                              "candidate: no schedule fits the budget of 100 "
                              "bytes; minimum feasible budget: 200 bytes\n"));
@@ -188,8 +197,6 @@ TEST_CASE("measure leaves out a candidate that cannot be planned and keeps "
 TEST_CASE("measure fails with the first candidate's error when none can be "
           "planned",
           "[runtime]") {
-  DeviceProfile measured = *builtinDeviceProfile("cpu");
-  measured.name = "measured-cpu";
   int timings = 0;
   ChoiceHooks hooks;
   hooks.plan = [&](const DeviceProfile &costs, nlohmann::json &) -> Plan {
@@ -199,10 +206,7 @@ TEST_CASE("measure fails with the first candidate's error when none can be "
     ++timings;
     return TimedRun{};
   };
-  nlohmann::json report;
-  std::ostringstream progress;
-  CHECK_THROWS_WITH(chooseMeasuredPlan(measured, *builtinDeviceProfile("cpu"),
-                                       hooks, report, progress),
+  CHECK_THROWS_WITH(choose(measuredProfile(), hooks),
                     "measured: no schedule fits");
   CHECK(timings == 0);
 }

@@ -14,6 +14,8 @@ flag), what is wrong, and what to do:
   errors.py REMAT missing-loss     no 'loss': a pointer and what it must be
   errors.py REMAT unused-param     a parameter no op reads: a located warning, exit 0
   errors.py REMAT train-flags      train checks its and run's flags before compiling
+  errors.py REMAT train-tmpdir     train's temporary plan under $TMPDIR, removed;
+                                   a missing $TMPDIR named in the error
   errors.py REMAT plan-as-model    compile/train on a plan file say to use remat run
   errors.py REMAT exit-codes       usage errors exit 2 with suggestions, input
                                    errors 1, in every command
@@ -80,8 +82,8 @@ def write(work, name, text):
     return path
 
 
-def expect(argv, code, *texts, stream="stderr", absent=()):
-    r = subprocess.run(argv, capture_output=True, text=True)
+def expect(argv, code, *texts, stream="stderr", absent=(), env=None):
+    r = subprocess.run(argv, capture_output=True, text=True, env=env)
     out = r.stderr if stream == "stderr" else r.stdout
     shown = " ".join(os.path.basename(a) for a in argv[1:])
     if r.returncode != code:
@@ -189,6 +191,21 @@ def train_flags(remat, work):
                                                           "remat run"))
 
 
+def train_tmpdir(remat, work):
+    # train's temporary plan goes under $TMPDIR, and is gone after the run.
+    tmp = os.path.join(work, "tmp")
+    os.mkdir(tmp)
+    train = [remat, "train", GPT2, "--preset", "tiny", "--steps", "1"]
+    expect(train, 0, "step 1", stream="stdout",
+           env=dict(os.environ, TMPDIR=tmp))
+    if os.listdir(tmp):
+        fail(f"remat train left {os.listdir(tmp)} in $TMPDIR")
+    missing = os.path.join(work, "missing")
+    expect(train, 1, f"remat train: cannot create a temporary plan file in "
+           f"'{missing}' ($TMPDIR): No such file or directory",
+           absent=("planned peak",), env=dict(os.environ, TMPDIR=missing))
+
+
 def plan_as_model(remat, work):
     plan = os.path.join(work, "m.plan")
     expect([remat, "compile", write(work, "m.json", BASE), "--emit=plan", "-o",
@@ -269,6 +286,7 @@ CHECKS = {"undefined-name": undefined_name, "number-overflow": number_overflow,
           "unknown-op": unknown_op, "matmul-shapes": matmul_shapes,
           "broadcast-param": broadcast_param, "missing-loss": missing_loss,
           "unused-param": unused_param, "train-flags": train_flags,
+          "train-tmpdir": train_tmpdir,
           "plan-as-model": plan_as_model, "exit-codes": exit_codes,
           "version": version, "graph-file": graph_file}
 

@@ -30,8 +30,11 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -848,15 +851,20 @@ int trainMain(int argc, char **argv) {
     return code;
   // The run reads its own temporary copy of the plan: --plan may name a
   // file that cannot be read back (/dev/null, a FIFO). It is named after
-  // the model, so that the run's errors (which name the plan) name it too.
-  char pattern[] = "/tmp/remat-train-XXXXXX";
-  if (!mkdtemp(pattern)) {
-    std::cerr << "remat train: cannot create a temporary plan file\n";
+  // the model, so that the run's errors (which name the plan) name it too,
+  // in a folder under the temporary directory ($TMPDIR, else /tmp).
+  const char *tmpdir = std::getenv("TMPDIR");
+  std::string parent = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  std::string folder = parent + "/remat-train-XXXXXX";
+  if (!mkdtemp(folder.data())) {
+    std::cerr << "remat train: cannot create a temporary plan file in '"
+              << parent << "'" << (tmpdir && *tmpdir ? " ($TMPDIR)" : "")
+              << ": " << std::strerror(errno) << "\n";
     return 1;
   }
   std::string planPath =
-      std::string(pattern) + "/" +
-      std::filesystem::path(options.model).filename().string() + ".plan";
+      folder + "/" + std::filesystem::path(options.model).filename().string() +
+      ".plan";
   int code = 0;
   try {
     nlohmann::json report =
@@ -881,7 +889,7 @@ int trainMain(int argc, char **argv) {
   std::remove(planPath.c_str());
   std::remove(model::weightsPathForPlan(planPath).c_str());
   std::error_code ec;
-  std::filesystem::remove(pattern, ec); // the folder, when empty
+  std::filesystem::remove(folder, ec); // the folder, when empty
   return code;
 #endif
 }

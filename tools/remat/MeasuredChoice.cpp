@@ -1,7 +1,7 @@
 //===- MeasuredChoice.cpp - measure's choice among candidate plans --------===//
 #include "tools/remat/MeasuredChoice.h"
 
-#include "ops/CostKey.h"
+#include "tools/remat/Profile.h"
 
 #include <algorithm>
 #include <exception>
@@ -21,12 +21,6 @@ struct Candidate {
   double stepSeconds = -1;        ///< their median
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2]
-                      : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 bool recomputes(const runtime::Plan &p) {
   return std::any_of(p.steps.begin(), p.steps.end(),
                      [](const runtime::StepDesc &s) { return s.recompute; });
@@ -38,12 +32,7 @@ bool recomputes(const runtime::Plan &p) {
 std::optional<double> measuredCost(const DeviceProfile &profile,
                                    const runtime::Plan &p,
                                    const runtime::StepDesc &s) {
-  std::vector<ops::Shape> ins, outs;
-  for (int64_t b : s.inputs)
-    ins.push_back(p.buffers[size_t(b)].shape);
-  for (int64_t b : s.outputs)
-    outs.push_back(p.buffers[size_t(b)].shape);
-  std::string key = ops::opCostKey(s.op, s.attrs, ins, outs);
+  std::string key = stepCostKey(p, s);
   if (s.recompute)
     if (auto it = profile.recomputeMeasured.find(key);
         it != profile.recomputeMeasured.end())

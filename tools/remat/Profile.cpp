@@ -23,7 +23,6 @@ namespace remat::tools {
 
 using namespace runtime;
 
-namespace {
 double median(std::vector<double> v) {
   if (v.empty())
     return 0;
@@ -31,7 +30,15 @@ double median(std::vector<double> v) {
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-} // namespace
+
+std::string stepCostKey(const Plan &plan, const StepDesc &step) {
+  std::vector<Shape> ins, outs;
+  for (int64_t b : step.inputs)
+    ins.push_back(plan.buffers[size_t(b)].shape);
+  for (int64_t b : step.outputs)
+    outs.push_back(plan.buffers[size_t(b)].shape);
+  return ops::opCostKey(step.op, step.attrs, ins, outs);
+}
 
 nlohmann::json measureOpCosts(const std::string &planPath,
                               const std::string &backendName, int warmup,
@@ -87,14 +94,9 @@ nlohmann::json measureOpCosts(const std::string &planPath,
                      {"phase", phaseName(p.steps[i].phase)},
                      {"recompute", p.steps[i].recompute},
                      {"seconds", median(samples[i])}});
-    std::vector<Shape> ins, outs;
-    for (int64_t b : p.steps[i].inputs)
-      ins.push_back(p.buffers[size_t(b)].shape);
-    for (int64_t b : p.steps[i].outputs)
-      outs.push_back(p.buffers[size_t(b)].shape);
     std::vector<double> &pool =
-        (p.steps[i].recompute ? byRecomputeKey : byKey)[ops::opCostKey(
-            p.steps[i].op, p.steps[i].attrs, ins, outs)];
+        (p.steps[i].recompute ? byRecomputeKey
+                              : byKey)[stepCostKey(p, p.steps[i])];
     pool.insert(pool.end(), samples[i].begin(), samples[i].end());
   }
   nlohmann::json table = nlohmann::json::object(),

@@ -16,12 +16,24 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace remat::runtime {
 class Backend;
+struct Plan;
+struct StepDesc;
 }
 
 namespace remat::tools {
+
+/// The median of `v` (the mean of the middle two for an even count); 0
+/// when empty.
+double median(std::vector<double> v);
+
+/// The op call a plan step makes, as profiles key their costs
+/// (ops::opCostKey of its op, attributes, operand and result shapes).
+std::string stepCostKey(const runtime::Plan &plan,
+                        const runtime::StepDesc &step);
 
 /// {"backend", "warmup_steps", "timed_steps", "step_seconds" (median of
 /// whole training steps), "ops": {key: seconds} (first computations),

@@ -7,7 +7,7 @@
 #include "tools/remat/MeasuredChoice.h"
 
 #include "TinyPlan.h"
-#include "ops/CostKey.h"
+#include "tools/remat/Profile.h"
 
 #include <catch2/catch.hpp>
 
@@ -18,6 +18,7 @@ using namespace remat;
 using namespace remat::runtime;
 using remat::tools::ChoiceHooks;
 using remat::tools::chooseMeasuredPlan;
+using remat::tools::stepCostKey;
 using remat::tools::TimedRun;
 
 namespace {
@@ -31,15 +32,6 @@ Plan recomputing(size_t k) {
   again.recompute = true;
   p.steps.insert(p.steps.begin() + 5, again);
   return p;
-}
-
-std::string costKey(const Plan &p, const StepDesc &s) {
-  std::vector<ops::Shape> ins, outs;
-  for (int64_t b : s.inputs)
-    ins.push_back(p.buffers[size_t(b)].shape);
-  for (int64_t b : s.outputs)
-    outs.push_back(p.buffers[size_t(b)].shape);
-  return ops::opCostKey(s.op, s.attrs, ins, outs);
 }
 
 /// Which candidate a profile is, as chooseMeasuredPlan passes them.
@@ -106,13 +98,14 @@ TEST_CASE("measure times the candidates in three rounds and keeps the "
   // 0.25 s in situ in the three rounds.
   std::map<std::string, double> ops;
   for (const StepDesc &s : tinyPlan().steps)
-    ops[costKey(tinyPlan(), s)] = 1.0;
+    ops[stepCostKey(tinyPlan(), s)] = 1.0;
   std::map<std::string, Plan> plans = {{"measured", recomputing(1)},
                                        {"roofline", recomputing(2)},
                                        {"measured in-situ", recomputing(0)}};
   std::map<std::string, double> seconds = {
       {"measured", 1.0}, {"roofline", 2.0}, {"measured in-situ", 3.0}};
-  std::string matmul = costKey(plans["measured"], plans["measured"].steps[5]);
+  std::string matmul =
+      stepCostKey(plans["measured"], plans["measured"].steps[5]);
   std::vector<std::string> planned;
   std::map<std::string, double> inSituCosts;
   ChoiceHooks hooks;

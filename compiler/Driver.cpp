@@ -6,7 +6,7 @@
 #include "ops/Suggest.h"
 #include "passes/AssignBuffers.h"
 #include "passes/Passes.h"
-#include "runtime/StepScratch.h"
+#include "runtime/plan/Ops.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -17,7 +17,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <thread>
 
 namespace remat::compiler {
 
@@ -90,6 +89,27 @@ private:
 
 } // namespace
 
+void annotateKernelScratch(mlir::ModuleOp module,
+                           const runtime::KernelInfo &info) {
+  mlir::Builder builder(module.getContext());
+  for (mlir::Operation *op : trainStepOps(module)) {
+    llvm::StringRef name = op->getName().getStringRef();
+    if (!name.starts_with("graph."))
+      continue;
+    std::string kind = name.drop_front(6).str();
+    std::optional<ops::OpKind> opKind = ops::parseOpKind(kind);
+    if (!opKind)
+      continue;
+    ops::OpAttrs attrs =
+        runtime::parseOpAttrs(*opKind, opAttributes(*op), name.str());
+    int64_t bytes = info.opScratchBytes(*opKind, attrs,
+                                        shapesOf(op->getOperands()),
+                                        shapesOf(op->getResults()));
+    if (bytes > 0)
+      op->setAttr(kScratchBytesAttr, builder.getI64IntegerAttr(bytes));
+  }
+}
+
 mlir::OwningOpRef<mlir::ModuleOp>
 buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
             Stage stage, const CompileOptions &options) {
@@ -97,18 +117,11 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
   setDeviceProfile(*module, options.deviceProfile);
   if (stage == Stage::Graph)
     return module;
-  // The CPU kernels' scratch goes into the arena, laid out with the
-  // buffers (and so within the budget).
-  if (options.backend == "cpu")
-    (*module)->setAttr(kScratchBackendAttr,
-                       mlir::StringAttr::get(&context, "cpu"));
   mlir::PassManager pm(&context);
   if (stage == Stage::Grad)
     pm.addPass(createAutodiffPass());
   else
     buildTrainStepPipeline(pm);
-  if (stage >= Stage::Scheduled)
-    pm.addPass(createSchedulePass());
   DiagnosticText diagnostics(context);
   auto run = [&](mlir::PassManager &passes) {
     if (mlir::failed(passes.run(*module))) {
@@ -118,6 +131,17 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
     }
   };
   run(pm);
+  if (stage == Stage::Grad)
+    return module;
+  // The kernels' scratch goes into the arena, laid out with the buffers
+  // (and so within the budget).
+  if (options.kernelInfo)
+    annotateKernelScratch(*module, *options.kernelInfo);
+  if (stage >= Stage::Scheduled) {
+    mlir::PassManager scheduled(&context);
+    scheduled.addPass(createSchedulePass());
+    run(scheduled);
+  }
   if (stage >= Stage::Planned) {
     RematerializePassOptions remat;
     remat.budgetBytes = options.budgetBytes.value_or(0);
@@ -292,33 +316,21 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
     throw std::runtime_error("internal error: the plan failed to verify: " +
                              diagnostics.text());
   runtime::Plan plan = emitPlan(arena, step, report);
-  if (options.backend == "cpu") {
-    // What the CPU runtime allocates beside the arena: the workspace of
-    // the steps whose scratch finds no gap in the arena (StepScratch.h;
-    // none where the layout placed it, unless REMAT_CPU_SCRATCH=beside),
-    // as far as the budget leaves room beside the arena.
-    runtime::StepScratch scratch = runtime::cpuStepScratch(plan);
-    workspace = int64_t(runtime::cpuSideWorkspaceBytes(
-        scratch, plan, uint64_t(options.budgetBytes.value_or(0))));
-    int64_t inArena = 0, largest = 0;
-    for (size_t i = 0; i < scratch.arenaOffset.size(); ++i)
-      if (scratch.arenaOffset[i] >= 0) {
-        ++inArena;
-        largest = std::max(largest, int64_t(scratch.arenaBytes[i]));
-      }
+  // What the backend allocates beside the arena, and its own memory,
+  // stated beside the budget (the CUDA backend reports its device overhead
+  // when it runs: docs/cuda.md).
+  nlohmann::json allowance = nullptr;
+  if (options.kernelInfo) {
+    runtime::PlanKernelFacts facts = options.kernelInfo->planFacts(
+        plan, uint64_t(options.budgetBytes.value_or(0)));
+    workspace = facts.workspaceBytes;
     for (nlohmann::json *r : {&report, &plan.report}) {
       setWorkspace(*r, workspace);
-      (*r)["arena_scratch_steps"] = inArena;
-      (*r)["arena_scratch_bytes"] = largest;
+      (*r)["arena_scratch_steps"] = facts.arenaScratchSteps;
+      (*r)["arena_scratch_bytes"] = facts.arenaScratchBytes;
     }
+    allowance = facts.runtimeAllowanceBytes;
   }
-  // The CPU runtime's own memory, stated beside the budget (the CUDA
-  // backend reports its device overhead when it runs: docs/cuda.md), with
-  // OpenBLAS at the most threads it starts here: one a core.
-  nlohmann::json allowance = nullptr;
-  if (options.backend == "cpu")
-    allowance = runtime::cpuRuntimeAllowanceBytes(
-        plan, std::max(1u, std::thread::hardware_concurrency()));
   report["runtime_allowance_bytes"] = allowance;
   plan.report["runtime_allowance_bytes"] = allowance;
   return plan;

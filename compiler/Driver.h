@@ -11,7 +11,8 @@
 #include "compiler/ModelGraph.h"
 #include "compiler/PlanEmitter.h"
 #include "passes/TrainStep.h"
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/KernelInfo.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -34,9 +35,13 @@ struct CompileOptions {
   /// Without a budget nothing is recomputed, in the op order of least
   /// memory the planner finds (leastMemoryWithoutRecompute).
   std::optional<int64_t> budgetBytes;
-  /// The backend the plan is for (--backend): `cpu` or `cuda`. On cpu the
-  /// arena holds each op's kernel scratch (kScratchBackendAttr).
+  /// The backend the plan is for (--backend): `cpu` or `cuda`.
   std::string backend = "cpu";
+  /// What the backend states about its kernels (runtime/plan/KernelInfo.h):
+  /// each op's scratch, laid out in the arena (kScratchBytesAttr), and the
+  /// report's workspace and runtime allowance. Null: no kernel scratch, and
+  /// no workspace or allowance known (the CUDA backend sizes its own).
+  const runtime::KernelInfo *kernelInfo = nullptr;
   /// Bytes of the budget kept for a workspace beside the arena (on CUDA the
   /// cuBLAS workspace and kernel scratch: docs/cuda.md): the arena is
   /// planned under budgetBytes minus this. Needs budgetBytes. Without it:
@@ -80,6 +85,11 @@ const std::vector<std::string> &backendNames();
 /// The reserve the arena's budget leaves for a workspace beside it: the
 /// one given, else 0; 0 without a budget.
 int64_t workspaceReserve(const CompileOptions &options);
+
+/// Records on each op of @train_step the scratch its kernel uses while it
+/// runs, as `info` states it (kScratchBytesAttr; none where it is 0).
+void annotateKernelScratch(mlir::ModuleOp module,
+                           const runtime::KernelInfo &info);
 
 /// Imports the model and runs the passes up to `stage` (at most Scheduled).
 /// Throws model::ModelError (user errors) or std::runtime_error.

@@ -9,7 +9,7 @@
 #define REMAT_COMPILER_MODELFILE_H
 
 #include "compiler/ModelGraph.h"
-#include "runtime/Safetensors.h"
+#include "runtime/plan/Safetensors.h"
 
 #include <map>
 #include <string>

@@ -24,7 +24,7 @@
 
 #include "ops/ShapeRules.h"
 #include "ops/Suggest.h"
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <algorithm>
 #include <cctype>
@@ -352,7 +352,7 @@ private:
 };
 
 ModelGraph ModelReader::read(const std::string &text) {
-  // 1. Parse (nesting limited as for plans, runtime/PlanFormat.h).
+  // 1. Parse (nesting limited as for plans, runtime/plan/PlanFormat.h).
   try {
     root = runtime::parseJsonDepthLimited(
         text, [&](const std::string &message) {

@@ -11,7 +11,7 @@
 #define REMAT_COMPILER_ONNXIMPORTER_H
 
 #include "compiler/ModelGraph.h"
-#include "runtime/Safetensors.h"
+#include "runtime/plan/Safetensors.h"
 
 #include <map>
 #include <string>

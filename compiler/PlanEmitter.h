@@ -1,7 +1,7 @@
 //===- PlanEmitter.h - TrainStep to the runtime's Plan ----------*- C++ -*-===//
 //
 // Serializes the plan dialect into the plan file's contents
-// (runtime/PlanFormat.h, docs/plan-format.md), and builds the memory report.
+// (runtime/plan/PlanFormat.h, docs/plan-format.md), and builds the memory report.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_COMPILER_PLANEMITTER_H
@@ -9,7 +9,7 @@
 
 #include "ir/PlanOps.h"
 #include "passes/TrainStep.h"
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <optional>
 

@@ -53,7 +53,7 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
 
   // What the MLIR-free parts of remat (runtime, model reader, shape rules)
   // know of the op, generated into ops/generated/OpTable.inc by
-  // tools/gen_op_table.py together with the name, operands, results and
+  // ops/gen_op_table.py together with the name, operands, results and
   // attributes (with their defaults) above. docs/adding-an-op.md.
   //
   // The backends' entry point: each backend defines one kernel function

@@ -100,7 +100,7 @@ std::optional<OpKind> parseOpKind(const std::string &name);
 const char *kernelFamilyName(KernelFamily family);
 
 /// Attributes of an op, typed. Every field of every op is here; the fields
-/// an op does not take keep the values below. parseOpAttrs (runtime/Ops.h)
+/// an op does not take keep the values below. parseOpAttrs (runtime/plan/Ops.h)
 /// fills the fields an op takes, defaults included.
 struct OpAttrs {
 #define REMAT_ATTR_FIELD(field, type, defaultValue)                            \

@@ -16,9 +16,7 @@
 
 #include "ir/GraphOps.h"
 #include "ops/CostKey.h"
-#include "ops/CpuWorkspace.h"
 #include "ops/OpTable.h"
-#include "runtime/Ops.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -114,22 +112,17 @@ bool isElementwiseInPlace(const std::string &kind) {
   throw std::runtime_error("train_step: " + where + why);
 }
 
-/// The scratch bytes the CPU backend's kernel wants for `op` of kind
-/// `kind` with the attributes `attrs` as the plan carries them
-/// (ops::cpuWorkspaceElements of f32 elements: oneDNN's needs included).
-int64_t cpuOpScratchBytes(ops::OpKind kind, const json &attrs,
-                          mlir::Operation &op) {
-  ops::OpAttrs parsed =
-      runtime::parseOpAttrs(kind, attrs, op.getName().getStringRef().str());
-  // The CPU backend computes f32 plans in float (CpuBackend.cpp).
-  uint64_t bytes = ops::cpuWorkspaceBytes(
-      ops::cpuWorkspaceElements(kind, parsed, shapesOf(op.getOperands()),
-                                shapesOf(op.getResults())),
-      sizeof(float));
-  return bytes > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(bytes);
-}
-
 } // namespace
+
+nlohmann::json opAttributes(mlir::Operation &op) {
+  json attrs = json::object();
+  for (mlir::NamedAttribute attr : op.getAttrs()) {
+    std::string name = attr.getName().str();
+    if (name.rfind("remat.", 0) != 0)
+      attrs[name] = attributeToJson(attr.getValue());
+  }
+  return attrs;
+}
 
 std::vector<std::vector<int64_t>> shapesOf(mlir::ValueRange values) {
   std::vector<std::vector<int64_t>> shapes;
@@ -193,9 +186,6 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
             (*measured)[entry.getName().str()] = f.getValueAsDouble();
   }
   step.profile = profile;
-  auto scratchBackend =
-      module->getAttrOfType<mlir::StringAttr>(kScratchBackendAttr);
-  bool cpuScratch = scratchBackend && scratchBackend.getValue() == "cpu";
   auto func = module.lookupSymbol<mlir::func::FuncOp>("train_step");
   if (!func) {
     bool laidOut = false;
@@ -324,15 +314,10 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
       fail(&op, "only graph ops may appear in @train_step");
     OpInfo info;
     info.kind = full.substr(6);
-    for (mlir::NamedAttribute attr : op.getAttrs()) {
-      std::string name = attr.getName().str();
-      if (name == "remat.recompute")
-        info.recompute = true;
-      else if (name == graph::kBlockAttr)
-        info.block = mlir::cast<mlir::StringAttr>(attr.getValue()).str();
-      else if (name.rfind("remat.", 0) != 0)
-        info.attrs[name] = attributeToJson(attr.getValue());
-    }
+    info.attrs = opAttributes(op);
+    info.recompute = op.hasAttr("remat.recompute");
+    if (auto block = op.getAttrOfType<mlir::StringAttr>(graph::kBlockAttr))
+      info.block = block.str();
     if (auto cost = mlir::dyn_cast<graph::CostOpInterface>(&op)) {
       info.flops = cost.getFlops();
       info.bytes = cost.getBytesRead() + cost.getBytesWritten();
@@ -426,8 +411,8 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
         g.role = memory::Role::Grad;
       }
     }
-    if (cpuScratch && opKind)
-      stepOp.scratchBytes = cpuOpScratchBytes(*opKind, info.attrs, op);
+    if (auto scratch = op.getAttrOfType<mlir::IntegerAttr>(kScratchBytesAttr))
+      stepOp.scratchBytes = scratch.getInt();
     step.graph.ops.push_back(stepOp);
     step.ops.push_back(info);
   }

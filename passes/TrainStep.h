@@ -33,13 +33,13 @@ namespace remat {
 inline constexpr const char *kDeviceProfileAttr = "remat.device_profile";
 void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile);
 
-/// The module attribute naming the backend whose kernel scratch the arena
-/// holds (a string; only "cpu" has any): extractTrainStep then gives each
-/// op its scratch (StepOp::scratchBytes: the CPU kernel's
-/// ops::cpuWorkspaceElements in f32), which the planner's layout places
-/// like a buffer live at that op. Without it no op has scratch (the CUDA
-/// backend sizes its own workspace: docs/cuda.md).
-inline constexpr const char *kScratchBackendAttr = "remat.scratch_backend";
+/// The op attribute holding the bytes of scratch the op's kernel uses
+/// while it runs (an i64; the compiler sets it from the backend's
+/// runtime::KernelInfo before planning, and recomputed copies keep it):
+/// extractTrainStep gives it to StepOp::scratchBytes, which the planner's
+/// layout places like a buffer live at that op. Ops without it have none
+/// (the CUDA backend sizes its own workspace: docs/cuda.md).
+inline constexpr const char *kScratchBytesAttr = "remat.scratch_bytes";
 
 struct ValueInfo {
   std::string dtype; ///< "f32", "i32", ...
@@ -99,9 +99,13 @@ std::optional<TrainStep> extractTrainStepOrEmit(mlir::ModuleOp module);
 /// these; null for anything else.
 nlohmann::json attributeToJson(mlir::Attribute attr);
 
+/// The attributes of a graph op as the plan file carries them: all but
+/// remat's own (`remat.*`: recompute marks, blocks, kernel scratch).
+nlohmann::json opAttributes(mlir::Operation &op);
+
 /// The static shapes of `values` (an empty shape for a value that is not a
-/// ranked tensor), as ops::opCostKey and ops::cpuWorkspaceElements take
-/// them.
+/// ranked tensor), as ops::opCostKey and runtime::KernelInfo::opScratchBytes
+/// take them.
 std::vector<std::vector<int64_t>> shapesOf(mlir::ValueRange values);
 
 /// The ops of @train_step's body in IR order, terminator excluded: ops[k]

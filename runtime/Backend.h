@@ -24,8 +24,8 @@
 #define REMAT_RUNTIME_BACKEND_H
 
 #include "runtime/GradientComm.h"
-#include "runtime/Loader.h"
-#include "runtime/Ops.h"
+#include "runtime/plan/Loader.h"
+#include "runtime/plan/Ops.h"
 #include "runtime/SyntheticDraw.h"
 
 #include <cstdint>

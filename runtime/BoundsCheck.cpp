@@ -2,7 +2,7 @@
 #include "runtime/BoundsCheck.h"
 
 #include "runtime/ForwardingBackend.h"
-#include "runtime/Loader.h"
+#include "runtime/plan/Loader.h"
 
 #include <algorithm>
 #include <cstring>

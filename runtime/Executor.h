@@ -19,10 +19,10 @@
 
 #include "runtime/Backend.h"
 #include "runtime/GradientComm.h"
-#include "runtime/Loader.h"
+#include "runtime/plan/Loader.h"
 #include "runtime/Npy.h"
 #include "runtime/Ranks.h"
-#include "runtime/Safetensors.h"
+#include "runtime/plan/Safetensors.h"
 
 #include <functional>
 #include <map>

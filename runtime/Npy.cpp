@@ -1,6 +1,6 @@
 //===- Npy.cpp - Read and write NumPy .npy arrays ------------------------===//
 #include "runtime/Npy.h"
-#include "runtime/OutputFile.h"
+#include "runtime/plan/OutputFile.h"
 
 #include <algorithm>
 #include <cctype>

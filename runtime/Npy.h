@@ -8,7 +8,7 @@
 #ifndef REMAT_RUNTIME_NPY_H
 #define REMAT_RUNTIME_NPY_H
 
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <cstdint>
 #include <functional>

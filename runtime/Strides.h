@@ -9,7 +9,7 @@
 #ifndef REMAT_RUNTIME_STRIDES_H
 #define REMAT_RUNTIME_STRIDES_H
 
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <cstddef>
 #include <cstdint>

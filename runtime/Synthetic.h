@@ -21,7 +21,7 @@
 #ifndef REMAT_RUNTIME_SYNTHETIC_H
 #define REMAT_RUNTIME_SYNTHETIC_H
 
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <cstdint>
 #include <string>

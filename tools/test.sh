@@ -16,10 +16,10 @@ tests_tmp=$(mktemp -d "${TMPDIR:-/tmp}/remat-tests.XXXXXX")
 export TMPDIR="$tests_tmp"
 cd "$build"
 ctest --output-on-failure -j"$(nproc)"
-# The GPU benchmark's plans (tools/device-plans.sh), for the emulator's
-# memory accounting test (ctest unit-cuda-device-plans below).
+# The GPU benchmark's plans (tests/device/device-plans.sh), for the
+# emulator's memory accounting test (ctest unit-cuda-device-plans below).
 PLANS_OUT="$build/device-plans" DEPS_OUT="" REMAT="$build/tools/remat/remat" \
-  "$root/tools/device-plans.sh" > /dev/null
+  "$root/tests/device/device-plans.sh" > /dev/null
 
 echo "test: the CUDA backend on the CPU emulator ($emu)"
 if [[ ! -f "$emu/build.ninja" ]]; then

@@ -10,7 +10,7 @@
 #ifndef REMAT_PASSES_MEMORY_STEPGRAPH_H
 #define REMAT_PASSES_MEMORY_STEPGRAPH_H
 
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <cstdint>
 #include <string>
@@ -53,7 +53,7 @@ struct StepOp {
   /// result's size; its kernel must allow that exact aliasing.
   int reusableOperand = -1;
   /// Bytes of kernel scratch the op uses while it runs (a convolution's
-  /// unfolded block, attention's scores: runtime/StepScratch.h), laid out
+  /// unfolded block, attention's scores: runtime/backends/cpu/StepScratch.h), laid out
   /// in the arena like a buffer live at this op only; 0: none.
   int64_t scratchBytes = 0;
 };

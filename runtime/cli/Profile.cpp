@@ -1,13 +1,13 @@
 //===- Profile.cpp - Measured op costs of a plan (remat profile) ----------===//
-#include "tools/remat/Profile.h"
+#include "runtime/cli/Profile.h"
 
 #include "ops/CostKey.h"
 #include "ops/DeviceProfile.h"
 #include "runtime/Backend.h"
 #include "runtime/Executor.h"
-#include "runtime/Loader.h"
-#include "runtime/OutputFile.h"
-#include "runtime/Safetensors.h"
+#include "runtime/plan/Loader.h"
+#include "runtime/plan/OutputFile.h"
+#include "runtime/plan/Safetensors.h"
 #ifdef REMAT_HAVE_CUDA_BACKEND
 #include "runtime/backends/cuda/CudaBackend.h"
 #endif

@@ -1,20 +1,21 @@
 //===- RunCommand.cpp - `remat run`: execute a plan for N training steps -===//
-#include "tools/remat/RunCommand.h"
+#include "runtime/cli/RunCommand.h"
 
 #include "runtime/Backend.h"
+#include "runtime/backends/cpu/CpuKernelInfo.h"
 #include "runtime/backends/cpu/Gemm.h"
 #include "runtime/BoundsCheck.h"
 #ifdef REMAT_HAVE_CUDA_BACKEND
 #include "runtime/backends/cuda/CudaBackend.h"
 #endif
 #include "runtime/Executor.h"
-#include "runtime/Loader.h"
+#include "runtime/plan/Loader.h"
 #include "runtime/Npy.h"
-#include "runtime/OutputFile.h"
+#include "runtime/plan/OutputFile.h"
 #include "runtime/Ranks.h"
-#include "runtime/Safetensors.h"
-#include "tools/remat/Profile.h"
-#include "tools/remat/Usage.h"
+#include "runtime/plan/Safetensors.h"
+#include "runtime/cli/Profile.h"
+#include "runtime/cli/Usage.h"
 
 #include <nlohmann/json.hpp>
 

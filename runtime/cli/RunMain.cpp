@@ -1,12 +1,12 @@
 //===- RunMain.cpp - remat-run: the standalone `remat run` ----------------===//
 //
-// The same command as `remat run` (tools/remat/RunCommand.h), built without
+// The same command as `remat run` (runtime/cli/RunCommand.h), built without
 // the compiler so the runtime can be tested (and used on a GPU machine with
 // no MLIR) on its own.
 //
 //===----------------------------------------------------------------------===//
-#include "tools/remat/Profile.h"
-#include "tools/remat/RunCommand.h"
+#include "runtime/cli/Profile.h"
+#include "runtime/cli/RunCommand.h"
 
 #include <string>
 

@@ -1,5 +1,5 @@
 //===- Loader.cpp - Plan validation ---------------------------------------===//
-#include "runtime/Loader.h"
+#include "runtime/plan/Loader.h"
 
 #include <set>
 

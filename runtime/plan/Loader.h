@@ -26,8 +26,8 @@
 #ifndef REMAT_RUNTIME_LOADER_H
 #define REMAT_RUNTIME_LOADER_H
 
-#include "runtime/Ops.h"
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/Ops.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <optional>
 #include <string>

@@ -1,5 +1,5 @@
 //===- Ops.cpp - Checking a plan step against its op's definition ----===//
-#include "runtime/Ops.h"
+#include "runtime/plan/Ops.h"
 
 namespace remat::runtime {
 

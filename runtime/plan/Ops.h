@@ -11,7 +11,7 @@
 #define REMAT_RUNTIME_OPS_H
 
 #include "ops/ShapeRules.h"
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <string>
 #include <vector>

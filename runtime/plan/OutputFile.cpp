@@ -1,6 +1,6 @@
 //===- OutputFile.cpp - Writing a tool's output file safely ---------------===//
 
-#include "runtime/OutputFile.h"
+#include "runtime/plan/OutputFile.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,5 +1,5 @@
 //===- PlanFormat.cpp - Plan file parse and serialize ---------------------===//
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <algorithm>
 #include <fstream>
@@ -473,18 +473,6 @@ std::optional<uint64_t> checkedByteSize(const Shape &shape, DType dtype) {
   if (!n || *n > UINT64_MAX / size)
     return std::nullopt;
   return *n * size;
-}
-
-uint64_t cpuRuntimeAllowanceBytes(const Plan &plan, unsigned blasThreads) {
-  uint64_t staged = 0;
-  for (const BufferDesc &b : plan.buffers)
-    if (b.init || b.role == BufferRole::Input)
-      staged = std::max(staged, b.bytes);
-  return kCpuRuntimeBaseBytes + staged + cpuBlasAllowanceBytes(blasThreads);
-}
-
-uint64_t cpuBlasAllowanceBytes(unsigned threads) {
-  return threads ? kCpuBlasBytes + threads * kCpuBlasThreadBytes : 0;
 }
 
 std::string gradBufferName(const std::string &paramName) {

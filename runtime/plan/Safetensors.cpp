@@ -1,6 +1,6 @@
 //===- Safetensors.cpp - Read and write .safetensors weight files --------===//
-#include "runtime/Safetensors.h"
-#include "runtime/OutputFile.h"
+#include "runtime/plan/Safetensors.h"
+#include "runtime/plan/OutputFile.h"
 
 #include <fstream>
 #include <iterator>

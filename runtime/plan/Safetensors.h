@@ -10,7 +10,7 @@
 #ifndef REMAT_RUNTIME_SAFETENSORS_H
 #define REMAT_RUNTIME_SAFETENSORS_H
 
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <functional>
 #include <map>

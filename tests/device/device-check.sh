@@ -4,8 +4,8 @@
 # about 15 minutes, its start included: this run stays under TOTAL_S = 300 s
 # (5 minutes), so a second try fits.
 #
-#   tools/device-plans.sh            # here, first: fills .plans and .deps
-#   run(command="tools/device-check.sh", carry=[".plans", ".deps"],
+#   tests/device/device-plans.sh     # here, first: fills .plans and .deps
+#   run(command="tests/device/device-check.sh", carry=[".plans", ".deps"],
 #       timeout_s=360)
 #
 # Stages, cheapest and most informative first; each prints one line
@@ -84,9 +84,9 @@
 #
 # EMULATOR=1 runs the same stages against the CPU emulator (docs/cuda.md):
 # the backend is built with REMAT_CUDA_EMULATOR=ON, WHOLE defaults to
-# gpt2-tiny (PLAN_SET=emulator tools/device-plans.sh compiles the plans),
-# the sanitizer is skipped (it needs a GPU) and the PyTorch peer runs tiny
-# on the CPU. .ci/run does this; it proves the script.
+# gpt2-tiny (PLAN_SET=emulator tests/device/device-plans.sh compiles the
+# plans), the sanitizer is skipped (it needs a GPU) and the PyTorch peer
+# runs tiny on the CPU. .ci/run does this; it proves the script.
 #
 # Environment: OUT (results; default ./device-check-out), BUILD, PLANS_DIR
 # (.plans), WHOLE, STEPS (10), STEPS_WHOLE (6), STEPS_LARGE (4), TOTAL_S
@@ -102,11 +102,14 @@ set -uo pipefail
 
 # BREAK_BUILD=1 configures this as the compiler launcher: a compile error.
 if [[ "${1:-}" == --broken-compiler ]]; then
-  echo "error: a compile error injected by BREAK_BUILD=1 (tools/device-check.sh)" >&2
+  echo "error: a compile error injected by BREAK_BUILD=1 (tests/device/device-check.sh)" >&2
   exit 1
 fi
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The Python helpers beside this script (junit_report.py, run_memory.py,
+# profile_table.py, summary.py; standard library only).
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
 out="${OUT:-$PWD/device-check-out}"
 emulator="${EMULATOR:-0}"
 build="${BUILD:-$root/build-device}"
@@ -185,51 +188,13 @@ stage_left() { echo $(( stage_end - $(now) )); }
 # The first failing test case of a Catch2 JUnit report, as a test spec
 # (its commas and brackets escaped).
 first_failed_case() {
-  "$python" - "$1" <<'PY'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except Exception:
-    sys.exit(0)
-cases = list(root.iter("testcase"))
-names = {c.get("name") for c in cases}
-for case in cases:
-    if case.find("failure") is not None or case.find("error") is not None:
-        name = case.get("name")
-        # A section's failure is reported as "test case/section": the
-        # shortest "/"-prefix that is a test case of its own.
-        parts = name.split("/")
-        for i in range(1, len(parts)):
-            if "/".join(parts[:i]) in names:
-                name = "/".join(parts[:i])
-                break
-        for c in "\\,[]":
-            name = name.replace(c, "\\" + c)
-        print(name)
-        break
-PY
+  "$python" "$here/junit_report.py" first-failed-case "$1"
 }
 
 # A Catch2 JUnit report: the first failures' messages, then one line
 # "N cases, F failed[: first case]".
 junit_summary() {
-  "$python" - "$1" <<'PY'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except Exception as e:
-    print("no report (%s: the tests crashed?)" % e.__class__.__name__)
-    sys.exit(0)
-cases = list(root.iter("testcase"))
-bad = [c for c in cases
-       if c.find("failure") is not None or c.find("error") is not None]
-for c in bad[:3]:
-    for f in list(c.iter("failure")) + list(c.iter("error")):
-        print("FAILED %s: %s\n%s" % (c.get("name"), f.get("message", ""),
-                                     (f.text or "").strip()[:600]))
-print("%d cases, %d failed%s" % (len(cases), len(bad),
-      (": " + bad[0].get("name")) if bad else ""))
-PY
+  "$python" "$here/junit_report.py" summary "$1"
 }
 
 # blocking_rerun NAME SECONDS CMD...: CMD again with launches synchronous
@@ -310,7 +275,7 @@ stage_environment() {
     [[ -f "$plans_dir/$p.plan" ]] || missing+=("$p.plan")
   done
   if (( ${#missing[@]} )); then
-    echo "missing under $plans_dir: ${missing[*]} (run tools/device-plans.sh here and carry .plans)"
+    echo "missing under $plans_dir: ${missing[*]} (run tests/device/device-plans.sh here and carry .plans)"
     ok=1
   fi
   local gpu
@@ -325,8 +290,8 @@ stage_configure() {
   [[ $emulator == 1 ]] && option=-DREMAT_CUDA_EMULATOR=ON
   if [[ "${BREAK_BUILD:-0}" == 1 ]]; then
     # Every compile fails (CMake's own compiler checks do not use it).
-    launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=$root/tools/device-check.sh;--broken-compiler"
-              "-DCMAKE_CUDA_COMPILER_LAUNCHER=$root/tools/device-check.sh;--broken-compiler")
+    launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=$here/device-check.sh;--broken-compiler"
+              "-DCMAKE_CUDA_COMPILER_LAUNCHER=$here/device-check.sh;--broken-compiler")
   fi
   # NCCL may come with PyTorch's wheel (nvidia/nccl): this python's.
   local python_path
@@ -377,31 +342,7 @@ run_plan() {
 # The memory check of a run's log: arena + workspace within the budget, the
 # used bytes accounted for. Prints a line; fails on OVER.
 check_memory() {
-  "$python" - "$logs/bench/$1.jsonl" "$plans_dir/$1.plan" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-plan = json.load(open(sys.argv[2]))
-m = rows[-1].get("device_memory")
-if not m:
-    print("no device_memory in the log"); sys.exit(1)
-budget = plan.get("report", {}).get("budget_bytes")
-inside = m["arena_bytes"] + m["workspace_bytes"]
-measured = m["used_bytes"] - m["context_bytes"]
-adds_up = measured == inside + m["overhead_bytes"]
-MiB = 2 ** 20
-text = ("arena + workspace %.1f MiB%s; measured %.1f MiB = that + overhead "
-        "%.1f MiB (handles %.1f, rounding %.1f, modules %.1f, graphs %.1f, "
-        "unattributed %.1f)%s" % (
-            inside / MiB,
-            "" if budget is None else " of budget %.1f MiB (%s)" % (
-                budget / MiB, "within" if inside <= budget else "OVER"),
-            measured / MiB, m["overhead_bytes"] / MiB, m["handle_bytes"] / MiB,
-            m["allocation_bytes"] / MiB, m["module_bytes"] / MiB,
-            m["graph_bytes"] / MiB, m["unattributed_bytes"] / MiB,
-            "" if adds_up else " DOES NOT ADD UP"))
-print(text)
-sys.exit(0 if adds_up and (budget is None or inside <= budget) else 1)
-PY
+  "$python" "$here/run_memory.py" "$logs/bench/$1.jsonl" "$plans_dir/$1.plan"
 }
 
 # The workspace split a run printed: "CUBLAS SCRATCH".
@@ -481,55 +422,8 @@ stage_profile() {
       return $rc
     fi
   done
-  detail=$("$python" - "$out/profiles" "$plans_dir" "$logs/profile.md" \
-    "$whole-all" "$whole-50" <<'PY'
-import json, os, sys
-profiles, plans, table = sys.argv[1:4]
-names = sys.argv[4:]
-MiB = 2 ** 20
-rows, problems, base = [], [], None
-for name in names:
-    prof = json.load(open(os.path.join(profiles, name + ".json")))
-    plan = json.load(open(os.path.join(plans, name + ".plan")))
-    step = prof["source"]["step_seconds"]
-    if name == names[0]:
-        base = step
-    kinds = {s["op"] for s in plan["steps"]}
-    timed = {k.split(" ")[0] for k in prof["ops"]}
-    if timed != kinds or not all(v >= 0 for v in prof["ops"].values()):
-        problems.append("%s: profile ops do not cover the plan's" % name)
-    rec = sum(c["seconds"] for c in prof["calls"] if c["recompute"])
-    m = prof["source"].get("device_memory")
-    budget = plan.get("report", {}).get("budget_bytes")
-    if not m:
-        problems.append("%s: no device_memory" % name)
-        inside = measured = None
-    else:
-        inside = m["arena_bytes"] + m["workspace_bytes"]
-        measured = m["used_bytes"] - m["context_bytes"]
-        if measured != inside + m["overhead_bytes"]:
-            problems.append("%s: used bytes do not add up" % name)
-        if budget is not None and inside > budget:
-            problems.append("%s: arena + workspace over the budget" % name)
-    modeled = plan.get("report", {}).get("recompute_overhead", 0) or 0
-    rows.append("| %s | %s | %s | %s | %.2f | %d | %.1f%% | %.1f%% | %s |" % (
-        name, "-" if budget is None else "%.1f" % (budget / MiB),
-        "-" if inside is None else "%.1f" % (inside / MiB),
-        "-" if measured is None else "%.1f" % (measured / MiB),
-        1000 * step, len(prof["ops"]), 100 * modeled,
-        100 * rec / base if base else 0,
-        "-" if base is None else "%+.1f%%" % (100 * (step / base - 1))))
-with open(table, "w") as f:
-    f.write("| plan | budget MiB | arena + workspace MiB | measured - context "
-            "MiB | step ms (median) | op calls | modeled overhead | "
-            "recomputations measured (of store-all's step) | step against "
-            "store-all |\n|---|---|---|---|---|---|---|---|---|\n")
-    f.write("\n".join(rows) + "\n")
-print("; ".join(problems) if problems else
-      "%d plans profiled; profiles in profiles/" % len(names))
-sys.exit(1 if problems else 0)
-PY
-)
+  detail=$("$python" "$here/profile_table.py" "$out/profiles" "$plans_dir" \
+    "$logs/profile.md" "$whole-all" "$whole-50")
 }
 
 # One rank through NCCL against the whole-model stage's plain store-all
@@ -620,11 +514,12 @@ stage_sanitizer() {
 }
 
 # resnet50 on the CUDA backend against PyTorch on the same device:
-# $PLANS_DIR/resnet50/{all,half}.plan (tools/device-plans.sh; no weights
-# travel) run by tools/bench/resnet50_gpu.py, which makes the weights from
-# the export's seed (torchvision's resnet50, or tools/bench/resnet_def.py's
-# where torchvision is missing), then PyTorch eager (on the CPU under the
-# emulator). Its table goes to logs/resnet50.md and the summary.
+# $PLANS_DIR/resnet50/{all,half}.plan (tests/device/device-plans.sh; no
+# weights travel) run by tools/bench/resnet50_gpu.py, which makes the
+# weights from the export's seed (torchvision's resnet50, or
+# tools/bench/resnet_def.py's where torchvision is missing), then PyTorch
+# eager (on the CPU under the emulator). Its table goes to logs/resnet50.md
+# and the summary.
 stage_resnet50() {
   local py="$python" device=cuda n=4 work rc
   "$py" -c "import torch" 2> /dev/null ||
@@ -716,113 +611,8 @@ stage_bench() {
 #===--------------------------------------------------------------------===#
 
 summarize() {
-  "$python" - "$logs" "$plans_dir" "$total_s" "$(elapsed)" \
-    "${failed_stage:-}" > "$out/summary.md" <<'PY'
-import glob, json, os, statistics, sys
-logs, plans_dir, total, took, failed = sys.argv[1:6]
-MiB = 2 ** 20
-def mib(v):
-    return "-" if v in (None, "") else "%.1f" % (v / MiB)
-print("# device check: %s in %ss (budget %ss)\n" % (
-    "FAIL at " + failed if failed else "PASS", took, total))
-print("| stage | result | s | detail |\n|---|---|---|---|")
-for line in open(os.path.join(logs, "results.tsv")).read().splitlines()[1:]:
-    cells = line.split("\t") + [""] * 4
-    print("| %s |" % " | ".join(c.replace("|", "/") for c in cells[:4]))
-def differences(b):
-    """budgets_bitwise.py's largest differences, where not bitwise."""
-    return "" if b.get("bitwise") else (
-        "; largest loss difference %s, largest gradient difference %s in %s"
-        % (b.get("largest_loss_difference", 0),
-           b.get("largest_gradient_difference", 0),
-           b.get("largest_gradient_difference_in", "-")))
-bitwise = os.path.join(logs, "bitwise.json")
-if os.path.exists(bitwise):
-    b = json.load(open(bitwise))
-    print("\nbudgets bitwise (%s vs %s): %s%s" % (
-        b.get("a"), b.get("b"), "yes" if b.get("bitwise") else "NO",
-        differences(b)))
-    if b.get("why"):
-        print("why: " + b["why"])
-nccl = os.path.join(logs, "nccl-bitwise.json")
-if os.path.exists(nccl):
-    b = json.load(open(nccl))
-    print("\none rank through NCCL (%s) vs plain (%s): %s%s" % (
-        b.get("b"), b.get("a"), "bitwise" if b.get("bitwise") else "NOT bitwise",
-        differences(b)))
-print("\n## remat run (--backend cuda)\n")
-print("budget = the plan's report.budget_bytes; in budget = arena + "
-      "workspace (what the budget counts); overhead = measured device bytes "
-      "- context - arena - workspace (cuBLAS handle, allocation rounding, "
-      "modules, graphs, unattributed); docs/cuda.md, \"Memory\".\n")
-print("| plan | batch | budget MiB | arena + workspace MiB | within | "
-      "measured peak - context MiB | overhead MiB | unattributed MiB | "
-      "ms (median, steps 3+) | loss first -> last |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for txt in sorted(glob.glob(os.path.join(logs, "bench", "*.txt"))):
-    name = os.path.basename(txt)[:-4]
-    log = os.path.join(logs, "bench", name + ".jsonl")
-    rows = []
-    if os.path.exists(log):
-        for line in open(log):
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                pass
-    plan = {}
-    try:
-        plan = json.load(open(os.path.join(plans_dir, name + ".plan")))
-    except Exception:
-        pass
-    budget = plan.get("report", {}).get("budget_bytes")
-    m = rows[-1].get("device_memory", {}) if rows else {}
-    inside = (m["arena_bytes"] + m["workspace_bytes"]) if m else None
-    within = "-" if budget is None or inside is None else (
-        "yes" if inside <= budget else "NO")
-    peak = (m["peak_bytes"] - m["context_bytes"]) if m else None
-    timed = [r["ms"] for r in rows[2:]] or [r["ms"] for r in rows]
-    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-        name, plan.get("batch", "-"), mib(budget), mib(inside), within,
-        mib(peak), mib(m.get("overhead_bytes")),
-        mib(m.get("unattributed_bytes")),
-        "%.2f" % statistics.median(timed) if timed else "-",
-        "%.4g -> %.4g" % (rows[0]["loss"], rows[-1]["loss"]) if rows
-        else "failed (logs/bench/%s.txt)" % name))
-profile = os.path.join(logs, "profile.md")
-if os.path.exists(profile):
-    print("\n## remat-run profile (--backend cuda)\n")
-    print("Every op call of the plan timed (profiles/NAME.json: plan with "
-          "`remat compile --device-profile FILE`); recomputations measured "
-          "= the plan's recomputation steps' medians over the store-all "
-          "plan's median step.\n")
-    print(open(profile).read())
-for tool in ("racecheck", "synccheck"):
-    path = os.path.join(logs, tool + ".txt")
-    if os.path.exists(path):
-        lines = [l.strip() for l in open(path, errors="replace")
-                 if "SUMMARY" in l]
-        print("\ncompute-sanitizer %s: %s" % (
-            tool, lines[-1] if lines else "no summary line (logs/%s.txt)" % tool))
-print("\n## pytorch peer\n")
-try:
-    torch = json.load(open(os.path.join(logs, "torch.json")))
-    print("torch %s on %s\n" % (torch["torch"], torch["device_name"]))
-    print("| model | mode | batch | ms (median) | max_memory_allocated MiB "
-          "| status |\n|---|---|---|---|---|---|")
-    for r in torch["results"]:
-        print("| %s | %s | %s | %s | %s | %s |" % (
-            r["model"], r["mode"], r.get("batch", ""),
-            "%.2f" % r["ms_median"] if "ms_median" in r else "-",
-            mib(r.get("max_memory_allocated")),
-            r["status"] + ("" if r["status"] == "ok"
-                           else ": " + r.get("error", "")[:80])))
-except Exception as e:
-    print("no PyTorch results (%s)" % e)
-resnet50 = os.path.join(logs, "resnet50.md")
-if os.path.exists(resnet50):
-    print("\n## resnet50: remat --backend cuda against PyTorch\n")
-    print(open(resnet50).read().rstrip())
-PY
+  "$python" "$here/summary.py" "$logs" "$plans_dir" "$total_s" "$(elapsed)" \
+    "${failed_stage:-}" > "$out/summary.md"
 }
 
 #===--------------------------------------------------------------------===#

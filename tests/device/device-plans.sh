@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compiles the plans the GPU benchmark needs into .plans/ (ignored by git),
 # here, where MLIR exists; the device tool carries them with
-#   run(command="tools/device-check.sh", carry=[".plans"], timeout_s=540)
+#   run(command="tests/device/device-check.sh", carry=[".plans"],
+#       timeout_s=540)
 # Plans (the GPU benchmarks of docs/benchmarks.md):
 #   seed_mlp-1M          the forum's model at batch 1,000,000, store-all
 #   gpt2-124M-all        GPT-2 124M, batch 8, seq 1024, f32, store-all
@@ -17,7 +18,8 @@
 # with the h200 device profile (DEVICE_PROFILE overrides it).
 #
 # PLAN_SET=emulator compiles instead the small plans the dry run on the CPU
-# emulator uses (`EMULATOR=1 tools/device-check.sh`, .ci/run), same roles:
+# emulator uses (`EMULATOR=1 tests/device/device-check.sh`, .ci/run), same
+# roles:
 #   gpt2-tiny-all / -50  GPT-2 tiny at store-all and half the activations
 #   seed_mlp-tiny        the forum's model at its tiny preset
 #   resnet50/all, /half  a small ResNet of resnet50's blocks (width 2, one
@@ -29,9 +31,11 @@
 # the header-only packages the GPU machine lacks (nlohmann_json, Catch2 v2),
 # copied from this machine's Debian packages; CMake falls back to it
 # (REMAT_DEPS_DIR) where find_package finds nothing. Carry both:
-#   run(command="tools/device-check.sh", carry=[".plans", ".deps"], ...)
+#   run(command="tests/device/device-check.sh", carry=[".plans", ".deps"],
+#       ...)
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
 remat="${REMAT:-$root/build/tools/remat/remat}"
 out="${PLANS_OUT:-$root/.plans}"
 deps="${DEPS_OUT-$root/.deps}"
@@ -57,11 +61,7 @@ compile() {
 # memory (activations + grads) plus `reserve` bytes of CUDA workspace, from
 # the store-all plan's report NAME.json.
 budget_at() {
-  local report="$1" share="$2" reserve="$3"
-  python3 -c "
-import json; r = json.load(open('$report')); b = r['breakdown']
-a = b['activations'] + b['grads']
-print(r['planned_peak_bytes'] - a + a * $share // 100 + $reserve)"
+  python3 "$here/budget_at.py" "$1" "$2" "$3"
 }
 # resnet50 for the CUDA backend (device-check.sh's resnet50 stage): the
 # model exported under seed 0 (tools/bench/resnet50_gpu.py export), its plans

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks of tools/device-check.sh that need no GPU (stdlib only).
+"""Checks of tests/device/device-check.sh that need no GPU (stdlib only).
 
   device_check.py bitwise-tool    tools/bench/budgets_bitwise.py finds equal
                                   runs equal, and names the step, gradient
@@ -23,7 +23,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "bench", "budgets_bitwise.py")
-SCRIPT = os.path.join(ROOT, "tools", "device-check.sh")
+SCRIPT = os.path.join(ROOT, "tests", "device", "device-check.sh")
 
 
 def fail(message):

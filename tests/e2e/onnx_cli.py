@@ -5,10 +5,11 @@
                                  opset, dynamic dim without --input-shape,
                                  graph without an output, bad flags: each
                                  one message, the right exit code, no crash
-  onnx_cli.py REMAT fuzz-found   mutants tools/fuzz_onnx.py found (external
-                                 data fields, huge dims, bad UTF-8, an
-                                 undefined input type): each a clear error
-                                 (skips without the onnx Python module)
+  onnx_cli.py REMAT fuzz-found   mutants tests/fuzz/fuzz_onnx.py found
+                                 (external data fields, huge dims, bad
+                                 UTF-8, an undefined input type): each a
+                                 clear error (skips without the onnx
+                                 Python module)
   onnx_cli.py REMAT train-falls  remat train on the exported classifier MLP
                                  for 200 steps: the loss falls below half
                                  its start
@@ -452,8 +453,8 @@ def running_stats(remat, work):
 
 
 def fuzz_found(remat, work):
-    """Mutants that tools/fuzz_onnx.py found to crash remat or to give an
-    unclear error, each now one clear error naming the file."""
+    """Mutants that tests/fuzz/fuzz_onnx.py found to crash remat or to give
+    an unclear error, each now one clear error naming the file."""
     try:
         import onnx
     except ImportError as e:

@@ -25,7 +25,7 @@
         --sweep, the infeasible-budget error), compile meets it, --sweep
         --svg draws the curve with its knee, and the
         lower bound is at most it; on seeded random layered training graphs
-        of 12-16 nodes (tools/gen_layered_graph.py) --budget-frac min
+        of 12-16 nodes (tests/tools/gen_layered_graph.py) --budget-frac min
         plans at the minimum and the exact MILP proves the budget 1% below
         it infeasible (gap "proven" or "bound-met")
   planner_cli.py REMAT layered-monotone
@@ -307,7 +307,7 @@ def min_feasible(remat, work):
     if at_min["step_bytes"] > minimum:
         fail(f"compile at the minimum {minimum}: step {at_min['step_bytes']}")
     print(f"gpt2 tiny: bound {bound}, minimum {minimum} everywhere, met")
-    generator = os.path.join(ROOT, "tools", "gen_layered_graph.py")
+    generator = os.path.join(ROOT, "tests", "tools", "gen_layered_graph.py")
     # Graphs whose proofs take seconds here (a 20-node one can take longer
     # than the test's time: docs/benchmarks.md has the larger ones).
     for nodes, seed in ((12, 3), (12, 6), (14, 7), (16, 5)):
@@ -335,7 +335,7 @@ def min_feasible(remat, work):
 
 
 def layered_monotone(remat, work):
-    generator = os.path.join(ROOT, "tools", "gen_layered_graph.py")
+    generator = os.path.join(ROOT, "tests", "tools", "gen_layered_graph.py")
     path = os.path.join(work, "layered_500_s7.json")
     run([sys.executable, generator, "--nodes", "500", "--seed", "7", "-o",
          path])

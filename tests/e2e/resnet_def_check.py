@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """tools/bench/resnet_def.py's ResNet is torchvision 0.14's resnet50 (the
-GPU machine of tools/device-check.sh may lack torchvision, and makes the
-resnet50 weights with resnet_def.py there):
+GPU machine of tests/device/device-check.sh may lack torchvision, and
+makes the resnet50 weights with resnet_def.py there):
 
   - the same state_dict: names in the same order, shapes, dtypes;
   - under one torch.manual_seed, the same values (so the weights made on
-    the device are the ones tools/device-plans.sh exported), at 1000 and
-    at 10 classes;
+    the device are the ones tests/device/device-plans.sh exported), at
+    1000 and at 10 classes;
   - the same forward: bitwise equal logits in training mode for the same
     weights and batch, and equal running statistics after it;
   - tools/bench/resnet50_gpu.py picks it where torchvision is missing

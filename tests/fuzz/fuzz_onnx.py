@@ -23,7 +23,7 @@ them with the onnx Python module (python3-onnx) in these classes:
 
 runs `remat compile MODEL --emit=plan` on each mutant with a timeout and,
 for those that compile, `remat train MODEL --steps 1`, and classes each
-outcome (the judging is tools/fuzz_inputs.py's, made stricter):
+outcome (the judging is tests/fuzz/run_target.py's, made stricter):
 
   error    exit 1 or 2 with a short message (at most a few lines) that
            names the file and is no "internal error"
@@ -45,7 +45,7 @@ the mutation and stderr next to it in .stderr) to reproduce:
 `remat compile OUT_DIR/crash-<hash>.onnx`. Exit 0 when nothing failed,
 1 otherwise.
 
-  tools/fuzz_onnx.py --binary build/tools/remat/remat --count 1000 \\
+  tests/fuzz/fuzz_onnx.py --binary build/tools/remat/remat --count 1000 \\
       --out /tmp/fuzz-onnx --seed 1
 
 Needs /usr/bin/python3 with torch (python3-torch) and onnx (python3-onnx);
@@ -60,9 +60,10 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import fuzz_inputs  # noqa: E402  (run_one, classify, signature, save_finding)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))  # export_onnx
+import run_target  # noqa: E402  (run_one, classify, signature, save_finding)
 
 SKIP = 77
 CLASSES = ["flip", "truncate", "dtype", "dangling", "huge", "structure",
@@ -497,9 +498,9 @@ class OnnxMutator:
 
 
 def judge(rc, stderr, path, timed_out):
-    """tools/fuzz_inputs.py's verdict made stricter for ONNX: an error must
+    """tests/fuzz/run_target.py's verdict made stricter for ONNX: an error must
     be short, name the file and be no internal error."""
-    kind = fuzz_inputs.classify(rc, stderr, path, timed_out)
+    kind = run_target.classify(rc, stderr, path, timed_out)
     if kind in ("hang", "resource", "crash", "ok"):
         return kind
     if "std::bad_alloc" in stderr or "bad_alloc" in stderr:
@@ -517,14 +518,14 @@ def run_mutant(binary, data, flags, timeout, workdir, train):
     (outcome, stage, rc, stderr)."""
     compile_args = ["compile", "{input}", "--emit=plan", "-o",
                     "{tmp}/out.plan"] + flags
-    kind, rc, stderr, _ = fuzz_inputs.run_one(
+    kind, rc, stderr, _ = run_target.run_one(
         binary, compile_args, data, ".onnx", timeout, workdir)
     kind = judge(rc if rc is not None else 0, stderr, "input.onnx",
                  kind == "hang") if kind != "hang" else "hang"
     if kind != "ok" or not train:
         return kind, "compile", rc, stderr
     train_args = ["train", "{input}", "--steps", "1"] + flags
-    kind, rc, stderr, _ = fuzz_inputs.run_one(
+    kind, rc, stderr, _ = run_target.run_one(
         binary, train_args, data, ".onnx", timeout, workdir)
     kind = judge(rc if rc is not None else 0, stderr, "input.onnx",
                  kind == "hang") if kind != "hang" else "hang"
@@ -600,8 +601,8 @@ def main(argv=None):
     for c in classes:
         if c not in CLASSES:
             p.error("unknown class %r (%s)" % (c, ", ".join(CLASSES)))
-    fuzz_inputs.MEMORY_LIMITS["rlimit_as_mb"] = args.rlimit_as_mb
-    fuzz_inputs.MEMORY_LIMITS["asan_mb"] = args.asan_memory_mb
+    run_target.MEMORY_LIMITS["rlimit_as_mb"] = args.rlimit_as_mb
+    run_target.MEMORY_LIMITS["asan_mb"] = args.asan_memory_mb
 
     workdir = tempfile.mkdtemp(prefix="fuzz-onnx-")
     out = args.out or tempfile.mkdtemp(prefix="fuzz-onnx-out-")
@@ -646,7 +647,7 @@ def main(argv=None):
 
     n = 0
     for (i, cls, stem, flags, mutant, detail, kind, stage, rc,
-         stderr) in fuzz_inputs.in_order(job, mutants(), args.jobs):
+         stderr) in run_target.in_order(job, mutants(), args.jobs):
         n += 1
         outcome = kind if kind in FAILURES else (
             "ok" if kind == "ok" else "error")
@@ -659,10 +660,10 @@ def main(argv=None):
                 i, cls, stem, detail[:100], stage, outcome, rc,
                 last[:160]), flush=True)
         if outcome in FAILURES:
-            sig = "%s %s: %s" % (stage, cls, fuzz_inputs.signature(
+            sig = "%s %s: %s" % (stage, cls, run_target.signature(
                 stderr, rc, outcome))
             new = sig not in seen
-            fuzz_inputs.save_finding(
+            run_target.save_finding(
                 out, outcome, sig, mutant, ".onnx",
                 "mutant %d of seed %s (%s), flags %s\n\n%s" % (
                     i, stem, detail, " ".join(flags) or "-", stderr),

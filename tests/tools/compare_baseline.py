@@ -73,7 +73,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 DEFAULT_MODELS = os.path.join(ROOT, "models")
 DEFAULT_GRAPHS = os.path.join(ROOT, "models", "checkmate-graphs")
 FRACTIONS = ["0.9", "0.7", "0.5", "min"]

@@ -13,9 +13,9 @@ gets a gradient node that reads the gradients of v's consumers (the loss
 for those the loss reads), v's own operands and v itself.
 
 Usage:
-  tools/gen_layered_graph.py --nodes 200 --seed 1 -o graph.json
-  tools/gen_layered_graph.py --suite DIR   # the benchmark set of
-                                           # docs/benchmarks.md
+  tests/tools/gen_layered_graph.py --nodes 200 --seed 1 -o graph.json
+  tests/tools/gen_layered_graph.py --suite DIR   # the benchmark set of
+                                                 # docs/benchmarks.md
 The output depends only on the arguments (Python's seeded random).
 """
 import argparse

@@ -16,7 +16,7 @@ anything under a `generated/` folder). A file names an op when
     (`"gelu_grad"`, `graph.gelu_grad`); in comments a one-word name such as
     `add` counts only when quoted or in backticks, since prose uses the word.
 
-Usage: tools/op_mentions.py [--max N] [--ops a,b] [--list] [ROOT]
+Usage: tests/tools/op_mentions.py [--max N] [--ops a,b] [--list] [ROOT]
 Prints one line per op: count and files. With --max N, exits 1 when a plain
 op (not dropout, attention, cross_entropy, the optimizer updates or their
 gradients) is named in more than N files.
@@ -116,8 +116,8 @@ def source_files(root):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("root", nargs="?",
-                    default=os.path.dirname(os.path.dirname(
-                        os.path.abspath(__file__))))
+                    default=os.path.dirname(os.path.dirname(os.path.dirname(
+                        os.path.abspath(__file__)))))
     ap.add_argument("--max", type=int, default=None)
     ap.add_argument("--ops", default="")
     ap.add_argument("--list", action="store_true", help="print the files too")

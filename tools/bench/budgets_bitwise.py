@@ -5,8 +5,9 @@
                      --b NAME=LOG.jsonl,GRADS.safetensors \\
                      [--same-workspace LOG.jsonl,GRADS.safetensors] [--out J]
 
-A and B are runs of one model's plans at two budgets (tools/device-check.sh:
-store-all and half the activations), each with --log and --dump-grads.
+A and B are runs of one model's plans at two budgets
+(tests/device/device-check.sh: store-all and half the activations), each
+with --log and --dump-grads.
 Compares every step's loss and every step-1 gradient bit for bit (float32
 bits; NaNs compare by bits too). Prints one line:
 

@@ -4,8 +4,8 @@
   layered_bench.py REMAT DIR [--exact-seconds S] [--exact-max-nodes N]
                    [--only NAME,...] [--json OUT]
 
-DIR holds graphs written by `tools/gen_layered_graph.py --suite DIR`. Per
-graph: the lower bound, the smallest budget at which each solver finds a
+DIR holds graphs written by `tests/tools/gen_layered_graph.py --suite DIR`.
+Per graph: the lower bound, the smallest budget at which each solver finds a
 schedule (`remat plan --graph G --solver X --budget-frac F`, bisected over F
 to 0.1% of the store-all peak; per-block and sqrt ignore budgets, so their
 peak), the minimum of `--budget-frac min` (auto's own search, its default

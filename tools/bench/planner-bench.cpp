@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/planner/CheckmateGraph.h"
 #include "passes/planner/Solvers.h"
-#include "runtime/OutputFile.h"
+#include "runtime/plan/OutputFile.h"
 
 #include <nlohmann/json.hpp>
 

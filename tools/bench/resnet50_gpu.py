@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """resnet50 training on the CUDA backend against PyTorch on the same GPU
-(issue #12, acceptance 7): the resnet50 stage of tools/device-check.sh.
+(issue #12, acceptance 7): the resnet50 stage of
+tests/device/device-check.sh.
 
 resnet50's weights (102 MB) do not travel to the GPU machine; the plans do.
 So the weights are made on both sides from one seed:
 
   resnet50_gpu.py export DIR OUT.onnx [--batch 32] [--side 224]
       [--classes 1000] [--width 64] [--layers 3,4,6,3] [--seed 0]
-    (here, tools/device-plans.sh) exports the model (torch.manual_seed(seed)
-    first; torchvision 0.14's resnet50 through tools/export_onnx.py at the
-    default width and layers, else tools/bench/resnet_def.py's ResNet, the
-    small one the CPU emulator runs) and writes DIR/model.json (its
-    configuration and the sha256 of its parameters), beside which device-plans.sh compiles DIR/all.plan and
+    (here, tests/device/device-plans.sh) exports the model
+    (torch.manual_seed(seed) first; torchvision 0.14's resnet50 through
+    tools/export_onnx.py at the default width and layers, else
+    tools/bench/resnet_def.py's ResNet, the small one the CPU emulator
+    runs) and writes DIR/model.json (its configuration and the sha256 of
+    its parameters), beside which device-plans.sh compiles DIR/all.plan and
     DIR/half.plan and deletes their weights files.
 
   resnet50_gpu.py run DIR --runner remat-run --work WORK [--device cuda]
@@ -310,8 +312,8 @@ def run(args):
     deadline = start + args.deadline
     config_path = os.path.join(args.dir, "model.json")
     if not os.path.exists(config_path):
-        skip(f"no {config_path} (tools/device-plans.sh makes the resnet50 "
-             f"plans where torchvision is installed)")
+        skip(f"no {config_path} (tests/device/device-plans.sh makes the "
+             f"resnet50 plans where torchvision is installed)")
     config = json.load(open(config_path))
     plans = {}
     for name in PLANS:

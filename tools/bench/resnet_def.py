@@ -1,5 +1,6 @@
 """A ResNet with Bottleneck blocks in plain torch.nn, for machines without
-torchvision (the GPU machine of tools/device-check.sh may lack it).
+torchvision (the GPU machine of tests/device/device-check.sh may lack
+it).
 
 resnet(width=64, layers=(3, 4, 6, 3), classes=1000) is torchvision 0.14's
 resnet50: the same modules in the same order, so the same state_dict names
@@ -9,7 +10,7 @@ drawn in the same order: under one torch.manual_seed both give the same
 weights (tests/e2e/resnet_def_check.py checks all of it against
 torchvision). `width` narrows every stage (64 -> width, 128 -> 2 width,
 ...) and `layers` sets the blocks per stage: the small ResNet the CPU
-emulator can run (tools/device-plans.sh, PLAN_SET=emulator).
+emulator can run (tests/device/device-plans.sh, PLAN_SET=emulator).
 """
 import torch
 from torch import nn

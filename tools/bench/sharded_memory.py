@@ -10,7 +10,7 @@ for docs/benchmarks.md:
          peak, arena, and each rank's measured RSS growth (the log's
          rank_rss_growth_bytes, rss_growth_bytes on one rank), checked to
          be within the budget plus the runtime allowance (the report's
-         runtime_allowance_bytes), as tools/bench/budget_contract.py does.
+         runtime_allowance_bytes), as tests/e2e/budget_contract.py does.
   batch  `remat plan MODEL --ranks N [--shard-optimizer] --max-batch
          --budget B` for N in --ranks-list: the largest global batch and
          the per-rank breakdown at the plan of that batch (params, grads,

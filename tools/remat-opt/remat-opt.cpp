@@ -16,7 +16,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
-#include "runtime/OutputFile.h"
+#include "runtime/plan/OutputFile.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "mlir/Transforms/Passes.h"
@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
         argc, argv, inputFilename, outputFilename, registry));
 
   // -o FILE: the output is kept in memory and written only on success,
-  // through runtime/OutputFile.h (special files in place, regular files
+  // through runtime/plan/OutputFile.h (special files in place, regular files
   // replaced atomically).
   llvm::InitLLVM initLLVM(argc, argv);
   std::string errorMessage;

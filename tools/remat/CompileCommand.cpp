@@ -5,25 +5,26 @@
 // stdout). train: compiles to a plan file and runs it (`remat run`'s
 // options pass through, checked with train's own before any work). Errors
 // go to stderr as one located message with exit code 1; usage errors exit 2
-// (tools/remat/Usage.h). Outputs are written through runtime/OutputFile.h,
+// (runtime/cli/Usage.h). Outputs are written through runtime/plan/OutputFile.h,
 // so a failure never leaves a partial file behind.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/remat/CompileCommand.h"
+#include "tools/remat/Backends.h"
 
 #include "compiler/Driver.h"
 #include "compiler/ModelFile.h"
 #include "compiler/ModelGraph.h"
-#include "runtime/Safetensors.h"
-#include "runtime/OutputFile.h"
+#include "runtime/plan/Safetensors.h"
+#include "runtime/plan/OutputFile.h"
 #include "passes/planner/Solvers.h"
-#include "tools/remat/Usage.h"
+#include "runtime/cli/Usage.h"
 #ifdef REMAT_HAVE_RUN
 #include "runtime/Backend.h"
 #include "tools/remat/MeasuredChoice.h"
-#include "tools/remat/Profile.h"
-#include "tools/remat/RunCommand.h"
+#include "runtime/cli/Profile.h"
+#include "runtime/cli/RunCommand.h"
 #endif
 
 #include "mlir/IR/MLIRContext.h"
@@ -375,7 +376,7 @@ compiler::CompileOptions toCompileOptions(const Options &options) {
   compiler::CompileOptions c;
   c.budgetBytes = options.budget;
   c.workspaceReserveBytes = options.workspaceReserve;
-  c.backend = options.backend;
+  setBackend(c, options.backend);
   c.solver = options.solver;
   c.timeLimitSeconds = options.timeLimit >= 0 ? options.timeLimit
                        : options.solver == "exact" ? 60.0
@@ -437,7 +438,7 @@ DeviceProfile measureModelProfile(const model::ModelFile &model,
   std::string planPath = (dir.path / "step.plan").string();
   nlohmann::json report;
   compiler::CompileOptions compile;
-  compile.backend = backend;
+  setBackend(compile, backend);
   writePlanFile(model, compiler::compilePlan(model.graph, compile, report),
                 planPath);
   progress << "remat: measuring the step's op costs on the " << backend

@@ -9,8 +9,8 @@
 #ifndef REMAT_TOOLS_REMAT_EXPLAINANALYSIS_H
 #define REMAT_TOOLS_REMAT_EXPLAINANALYSIS_H
 
-#include "runtime/PlanFormat.h"
-#include "runtime/StepScratch.h"
+#include "runtime/plan/PlanFormat.h"
+#include "runtime/backends/cpu/StepScratch.h"
 
 #include <array>
 #include <cstdint>
@@ -22,7 +22,7 @@ namespace remat::tools {
 /// Number of buffer roles (BufferRole::Param .. BufferRole::State).
 inline constexpr int kNumBufferRoles = 7;
 
-/// When a buffer holds a value (runtime/StepScratch.h).
+/// When a buffer holds a value (runtime/plan/Lifetimes.h).
 using runtime::BufferLifetime;
 
 /// A forward result that stays live into the backward pass.
@@ -62,7 +62,7 @@ struct PlanExplanation {
   /// that covers it, so the roles sum to liveBytes.
   std::array<std::vector<uint64_t>, kNumBufferRoles> liveBytesByRole;
   /// Per step: the CPU kernel scratch the runtime places in the arena while
-  /// it runs (runtime/StepScratch.h; 0 for a plan whose report names
+  /// it runs (runtime/backends/cpu/StepScratch.h; 0 for a plan whose report names
   /// another backend), rounded up to the alignment. liveBytes includes it:
   /// the roles and the scratch sum to liveBytes.
   std::vector<uint64_t> scratchBytes;

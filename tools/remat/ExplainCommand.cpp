@@ -7,9 +7,9 @@
 //===----------------------------------------------------------------------===//
 #include "tools/remat/ExplainCommand.h"
 
-#include "runtime/Loader.h"
-#include "runtime/OutputFile.h"
-#include "tools/remat/Usage.h"
+#include "runtime/plan/Loader.h"
+#include "runtime/plan/OutputFile.h"
+#include "runtime/cli/Usage.h"
 
 #include <cstdio>
 #include <fstream>

@@ -16,7 +16,7 @@
 #ifndef REMAT_TOOLS_REMAT_EXPLAINCOMMAND_H
 #define REMAT_TOOLS_REMAT_EXPLAINCOMMAND_H
 
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/PlanFormat.h"
 #include "tools/remat/ExplainAnalysis.h"
 
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 //===- MeasuredChoice.cpp - measure's choice among candidate plans --------===//
 #include "tools/remat/MeasuredChoice.h"
 
-#include "tools/remat/Profile.h"
+#include "runtime/cli/Profile.h"
 
 #include <algorithm>
 #include <exception>

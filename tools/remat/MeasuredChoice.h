@@ -15,7 +15,7 @@
 #define REMAT_TOOLS_REMAT_MEASUREDCHOICE_H
 
 #include "ops/DeviceProfile.h"
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <nlohmann/json.hpp>
 

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/remat/CompileCommand.h"
+#include "tools/remat/Backends.h"
 
 #include "compiler/Driver.h"
 #include "compiler/ModelFile.h"
@@ -23,8 +24,8 @@
 #include "passes/planner/CheckmateGraph.h"
 #include "passes/planner/MinimumBudget.h"
 #include "passes/planner/Reorder.h"
-#include "runtime/OutputFile.h"
-#include "tools/remat/Usage.h"
+#include "runtime/plan/OutputFile.h"
+#include "runtime/cli/Usage.h"
 
 #include <chrono>
 #include <cmath>
@@ -169,7 +170,7 @@ Session openSession(const PlanOptions &options,
   mlir::MLIRContext context;
   compiler::CompileOptions compileOptions;
   compileOptions.deviceProfile = options.deviceProfile;
-  compileOptions.backend = options.backend;
+  setBackend(compileOptions, options.backend);
   auto module = compiler::buildModule(graph, context,
                                       compiler::Stage::Scheduled,
                                       compileOptions);
@@ -505,7 +506,7 @@ int planOne(const PlanOptions &options) {
   compiler::CompileOptions compile;
   compile.budgetBytes = options.budget;
   compile.workspaceReserveBytes = options.workspaceReserve;
-  compile.backend = options.backend;
+  setBackend(compile, options.backend);
   compile.solver = options.solver;
   compile.timeLimitSeconds = solveOptions(options).timeLimitSeconds;
   compile.progress = options.progress;

@@ -1,7 +1,7 @@
 //===- main.cpp - The remat driver ----------------------------------------===//
 //
 // Dispatches `remat COMMAND ...` to the command's own parser. Each command
-// prints its own --help. Exit codes: tools/remat/Usage.h.
+// prints its own --help. Exit codes: runtime/cli/Usage.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,12 +20,12 @@
 #endif
 
 #include "tools/remat/ExplainCommand.h"
-#include "tools/remat/Usage.h"
+#include "runtime/cli/Usage.h"
 #ifdef REMAT_HAVE_COMPILER
 #include "tools/remat/CompileCommand.h"
 #endif
 #ifdef REMAT_HAVE_RUN
-#include "tools/remat/RunCommand.h"
+#include "runtime/cli/RunCommand.h"
 #endif
 
 static const char *kUsage =

@@ -1,8 +1,8 @@
 //===- CpuBackend.cpp - The reference CPU backend -------------------------===//
 #include "runtime/backends/cpu/CpuBackend.h"
 
-#include "ops/EnvChoice.h"
-#include "runtime/StepScratch.h"
+#include "runtime/backends/cpu/EnvChoice.h"
+#include "runtime/backends/cpu/StepScratch.h"
 #include "runtime/backends/cpu/Kernels.h"
 
 #include <algorithm>
@@ -19,7 +19,7 @@ namespace {
 /// REMAT_CPU_MOMENTS=own makes every batch-norm step compute its own
 /// moments (for A/B timing; the bits are the same either way).
 bool sharedMomentsEnabled() {
-  return ops::envChoice("REMAT_CPU_MOMENTS", {"shared", "own"}) == "shared";
+  return cpu::envChoice("REMAT_CPU_MOMENTS", {"shared", "own"}) == "shared";
 }
 
 std::string formatBytes(uint64_t bytes) {

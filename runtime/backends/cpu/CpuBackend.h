@@ -14,7 +14,7 @@
 #define REMAT_RUNTIME_BACKENDS_CPU_CPUBACKEND_H
 
 #include "runtime/Backend.h"
-#include "runtime/StepScratch.h"
+#include "runtime/backends/cpu/StepScratch.h"
 #include "runtime/backends/cpu/SharedMoments.h"
 #include "runtime/backends/cpu/kernels/Kernels.h"
 

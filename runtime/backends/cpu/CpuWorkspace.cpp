@@ -1,11 +1,11 @@
 //===- CpuWorkspace.cpp - The CPU backend's kernel scratch, by op ---------===//
-#include "ops/CpuWorkspace.h"
+#include "runtime/backends/cpu/CpuWorkspace.h"
 
-#include "ops/DnnlConv.h"
+#include "runtime/backends/cpu/DnnlConv.h"
 
 #include <algorithm>
 
-namespace remat::ops {
+namespace remat::runtime::cpu {
 
 uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
                               const std::vector<Shape> &inputs,
@@ -71,4 +71,4 @@ uint64_t cpuWorkspaceBytes(uint64_t elements, uint64_t elementBytes) {
   return elements * elementBytes;
 }
 
-} // namespace remat::ops
+} // namespace remat::runtime::cpu

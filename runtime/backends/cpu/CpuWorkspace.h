@@ -7,14 +7,18 @@
 // workspace with the same function.
 //
 //===----------------------------------------------------------------------===//
-#ifndef REMAT_OPS_CPUWORKSPACE_H
-#define REMAT_OPS_CPUWORKSPACE_H
+#ifndef REMAT_RUNTIME_BACKENDS_CPU_CPUWORKSPACE_H
+#define REMAT_RUNTIME_BACKENDS_CPU_CPUWORKSPACE_H
 
 #include "ops/OpTable.h"
 
 #include <vector>
 
-namespace remat::ops {
+namespace remat::runtime::cpu {
+
+using ops::OpAttrs;
+using ops::OpKind;
+using ops::Shape;
 
 /// Scratch elements (of the float type the kernel computes in) the CPU
 /// backend's own kernel of `op` needs for these operand and result shapes;
@@ -77,6 +81,6 @@ uint64_t cpuBudgetedWorkspaceBytes(uint64_t wanted, uint64_t least,
 /// at a time).
 uint64_t cpuWorkspaceBytes(uint64_t elements, uint64_t elementBytes);
 
-} // namespace remat::ops
+} // namespace remat::runtime::cpu
 
-#endif // REMAT_OPS_CPUWORKSPACE_H
+#endif // REMAT_RUNTIME_BACKENDS_CPU_CPUWORKSPACE_H

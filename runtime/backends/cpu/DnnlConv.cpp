@@ -8,10 +8,10 @@
 // layouts, so the arena's buffers are used in place.
 //
 //===----------------------------------------------------------------------===//
-#include "ops/DnnlConv.h"
+#include "runtime/backends/cpu/DnnlConv.h"
 
-#include "ops/CpuWorkspace.h"
-#include "ops/EnvChoice.h"
+#include "runtime/backends/cpu/CpuWorkspace.h"
+#include "runtime/backends/cpu/EnvChoice.h"
 
 #include <atomic>
 
@@ -25,7 +25,7 @@
 #include <unordered_map>
 #endif
 
-namespace remat::ops {
+namespace remat::runtime::cpu {
 
 namespace {
 
@@ -390,4 +390,4 @@ bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
 
 #endif // REMAT_HAVE_DNNL
 
-} // namespace remat::ops
+} // namespace remat::runtime::cpu

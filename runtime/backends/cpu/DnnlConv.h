@@ -18,8 +18,8 @@
 // REMAT_CPU_CONV=plain keeps every convolution on remat's layouts.
 //
 //===----------------------------------------------------------------------===//
-#ifndef REMAT_OPS_DNNLCONV_H
-#define REMAT_OPS_DNNLCONV_H
+#ifndef REMAT_RUNTIME_BACKENDS_CPU_DNNLCONV_H
+#define REMAT_RUNTIME_BACKENDS_CPU_DNNLCONV_H
 
 #include "ops/OpTable.h"
 
@@ -27,7 +27,11 @@
 #include <string>
 #include <vector>
 
-namespace remat::ops {
+namespace remat::runtime::cpu {
+
+using ops::OpAttrs;
+using ops::OpKind;
+using ops::Shape;
 
 /// Whether convolutions go through oneDNN: built with it, and neither
 /// REMAT_CPU_CONV=im2col nor setDnnlConvEnabled(false) turned it off.
@@ -71,6 +75,6 @@ bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
                  const float *in1, float *out, void *scratch,
                  uint64_t scratchBytes);
 
-} // namespace remat::ops
+} // namespace remat::runtime::cpu
 
-#endif // REMAT_OPS_DNNLCONV_H
+#endif // REMAT_RUNTIME_BACKENDS_CPU_DNNLCONV_H

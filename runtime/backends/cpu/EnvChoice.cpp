@@ -1,12 +1,12 @@
 //===- EnvChoice.cpp - A setting chosen by an environment variable --------===//
-#include "ops/EnvChoice.h"
+#include "runtime/backends/cpu/EnvChoice.h"
 
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
 #include <set>
 
-namespace remat::ops {
+namespace remat::runtime::cpu {
 
 std::string envChoice(const char *name,
                       std::initializer_list<const char *> choices) {
@@ -33,4 +33,4 @@ std::string envChoice(const char *name,
   return fallback;
 }
 
-} // namespace remat::ops
+} // namespace remat::runtime::cpu

@@ -6,19 +6,19 @@
 // stderr and means the first choice too.
 //
 //===----------------------------------------------------------------------===//
-#ifndef REMAT_OPS_ENVCHOICE_H
-#define REMAT_OPS_ENVCHOICE_H
+#ifndef REMAT_RUNTIME_BACKENDS_CPU_ENVCHOICE_H
+#define REMAT_RUNTIME_BACKENDS_CPU_ENVCHOICE_H
 
 #include <initializer_list>
 #include <string>
 
-namespace remat::ops {
+namespace remat::runtime::cpu {
 
 /// The value of environment variable `name` if it is one of `choices`,
 /// else the first of them (with a warning for a value that is not).
 std::string envChoice(const char *name,
                       std::initializer_list<const char *> choices);
 
-} // namespace remat::ops
+} // namespace remat::runtime::cpu
 
-#endif // REMAT_OPS_ENVCHOICE_H
+#endif // REMAT_RUNTIME_BACKENDS_CPU_ENVCHOICE_H

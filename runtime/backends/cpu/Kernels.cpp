@@ -2,7 +2,7 @@
 #include "runtime/backends/cpu/Kernels.h"
 
 #include "runtime/backends/cpu/kernels/Kernels.h"
-#include "ops/CpuWorkspace.h"
+#include "runtime/backends/cpu/CpuWorkspace.h"
 
 #include <stdexcept>
 #include <string>
@@ -12,13 +12,13 @@ namespace remat::runtime::cpu {
 uint64_t kernelWorkspaceElements(OpKind op, const OpAttrs &attrs,
                                  const std::vector<Shape> &inputShapes,
                                  const std::vector<Shape> &outputShapes) {
-  return ops::cpuWorkspaceElements(op, attrs, inputShapes, outputShapes);
+  return cpu::cpuWorkspaceElements(op, attrs, inputShapes, outputShapes);
 }
 
 uint64_t kernelMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
                                         const std::vector<Shape> &inputShapes,
                                         const std::vector<Shape> &outputShapes) {
-  return ops::cpuMinimumWorkspaceElements(op, attrs, inputShapes,
+  return cpu::cpuMinimumWorkspaceElements(op, attrs, inputShapes,
                                           outputShapes);
 }
 

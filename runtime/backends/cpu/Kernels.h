@@ -17,7 +17,7 @@
 // Workspace: attention needs S*S elements for the scores of one (batch,
 // head), attention_grad 2*S*S (probabilities and their gradient); conv2d
 // and its gradients unfold blocks of output positions into about 2^20
-// elements (ops/CpuWorkspace.h). Every other kernel works in its result
+// elements (runtime/backends/cpu/CpuWorkspace.h). Every other kernel works in its result
 // buffers.
 //
 //===----------------------------------------------------------------------===//
@@ -31,7 +31,7 @@
 namespace remat::runtime::cpu {
 
 /// Scratch elements (of the float type) the kernel of `op` wants for the
-/// given operand and result shapes (ops::cpuWorkspaceElements: with
+/// given operand and result shapes (cpu::cpuWorkspaceElements: with
 /// oneDNN's scratchpad where oneDNN runs the op); UINT64_MAX when the
 /// count does not fit 64 bits.
 uint64_t kernelWorkspaceElements(OpKind op, const OpAttrs &attrs,
@@ -39,7 +39,7 @@ uint64_t kernelWorkspaceElements(OpKind op, const OpAttrs &attrs,
                                  const std::vector<Shape> &outputShapes);
 
 /// The fewest scratch elements the kernel of `op` runs with
-/// (ops::cpuMinimumWorkspaceElements): runKernel refuses less.
+/// (cpu::cpuMinimumWorkspaceElements): runKernel refuses less.
 uint64_t kernelMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
                                         const std::vector<Shape> &inputShapes,
                                         const std::vector<Shape> &outputShapes);

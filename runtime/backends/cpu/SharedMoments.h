@@ -21,7 +21,7 @@
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_SHAREDMOMENTS_H
 #define REMAT_RUNTIME_BACKENDS_CPU_SHAREDMOMENTS_H
 
-#include "runtime/Loader.h"
+#include "runtime/plan/Loader.h"
 
 #include <cstdint>
 #include <vector>

@@ -1,61 +1,13 @@
-//===- StepScratch.cpp - Buffer lifetimes; kernel scratch inside the arena ===//
-#include "runtime/StepScratch.h"
+//===- StepScratch.cpp - The CPU kernels' scratch inside the arena ------===//
+#include "runtime/backends/cpu/StepScratch.h"
 
-#include "ops/CpuWorkspace.h"
-#include "ops/EnvChoice.h"
-#include "runtime/Ops.h"
+#include "runtime/backends/cpu/CpuWorkspace.h"
+#include "runtime/backends/cpu/EnvChoice.h"
+#include "runtime/plan/Ops.h"
 
 #include <algorithm>
 
 namespace remat::runtime {
-
-bool livesWholeStep(BufferRole role) {
-  return isPersistent(role) || role == BufferRole::Input;
-}
-
-std::vector<BufferLifetime> bufferLifetimes(const Plan &plan) {
-  const int64_t numSteps = static_cast<int64_t>(plan.steps.size());
-  std::vector<BufferLifetime> lifetimes(plan.buffers.size());
-  for (int64_t s = 0; s < numSteps; ++s) {
-    for (int64_t b : plan.steps[s].inputs) {
-      BufferLifetime &l = lifetimes[b];
-      if (l.firstRead < 0)
-        l.firstRead = s;
-      l.lastRead = s;
-    }
-    for (int64_t b : plan.steps[s].outputs) {
-      BufferLifetime &l = lifetimes[b];
-      if (l.firstWrite < 0)
-        l.firstWrite = s;
-      l.lastWrite = s;
-    }
-  }
-  for (size_t b = 0; b < plan.buffers.size(); ++b) {
-    BufferLifetime &l = lifetimes[b];
-    if (livesWholeStep(plan.buffers[b].role)) {
-      l.begin = numSteps > 0 ? 0 : -1;
-      l.end = numSteps - 1;
-      continue;
-    }
-    if (l.firstWrite < 0)
-      continue; // never written: the loader allows no reads of it either
-    l.begin = l.firstWrite;
-    l.end = std::max(l.lastRead, l.lastWrite);
-    if (static_cast<int64_t>(b) == plan.loss)
-      l.end = numSteps - 1; // the runtime reads the loss after the last step
-  }
-  return lifetimes;
-}
-
-uint64_t alignUpBytes(uint64_t bytes, uint64_t alignment) {
-  if (alignment <= 1)
-    return bytes;
-  uint64_t rest = bytes % alignment;
-  if (rest == 0)
-    return bytes;
-  return bytes > UINT64_MAX - (alignment - rest) ? UINT64_MAX
-                                                 : bytes + (alignment - rest);
-}
 
 StepScratch placeStepScratch(const Plan &plan,
                              const std::vector<uint64_t> &wanted,
@@ -114,7 +66,7 @@ StepScratch placeStepScratch(const Plan &plan,
 }
 
 bool cpuScratchInArena() {
-  return ops::envChoice("REMAT_CPU_SCRATCH", {"arena", "beside"}) == "arena";
+  return cpu::envChoice("REMAT_CPU_SCRATCH", {"arena", "beside"}) == "arena";
 }
 
 StepScratch cpuStepScratch(const Plan &plan) {
@@ -136,11 +88,11 @@ StepScratch cpuStepScratch(const Plan &plan) {
         parseOpAttrs(*kind, step.attrs,
                      "/steps/" + std::to_string(s) + " '" + step.op + "'");
     // The CPU backend computes f32 plans in float (CpuBackend.cpp).
-    wanted.push_back(ops::cpuWorkspaceBytes(
-        ops::cpuWorkspaceElements(*kind, attrs, inputs, outputs),
+    wanted.push_back(cpu::cpuWorkspaceBytes(
+        cpu::cpuWorkspaceElements(*kind, attrs, inputs, outputs),
         sizeof(float)));
-    least.push_back(ops::cpuWorkspaceBytes(
-        ops::cpuMinimumWorkspaceElements(*kind, attrs, inputs, outputs),
+    least.push_back(cpu::cpuWorkspaceBytes(
+        cpu::cpuMinimumWorkspaceElements(*kind, attrs, inputs, outputs),
         sizeof(float)));
   }
   return placeStepScratch(plan, wanted, least, cpuScratchInArena());
@@ -148,7 +100,7 @@ StepScratch cpuStepScratch(const Plan &plan) {
 
 uint64_t cpuSideWorkspaceBytes(const StepScratch &scratch, const Plan &plan,
                                uint64_t budgetBytes) {
-  return ops::cpuBudgetedWorkspaceBytes(scratch.sideWanted, scratch.sideLeast,
+  return cpu::cpuBudgetedWorkspaceBytes(scratch.sideWanted, scratch.sideLeast,
                                         budgetBytes, plan.arenaBytes);
 }
 

@@ -1,8 +1,7 @@
-//===- StepScratch.h - Buffer lifetimes; kernel scratch inside the arena -===//
+//===- StepScratch.h - The CPU kernels' scratch inside the arena -*- C++ -*-===//
 //
-// From the plan file alone: when each buffer holds a value (the analysis
-// `remat explain` prints), and where in the arena a step's kernel scratch
-// can go while it runs. A step that needs scratch (a convolution's unfolded
+// From the plan file alone: where in the arena a step's kernel scratch can
+// go while it runs. A step that needs scratch (a convolution's unfolded
 // block or oneDNN's copies, attention's scores) takes it from the lowest
 // gap of the arena that no buffer live at that step occupies; only the
 // steps that find no such gap share a workspace beside the arena. The
@@ -10,46 +9,21 @@
 // allocates it, both through cpuStepScratch, so the two agree.
 //
 //===----------------------------------------------------------------------===//
-#ifndef REMAT_RUNTIME_STEPSCRATCH_H
-#define REMAT_RUNTIME_STEPSCRATCH_H
+#ifndef REMAT_RUNTIME_BACKENDS_CPU_STEPSCRATCH_H
+#define REMAT_RUNTIME_BACKENDS_CPU_STEPSCRATCH_H
 
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/Lifetimes.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace remat::runtime {
 
-/// When a buffer holds a value: steps [begin, end], both inclusive.
-/// Params, optimizer state, running statistics and inputs live over the
-/// whole step list; the loss from its write to the end (the runtime reads
-/// it after the last step); every other buffer from its first write to its
-/// last read (or last write, when that is later): the loader refuses a read
-/// before the first write. A buffer no step touches has begin = -1.
-struct BufferLifetime {
-  int64_t begin = -1;
-  int64_t end = -1;
-  int64_t firstWrite = -1, lastWrite = -1;
-  int64_t firstRead = -1, lastRead = -1;
-  bool live(int64_t step) const {
-    return begin >= 0 && begin <= step && step <= end;
-  }
-};
-
-/// Whether buffers of the role hold their value over the whole step list
-/// (params, optimizer state, running statistics, inputs).
-bool livesWholeStep(BufferRole role);
-
-/// Per buffer of `plan`, its lifetime.
-std::vector<BufferLifetime> bufferLifetimes(const Plan &plan);
-
-/// `bytes` rounded up to a multiple of `alignment` (none for 0 or 1).
-uint64_t alignUpBytes(uint64_t bytes, uint64_t alignment);
-
 /// Where each step's kernel scratch goes.
 struct StepScratch {
   /// Per step: the scratch bytes it wants, and the least it runs with
-  /// (ops::cpuMinimumWorkspaceElements: its kernel without oneDNN).
+  /// (cpu::cpuMinimumWorkspaceElements: its kernel without oneDNN).
   std::vector<uint64_t> wanted, least;
   /// Per step: the arena offset of its scratch (aligned to the plan's
   /// alignment, inside a gap no live buffer occupies while the step runs),
@@ -96,4 +70,4 @@ uint64_t cpuSideWorkspaceBytes(const StepScratch &scratch, const Plan &plan,
 
 } // namespace remat::runtime
 
-#endif // REMAT_RUNTIME_STEPSCRATCH_H
+#endif // REMAT_RUNTIME_BACKENDS_CPU_STEPSCRATCH_H

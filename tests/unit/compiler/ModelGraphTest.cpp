@@ -216,7 +216,7 @@ TEST_CASE("malformed models each give one located message", "[compiler]") {
             "{ \"name\": \"y\", \"op\": \"block\", \"block\": \"lyr\", \"inputs\": [\"x\"] }"),
        "m.json: /ops/0 'y': unknown block 'lyr'"},
       {"not a model file", "[1, 2]", "m.json: expected an object, got an array"},
-      // Found by tools/fuzz_inputs.py: each crashed remat compile (stack
+      // Found by tests/fuzz/fuzz_inputs.py: each crashed remat compile (stack
       // overflow) or ended it with an unlocated nlohmann message.
       {"number literal out of range", edit("\"batch\": 2", "\"batch\": 1e999"),
        "m.json: /config/batch: malformed JSON: number overflow parsing "

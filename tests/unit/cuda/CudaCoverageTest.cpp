@@ -21,7 +21,7 @@
 //===----------------------------------------------------------------------===//
 #include "CudaTestUtil.h"
 
-#include "runtime/Loader.h"
+#include "runtime/plan/Loader.h"
 #include "runtime/backends/cuda/CudaBackend.h"
 
 #include <cuda_runtime.h> // defines REMAT_CUDA_EMULATION on the emulator

@@ -14,7 +14,7 @@
 #include "CudaTestUtil.h"
 
 #include "runtime/Executor.h"
-#include "runtime/Loader.h"
+#include "runtime/plan/Loader.h"
 #include "runtime/backends/cuda/CudaBackend.h"
 
 #include <cuda_runtime.h>
@@ -144,14 +144,14 @@ TEST_CASE("device memory taken between the backend's calls is reported "
   CHECK(cudaemu::memoryUsage().allocated == before.allocated);
 }
 
-// REMAT_DEVICE_PLANS names a directory of plans (tools/device-plans.sh's
+// REMAT_DEVICE_PLANS names a directory of plans (tests/device/device-plans.sh's
 // .plans: GPT-2 124M and seed_mlp up to 32 GiB; tools/test.sh fills one);
 // hidden (not in "[cuda]"): ctest's unit-cuda-device-plans runs it, giving
 // the emulator an H200's memory and 2 MiB pages, and skips without it. Each
 // plan is allocated and prepared as the executor does (arenas from 1 GiB on are
 // mapped lazily by the emulator, so no host memory backs them); its steps are
 // far too slow to run here.
-TEST_CASE("every plan of tools/device-plans.sh is accounted for: arena + "
+TEST_CASE("every plan of tests/device/device-plans.sh is accounted for: arena + "
           "workspace + runtime overhead = measured, arena + workspace within "
           "the budget",
           "[.][emulator][device-plans]") {

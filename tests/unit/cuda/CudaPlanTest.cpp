@@ -3,7 +3,7 @@
 
 #include "runtime/BoundsCheck.h"
 #include "runtime/Executor.h"
-#include "runtime/Loader.h"
+#include "runtime/plan/Loader.h"
 #include "runtime/backends/cuda/CudaBackend.h"
 #include "runtime/backends/cuda/kernels/Kernels.h"
 

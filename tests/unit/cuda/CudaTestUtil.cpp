@@ -1,7 +1,7 @@
 //===- CudaTestUtil.cpp - Run one op on a backend -------------------------===//
 #include "CudaTestUtil.h"
 
-#include "runtime/Loader.h"
+#include "runtime/plan/Loader.h"
 #include "runtime/backends/cuda/CudaBackend.h"
 
 #include <cstring>

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/remat/ExplainCommand.h"
 
-#include "runtime/Loader.h"
+#include "runtime/plan/Loader.h"
 
 #include <catch2/catch.hpp>
 

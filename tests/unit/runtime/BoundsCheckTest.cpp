@@ -2,7 +2,7 @@
 #include "runtime/BoundsCheck.h"
 #include "runtime/Executor.h"
 #include "runtime/ForwardingBackend.h"
-#include "runtime/Loader.h"
+#include "runtime/plan/Loader.h"
 #include "runtime/backends/cpu/CpuBackend.h"
 
 #include <catch2/catch.hpp>

@@ -7,7 +7,7 @@
 #include "runtime/GradientComm.h"
 #include "runtime/Synthetic.h"
 #include "runtime/backends/cpu/CpuBackend.h"
-#include "tools/remat/RunCommand.h"
+#include "runtime/cli/RunCommand.h"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 #include "TestUtil.h"
 
 #include "runtime/Npy.h"
-#include "runtime/Safetensors.h"
+#include "runtime/plan/Safetensors.h"
 
 #include <catch2/catch.hpp>
 

@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
-#include "ops/DnnlConv.h"
+#include "runtime/backends/cpu/DnnlConv.h"
 
 #include <catch2/catch.hpp>
 
@@ -479,8 +479,8 @@ TEST_CASE("conv2d_grad_input and conv2d_grad_weight match finite "
 TEST_CASE("conv2d and its gradients through oneDNN, on plain and blocked "
           "layouts, match the im2col kernels",
           "[runtime]") {
-  if (!remat::ops::dnnlConvEnabled()) {
-    WARN("oneDNN is off or not built (" << remat::ops::dnnlConvDescription()
+  if (!remat::runtime::cpu::dnnlConvEnabled()) {
+    WARN("oneDNN is off or not built (" << remat::runtime::cpu::dnnlConvDescription()
                                         << "): nothing to compare");
     return;
   }
@@ -524,8 +524,8 @@ TEST_CASE("conv2d and its gradients through oneDNN, on plain and blocked "
       std::vector<Shape> inputShapes = {r.inputs[0].shape, r.inputs[1].shape};
       // oneDNN runs every one of these, and the workspace runOp gives
       // holds what it needs (scratchpad and blocked copies).
-      std::optional<remat::ops::DnnlConvInfo> info =
-          remat::ops::dnnlConvInfo(r.op, c.attrs, inputShapes, {r.result});
+      std::optional<remat::runtime::cpu::DnnlConvInfo> info =
+          remat::runtime::cpu::dnnlConvInfo(r.op, c.attrs, inputShapes, {r.result});
       REQUIRE(info.has_value());
       // The cases meant for blocked layouts take them (in the expected
       // chunks), the rest run in place.
@@ -536,14 +536,14 @@ TEST_CASE("conv2d and its gradients through oneDNN, on plain and blocked "
       CHECK(info->blockedChunks == chunks);
       HostTensor viaDnnl =
           runOp<float>(r.op, c.attrs, r.inputs, {typeOf(r.result)})[0];
-      remat::ops::setDnnlConvBlocked(false);
+      remat::runtime::cpu::setDnnlConvBlocked(false);
       HostTensor viaPlain =
           runOp<float>(r.op, c.attrs, r.inputs, {typeOf(r.result)})[0];
-      remat::ops::setDnnlConvBlocked(true);
-      remat::ops::setDnnlConvEnabled(false);
+      remat::runtime::cpu::setDnnlConvBlocked(true);
+      remat::runtime::cpu::setDnnlConvEnabled(false);
       HostTensor viaIm2col =
           runOp<float>(r.op, c.attrs, r.inputs, {typeOf(r.result)})[0];
-      remat::ops::setDnnlConvEnabled(true);
+      remat::runtime::cpu::setDnnlConvEnabled(true);
       CHECK(normalizedError(viaDnnl, viaIm2col) < 1e-6);
       CHECK(normalizedError(viaPlain, viaIm2col) < 1e-6);
     }

@@ -3,7 +3,7 @@
 #include "TinyPlan.h"
 
 #include "runtime/Executor.h"
-#include "runtime/Loader.h"
+#include "runtime/plan/Loader.h"
 #include "runtime/backends/cpu/CpuBackend.h"
 
 #include <catch2/catch.hpp>
@@ -328,7 +328,7 @@ TEST_CASE("randomly corrupted plans are rejected or run, never crash",
   CHECK(loaded > 0);
 }
 
-// Regressions from tools/fuzz_inputs.py (plans that crashed or hung
+// Regressions from tests/fuzz/fuzz_inputs.py (plans that crashed or hung
 // remat-run under ASan/UBSan instead of failing with a message).
 
 TEST_CASE("loader rejects a number literal out of range with the file name",

@@ -7,7 +7,7 @@
 #include "tools/remat/MeasuredChoice.h"
 
 #include "TinyPlan.h"
-#include "tools/remat/Profile.h"
+#include "runtime/cli/Profile.h"
 
 #include <catch2/catch.hpp>
 

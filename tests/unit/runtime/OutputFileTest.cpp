@@ -1,11 +1,11 @@
-//===- OutputFileTest.cpp - runtime/OutputFile.h's failure paths ----------===//
+//===- OutputFileTest.cpp - runtime/plan/OutputFile.h's failure paths ----------===//
 //
 // The places a tool writes to (/dev/null, links, FIFOs, missing folders) are
 // covered end to end by tests/e2e/outputs.py; these cases need a failure in
 // the middle of a write, which only the API can cause.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/OutputFile.h"
+#include "runtime/plan/OutputFile.h"
 
 #include "TestUtil.h"
 

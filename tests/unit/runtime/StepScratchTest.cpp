@@ -1,5 +1,5 @@
 //===- StepScratchTest.cpp - Buffer lifetimes; scratch in the arena's gaps ===//
-#include "runtime/StepScratch.h"
+#include "runtime/backends/cpu/StepScratch.h"
 
 #include "TinyPlan.h"
 

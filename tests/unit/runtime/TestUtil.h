@@ -8,7 +8,7 @@
 #ifndef REMAT_TESTS_UNIT_RUNTIME_TESTUTIL_H
 #define REMAT_TESTS_UNIT_RUNTIME_TESTUTIL_H
 
-#include "runtime/Ops.h"
+#include "runtime/plan/Ops.h"
 
 #include <random>
 #include <string>

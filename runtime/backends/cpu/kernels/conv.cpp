@@ -10,7 +10,7 @@
 //
 // In float32, where the build has oneDNN and the workspace holds the
 // scratchpad its primitive needs, the op goes through oneDNN instead
-// (ops/DnnlConv.h), on the same layouts.
+// (runtime/backends/cpu/DnnlConv.h), on the same layouts.
 //
 //   conv2d              y[o, p]   = Σ_k w[o, k] · cols[k, p]
 //   conv2d_grad_input   cols      = wᵀ · dy, folded back into dx (col2im,
@@ -21,15 +21,13 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
 
-#include "ops/CpuWorkspace.h"
-#include "ops/DnnlConv.h"
+#include "runtime/backends/cpu/CpuWorkspace.h"
+#include "runtime/backends/cpu/DnnlConv.h"
 #include "runtime/backends/cpu/Gemm.h"
 
 #include <type_traits>
 
 namespace remat::runtime::cpu {
-
-using ops::convChunkColumns;
 
 namespace {
 
@@ -184,7 +182,7 @@ void runConv(const KernelCall &call, T *workspace, uint64_t workspaceElements) {
   const Shape &in0 = call.inputs[0].shape, &in1 = call.inputs[1].shape;
   const Shape &out = call.outputs[0].shape;
   if constexpr (std::is_same_v<T, float>) {
-    if (ops::dnnlConvRun(call.op, attrs, {in0, in1}, {out}, inData<T>(call, 0),
+    if (cpu::dnnlConvRun(call.op, attrs, {in0, in1}, {out}, inData<T>(call, 0),
                          inData<T>(call, 1), outData<T>(call, 0), workspace,
                          workspaceElements * sizeof(float)))
       return;

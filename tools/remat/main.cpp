@@ -62,6 +62,7 @@ static const char *kUsage =
     "  docs/cuda.md         the CUDA backend and its CPU emulator\n"
     "  docs/distributed.md  data-parallel runs on several ranks (MPI)\n"
     "  docs/benchmarks.md   measured memory and speed\n"
+    "  docs/architecture.md the source's layers and a compile's stages\n"
     "  docs/planner-bench-checkmate.md  the planner on the Checkmate graphs\n"
     "  docs/adding-an-op.md the path for a new op\n";
 

@@ -110,9 +110,22 @@ void annotateKernelScratch(mlir::ModuleOp module,
   }
 }
 
+RematOptions rematOptions(const CompileOptions &options) {
+  RematOptions remat;
+  remat.budgetBytes = options.budgetBytes.value_or(0);
+  remat.workspaceReserve = workspaceReserve(options);
+  remat.solver = options.solver;
+  remat.timeLimitSeconds = options.timeLimitSeconds;
+  remat.alignment = options.alignment;
+  remat.progress = options.progress;
+  remat.reorder = options.reorder;
+  remat.searchMinimum = options.searchMinimum;
+  return remat;
+}
+
 mlir::OwningOpRef<mlir::ModuleOp>
 buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
-            Stage stage, const CompileOptions &options) {
+            Stage stage, const CompileOptions &options, RematOutcome *outcome) {
   auto module = importModel(graph, context);
   setDeviceProfile(*module, options.deviceProfile);
   if (stage == Stage::Graph)
@@ -143,18 +156,14 @@ buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
     run(scheduled);
   }
   if (stage >= Stage::Planned) {
-    RematerializePassOptions remat;
-    remat.budgetBytes = options.budgetBytes.value_or(0);
-    remat.workspaceReserve = workspaceReserve(options);
-    remat.solver = options.solver;
-    remat.timeLimit = options.timeLimitSeconds;
-    remat.alignment = options.alignment;
-    remat.progress = options.progress;
-    remat.reorder = options.reorder;
-    remat.searchMinimum = options.searchMinimum;
-    mlir::PassManager planned(&context);
-    planned.addPass(createRematerializePass(remat));
-    run(planned);
+    RematOutcome planned =
+        rematerializeTrainStep(*module, rematOptions(options));
+    setPlanSummary(*module, planned);
+    if (mlir::failed(mlir::verify(*module)))
+      throw std::runtime_error("internal error: the planned step failed to "
+                               "verify: " + diagnostics.text());
+    if (outcome)
+      *outcome = planned;
   }
   return module;
 }
@@ -222,8 +231,8 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
                           const CompileOptions &options,
                           nlohmann::json &report) {
   mlir::MLIRContext context;
-  auto start = std::chrono::steady_clock::now();
-  auto module = buildModule(graph, context, Stage::Plan, options);
+  RematOutcome planned;
+  auto module = buildModule(graph, context, Stage::Plan, options, &planned);
   int updateLag = 0;
   if (extractTrainStep(*module).ranks > 1 && options.updateLag > 0)
     updateLag = lagOptimizerUpdates(
@@ -235,16 +244,7 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
       memory::computeLiveness(step.graph, options.alignment);
   memory::ArenaLayout layout =
       memory::assignOffsets(step.graph, liveness, options.alignment);
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
-  report = memoryReport(step, liveness, layout, options.budgetBytes, 0.0,
-                        "store-all", seconds);
-  report["optimality_gap"] = 0.0;
-  report["min_feasible_bytes"] = nullptr;
-  report["min_feasible_gap"] = nullptr;
-  report["lower_bound_bytes"] = nullptr;
-  report["lower_bound_reason"] = nullptr;
+  report = memoryReport(step, liveness, layout, options.budgetBytes, planned);
   int64_t reserve = workspaceReserve(options);
   report["workspace_reserve_bytes"] = reserve;
   if (step.ranks > 1)
@@ -276,29 +276,6 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   if (!step.profile.recomputeMeasured.empty())
     report["device_profile"]["measured_recompute_ops"] =
         step.profile.recomputeMeasured.size();
-  if (auto plan = (*module)->getAttrOfType<mlir::DictionaryAttr>("remat.plan")) {
-    auto num = [&](const char *key) {
-      auto f = plan.getAs<mlir::FloatAttr>(key);
-      return f ? f.getValueAsDouble() : 0.0;
-    };
-    report["solver"] = plan.getAs<mlir::StringAttr>("solver").str();
-    report["solve_seconds"] = num("solve_seconds");
-    report["recompute_overhead"] = num("recompute_overhead");
-    double gap = num("optimality_gap");
-    report["optimality_gap"] = gap < 0 ? nlohmann::json(nullptr) : nlohmann::json(gap);
-    int64_t minimum =
-        plan.getAs<mlir::IntegerAttr>("min_feasible_bytes").getInt();
-    report["min_feasible_bytes"] =
-        minimum < 0 ? nlohmann::json(nullptr) : nlohmann::json(minimum);
-    if (auto gap = plan.getAs<mlir::StringAttr>("min_feasible_gap"))
-      report["min_feasible_gap"] = gap.str();
-    if (auto bound = plan.getAs<mlir::IntegerAttr>("lower_bound_bytes"))
-      report["lower_bound_bytes"] = bound.getInt();
-    if (auto reason = plan.getAs<mlir::StringAttr>("lower_bound_reason"))
-      report["lower_bound_reason"] = reason.str();
-    if (auto order = plan.getAs<mlir::StringAttr>("order"))
-      report["order"] = order.str();
-  }
   // The contract: never an arena over the budget.
   if (options.budgetBytes &&
       layout.arenaBytes > arenaBudget(options, reserve))

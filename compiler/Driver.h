@@ -10,6 +10,7 @@
 
 #include "compiler/ModelGraph.h"
 #include "compiler/PlanEmitter.h"
+#include "passes/Rematerialize.h"
 #include "passes/TrainStep.h"
 #include "runtime/plan/KernelInfo.h"
 #include "runtime/plan/PlanFormat.h"
@@ -91,11 +92,17 @@ int64_t workspaceReserve(const CompileOptions &options);
 void annotateKernelScratch(mlir::ModuleOp module,
                            const runtime::KernelInfo &info);
 
-/// Imports the model and runs the passes up to `stage` (at most Scheduled).
+/// The planner's options of a compile.
+RematOptions rematOptions(const CompileOptions &options);
+
+/// Imports the model and runs the stages up to `stage` (at most Planned):
+/// the training step, its kernels' scratch, the memory-aware order, the
+/// plan under the budget (whose outcome goes to `outcome` when given).
 /// Throws model::ModelError (user errors) or std::runtime_error.
 mlir::OwningOpRef<mlir::ModuleOp>
 buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
-            Stage stage, const CompileOptions &options = {});
+            Stage stage, const CompileOptions &options = {},
+            RematOutcome *outcome = nullptr);
 
 /// The whole pipeline to a plan; `report` receives the memory report.
 runtime::Plan compilePlan(const model::ModelGraph &graph,

@@ -12,8 +12,8 @@ namespace remat::compiler {
 
 json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
                   const memory::ArenaLayout &layout,
-                  std::optional<int64_t> budgetBytes, double recomputeOverhead,
-                  const std::string &solver, double solveSeconds) {
+                  std::optional<int64_t> budgetBytes,
+                  const RematOutcome &planned) {
   using memory::Role;
   auto at = [&](Role r) {
     return liveness.peakBreakdown[static_cast<int>(r)];
@@ -36,9 +36,17 @@ json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
   // --shard-optimizer: the optimizer bytes above are this rank's slices.
   if (step.optimizerShards > 1)
     report["optimizer_shards"] = step.optimizerShards;
-  report["recompute_overhead"] = recomputeOverhead;
-  report["solver"] = solver;
-  report["solve_seconds"] = solveSeconds;
+  report["recompute_overhead"] = planned.recomputeOverhead;
+  report["solver"] = planned.solver;
+  report["solve_seconds"] = planned.solveSeconds;
+  report["optimality_gap"] =
+      planned.optimalityGap ? json(*planned.optimalityGap) : json(nullptr);
+  report["min_feasible_bytes"] =
+      planned.minFeasibleBytes ? json(*planned.minFeasibleBytes) : json(nullptr);
+  report["min_feasible_gap"] = planned.minFeasibleGap;
+  report["lower_bound_bytes"] = planned.lowerBoundBytes;
+  report["lower_bound_reason"] = planned.lowerBoundReason;
+  report["order"] = planned.order;
   report["peak_op"] = liveness.peakOp >= 0
                           ? json(step.graph.ops[liveness.peakOp].name)
                           : json(nullptr);

@@ -8,6 +8,7 @@
 #define REMAT_COMPILER_PLANEMITTER_H
 
 #include "ir/PlanOps.h"
+#include "passes/Rematerialize.h"
 #include "passes/TrainStep.h"
 #include "runtime/plan/PlanFormat.h"
 
@@ -15,16 +16,18 @@
 
 namespace remat::compiler {
 
-/// The memory report keys of the plan file and `--report`:
-/// budget_bytes, planned_peak_bytes, arena_bytes, live_lower_bound_bytes,
-/// breakdown {params, grads, optimizer, inputs, activations, workspace},
-/// recompute_overhead, solver, solve_seconds.
+/// The report keys of the plan file and `--report` that the step, its
+/// layout and the planner's outcome give (docs/cli.md): budget_bytes,
+/// planned_peak_bytes, arena_bytes, live_lower_bound_bytes, breakdown
+/// {params, grads, optimizer, inputs, activations, workspace}, peak_op,
+/// modeled_step_seconds, and the planner's solver, solve_seconds,
+/// recompute_overhead, optimality_gap, lower_bound_bytes and _reason,
+/// min_feasible_bytes and _gap, order. The driver adds the backend's.
 nlohmann::json memoryReport(const TrainStep &step,
                             const memory::Liveness &liveness,
                             const memory::ArenaLayout &layout,
                             std::optional<int64_t> budgetBytes,
-                            double recomputeOverhead,
-                            const std::string &solver, double solveSeconds);
+                            const RematOutcome &planned);
 
 /// The plan file's contents from the verified `plan.arena` (the plan
 /// dialect serialized): buffers and steps in arena order. The header fields

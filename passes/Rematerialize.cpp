@@ -18,8 +18,9 @@
 //      auto's runners-up, then lower planner targets (attemptPlan);
 //   4. rewrite the IR in that order: first computes move, recomputations
 //      are clones tagged `remat.recompute`, every op reads the latest copy
-//      of each operand. The solver's statistics go to the module attribute
-//      `remat.plan`.
+//      of each operand. The outcome (solver, bounds, overhead) is returned
+//      typed (RematOutcome); the pass also prints it as the module
+//      attribute `remat.plan`.
 // Run it after -remat-schedule and never run CSE after it: CSE would merge
 // the clones back (the tag keeps MLIR's CSE from doing so).
 //
@@ -423,6 +424,177 @@ StepMinimum minimumFeasibleBudget(const planner::Problem &problem,
   return m;
 }
 
+RematOutcome rematerializeTrainStep(mlir::ModuleOp module,
+                                    const RematOptions &options) {
+  const int64_t budgetBytes = options.budgetBytes;
+  const int64_t workspaceReserve = options.workspaceReserve;
+  const int64_t alignment = options.alignment;
+  const bool reorder = options.reorder;
+  const std::string &solver = options.solver;
+  if (budgetBytes < 0)
+    throw std::runtime_error(
+        "-remat-rematerialize needs budget-bytes >= 0 (0: no "
+        "budget, the least memory without recomputation)");
+  planner::SolverKind kind;
+  if (!planner::parseSolverKind(solver, kind))
+    throw std::runtime_error("unknown solver '" + solver +
+                             "' (auto, exact, dp, heuristic, store-all, "
+                             "per-block, sqrt)");
+  if (workspaceReserve < 0)
+    throw std::runtime_error("the workspace reserve of " +
+                             bytesText(workspaceReserve) + " is negative");
+  // A reserve that leaves nothing for the arena makes the budget
+  // infeasible: the error below names the minimum (reserve included).
+  int64_t arenaBudget = std::max<int64_t>(budgetBytes - workspaceReserve, 0);
+  TrainStep step = extractTrainStep(module);
+  auto start = std::chrono::steady_clock::now();
+  planner::Problem problem = buildPlannerProblem(
+      step, alignment, /*shareLossGradient=*/kind != planner::SolverKind::ChainDp);
+  planner::SolveOptions solveOptions;
+  solveOptions.timeLimitSeconds = options.timeLimitSeconds;
+  solveOptions.progress = options.progress;
+  solveOptions.reorder = reorder;
+
+  // 1-3. Solve, replay, check the real arena (without a budget: the
+  // least memory without recomputation).
+  Attempt attempt =
+      budgetBytes == 0
+          ? leastMemoryWithoutRecompute(problem, step, reorder, alignment)
+          : attemptWithFallbacks(problem, step, arenaBudget, kind,
+                                 solveOptions, alignment);
+  if (!attempt.ok) {
+    // The search plans the step a dozen times or more (20 s for a
+    // 48-layer GPT-2): say so before the error comes.
+    llvm::errs() << "remat: no schedule fits " << bytesText(budgetBytes)
+                 << "; searching the minimum feasible budget...\n";
+    int64_t feasible =
+        minimumFeasibleBudget(problem, step, reorder, alignment)
+            .minFeasibleBytes;
+    std::string diag = "no schedule fits the budget of " + bytesText(budgetBytes);
+    if (workspaceReserve > 0)
+      diag += " (an arena of " + bytesText(arenaBudget) +
+              " after the workspace reserve of " +
+              bytesText(workspaceReserve) + ")";
+    if (feasible > 0) {
+      diag += "; minimum feasible budget: " +
+              bytesText(feasible + workspaceReserve) + " (";
+      if (workspaceReserve > 0)
+        diag += "an arena of " + bytesText(feasible) + " plus the reserve; ";
+      diag += (kind == planner::SolverKind::Auto
+                   ? "the smallest"
+                   : "with solver auto, not " + solver + ": the smallest");
+      diag += " that the heuristic or per-block schedule meets after "
+              "buffer layout, to within 0.5%)";
+    }
+    diag += "; " + attempt.error;
+    throw std::runtime_error(diag);
+  }
+  const planner::SolveResult &result = attempt.result;
+  const memory::RecomputedStep &applied = attempt.applied;
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+
+  // 4. Rewrite the IR.
+  mlir::Operation *terminator = nullptr;
+  std::vector<mlir::Operation *> ops = trainStepOps(module, &terminator);
+  mlir::IRMapping latest; // original value -> latest copy
+  mlir::OpBuilder b(terminator);
+  double recomputeSeconds = 0;
+  // Each op's operands as the program wrote them: an op placed before
+  // one of its recomputations has its operands rewritten to the copies
+  // live then, and a clone made later from it must read the copies live
+  // at the clone instead (else it keeps an old copy alive, and the
+  // arena outgrows the one the planner laid out).
+  std::vector<llvm::SmallVector<mlir::Value, 4>> sources;
+  sources.reserve(ops.size());
+  for (mlir::Operation *op : ops)
+    sources.emplace_back(op->getOperands().begin(), op->getOperands().end());
+  auto readLatest = [&](mlir::Operation *op, size_t origin) {
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      op->setOperand(i, latest.lookupOrDefault(sources[origin][i]));
+  };
+  for (size_t k = 0; k < applied.origin.size(); ++k) {
+    mlir::Operation *original = ops[applied.origin[k]];
+    if (!applied.recompute[k]) {
+      readLatest(original, size_t(applied.origin[k]));
+      original->moveBefore(terminator);
+      for (mlir::Value r : original->getResults())
+        latest.map(r, r);
+      continue;
+    }
+    mlir::Operation *clone = b.clone(*original, latest);
+    readLatest(clone, size_t(applied.origin[k]));
+    clone->setAttr("remat.recompute", b.getUnitAttr());
+    for (unsigned r = 0; r < original->getNumResults(); ++r)
+      latest.map(original->getResult(r), clone->getResult(r));
+    recomputeSeconds += step.ops[applied.origin[k]].recomputeSeconds;
+  }
+  for (mlir::OpOperand &operand : terminator->getOpOperands())
+    operand.set(latest.lookupOrDefault(operand.get()));
+  // Ops the schedule never computes (nothing needs them) go, users first.
+  std::vector<char> computed(ops.size(), 0);
+  for (int k : applied.origin)
+    computed[k] = 1;
+  for (size_t k = ops.size(); k-- > 0;)
+    if (!computed[k] && ops[k]->use_empty())
+      ops[k]->erase();
+
+  // The bound and (when asked: it plans the step a dozen times) the
+  // minimum feasible budget, whole-step: the reserve included.
+  std::optional<StepMinimum> minimum;
+  if (options.searchMinimum)
+    minimum = minimumFeasibleBudget(problem, step, reorder, alignment);
+  planner::LowerBound bound = planner::computeLowerBound(problem);
+  int64_t lowerBound = minimum ? minimum->lowerBoundBytes : bound.bytes;
+  std::string lowerReason =
+      minimum ? minimum->lowerBoundReason : bound.describe(problem);
+  RematOutcome out;
+  out.solver = result.stats.solverName;
+  out.status = result.stats.status;
+  out.budgetBytes = budgetBytes;
+  out.lowerBoundBytes = lowerBound + workspaceReserve;
+  out.lowerBoundReason = lowerReason;
+  if (minimum)
+    out.minFeasibleBytes = minimum->minFeasibleBytes + workspaceReserve;
+  out.minFeasibleGap = minimum ? minimum->gap : "not-searched";
+  out.solveSeconds = seconds;
+  if (!std::isnan(result.stats.provenGap))
+    out.optimalityGap = result.stats.provenGap;
+  out.recomputeOverhead = recomputeSeconds / step.totalSeconds();
+  out.order = result.stats.order;
+  return out;
+}
+
+void setPlanSummary(mlir::ModuleOp module, const RematOutcome &outcome) {
+  mlir::Builder attrs(module.getContext());
+  module->setAttr(
+      "remat.plan",
+      attrs.getDictionaryAttr({
+          attrs.getNamedAttr("solver", attrs.getStringAttr(outcome.solver)),
+          attrs.getNamedAttr("status", attrs.getStringAttr(outcome.status)),
+          attrs.getNamedAttr("budget_bytes",
+                             attrs.getI64IntegerAttr(outcome.budgetBytes)),
+          attrs.getNamedAttr("lower_bound_bytes",
+                             attrs.getI64IntegerAttr(outcome.lowerBoundBytes)),
+          attrs.getNamedAttr("lower_bound_reason",
+                             attrs.getStringAttr(outcome.lowerBoundReason)),
+          attrs.getNamedAttr(
+              "min_feasible_bytes",
+              attrs.getI64IntegerAttr(outcome.minFeasibleBytes.value_or(-1))),
+          attrs.getNamedAttr("min_feasible_gap",
+                             attrs.getStringAttr(outcome.minFeasibleGap)),
+          attrs.getNamedAttr("solve_seconds",
+                             attrs.getF64FloatAttr(outcome.solveSeconds)),
+          attrs.getNamedAttr(
+              "optimality_gap",
+              attrs.getF64FloatAttr(outcome.optimalityGap.value_or(-1.0))),
+          attrs.getNamedAttr("recompute_overhead",
+                             attrs.getF64FloatAttr(outcome.recomputeOverhead)),
+          attrs.getNamedAttr("order", attrs.getStringAttr(outcome.order)),
+      }));
+}
+
 namespace {
 
 struct RematerializePass
@@ -431,170 +603,21 @@ struct RematerializePass
 
   void runOnOperation() override {
     mlir::ModuleOp module = getOperation();
-    if (budgetBytes < 0) {
-      module.emitError("-remat-rematerialize needs budget-bytes >= 0 (0: no "
-                       "budget, the least memory without recomputation)");
-      return signalPassFailure();
-    }
-    planner::SolverKind kind;
-    if (!planner::parseSolverKind(solver, kind)) {
-      module.emitError("unknown solver '" + solver +
-                       "' (auto, exact, dp, heuristic, store-all, "
-                       "per-block, sqrt)");
-      return signalPassFailure();
-    }
-    if (workspaceReserve < 0) {
-      module.emitError() << "the workspace reserve of "
-                         << bytesText(workspaceReserve) << " is negative";
-      return signalPassFailure();
-    }
-    // A reserve that leaves nothing for the arena makes the budget
-    // infeasible: the error below names the minimum (reserve included).
-    int64_t arenaBudget = std::max<int64_t>(budgetBytes - workspaceReserve, 0);
-    std::optional<TrainStep> extracted = extractTrainStepOrEmit(module);
-    if (!extracted)
-      return signalPassFailure();
-    TrainStep &step = *extracted;
-    auto start = std::chrono::steady_clock::now();
-    planner::Problem problem = buildPlannerProblem(
-        step, alignment, /*shareLossGradient=*/kind != planner::SolverKind::ChainDp);
-    planner::SolveOptions options;
+    RematOptions options;
+    options.budgetBytes = budgetBytes;
+    options.workspaceReserve = workspaceReserve;
+    options.solver = solver;
     options.timeLimitSeconds = timeLimit;
+    options.alignment = alignment;
     options.progress = progress;
     options.reorder = reorder;
-
-    // 1-3. Solve, replay, check the real arena (without a budget: the
-    // least memory without recomputation).
-    Attempt attempt =
-        budgetBytes == 0
-            ? leastMemoryWithoutRecompute(problem, step, reorder, alignment)
-            : attemptWithFallbacks(problem, step, arenaBudget, kind, options,
-                                   alignment);
-    if (!attempt.ok) {
-      planner::SolveOptions quiet = options;
-      quiet.progress = false;
-      // The search plans the step a dozen times or more (20 s for a
-      // 48-layer GPT-2): say so before the error comes.
-      llvm::errs() << "remat: no schedule fits " << bytesText(budgetBytes)
-                   << "; searching the minimum feasible budget...\n";
-      int64_t feasible =
-          minimumFeasibleBudget(problem, step, reorder, alignment)
-              .minFeasibleBytes;
-      auto diag = module.emitError();
-      diag << "no schedule fits the budget of " << bytesText(budgetBytes);
-      if (workspaceReserve > 0)
-        diag << " (an arena of " << bytesText(arenaBudget)
-             << " after the workspace reserve of "
-             << bytesText(workspaceReserve) << ")";
-      if (feasible > 0) {
-        diag << "; minimum feasible budget: "
-             << bytesText(feasible + workspaceReserve) << " (";
-        if (workspaceReserve > 0)
-          diag << "an arena of " << bytesText(feasible) << " plus the "
-               << "reserve; ";
-        diag << (kind == planner::SolverKind::Auto
-                     ? "the smallest"
-                     : "with solver auto, not " + solver + ": the smallest")
-             << " that the heuristic or per-block schedule meets after "
-                "buffer layout, to within 0.5%)";
-      }
-      diag << "; " << attempt.error;
-      return signalPassFailure();
+    options.searchMinimum = searchMinimum;
+    try {
+      setPlanSummary(module, rematerializeTrainStep(module, options));
+    } catch (const std::exception &e) {
+      module.emitError(e.what());
+      signalPassFailure();
     }
-    const planner::SolveResult &result = attempt.result;
-    const memory::RecomputedStep &applied = attempt.applied;
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
-
-    // 4. Rewrite the IR.
-    mlir::Operation *terminator = nullptr;
-    std::vector<mlir::Operation *> ops = trainStepOps(module, &terminator);
-    mlir::IRMapping latest; // original value -> latest copy
-    mlir::OpBuilder b(terminator);
-    double recomputeSeconds = 0;
-    // Each op's operands as the program wrote them: an op placed before
-    // one of its recomputations has its operands rewritten to the copies
-    // live then, and a clone made later from it must read the copies live
-    // at the clone instead (else it keeps an old copy alive, and the
-    // arena outgrows the one the planner laid out).
-    std::vector<llvm::SmallVector<mlir::Value, 4>> sources;
-    sources.reserve(ops.size());
-    for (mlir::Operation *op : ops)
-      sources.emplace_back(op->getOperands().begin(), op->getOperands().end());
-    auto readLatest = [&](mlir::Operation *op, size_t origin) {
-      for (unsigned i = 0; i < op->getNumOperands(); ++i)
-        op->setOperand(i, latest.lookupOrDefault(sources[origin][i]));
-    };
-    for (size_t k = 0; k < applied.origin.size(); ++k) {
-      mlir::Operation *original = ops[applied.origin[k]];
-      if (!applied.recompute[k]) {
-        readLatest(original, size_t(applied.origin[k]));
-        original->moveBefore(terminator);
-        for (mlir::Value r : original->getResults())
-          latest.map(r, r);
-        continue;
-      }
-      mlir::Operation *clone = b.clone(*original, latest);
-      readLatest(clone, size_t(applied.origin[k]));
-      clone->setAttr("remat.recompute", b.getUnitAttr());
-      for (unsigned r = 0; r < original->getNumResults(); ++r)
-        latest.map(original->getResult(r), clone->getResult(r));
-      recomputeSeconds += step.ops[applied.origin[k]].recomputeSeconds;
-    }
-    for (mlir::OpOperand &operand : terminator->getOpOperands())
-      operand.set(latest.lookupOrDefault(operand.get()));
-    // Ops the schedule never computes (nothing needs them) go, users first.
-    std::vector<char> computed(ops.size(), 0);
-    for (int k : applied.origin)
-      computed[k] = 1;
-    for (size_t k = ops.size(); k-- > 0;)
-      if (!computed[k] && ops[k]->use_empty())
-        ops[k]->erase();
-
-    // The bound and (when asked: it plans the step a dozen times) the
-    // minimum feasible budget, whole-step: the reserve included.
-    std::optional<StepMinimum> minimum;
-    if (searchMinimum)
-      minimum = minimumFeasibleBudget(problem, step, reorder, alignment);
-    planner::LowerBound bound = planner::computeLowerBound(problem);
-    int64_t lowerBound = minimum ? minimum->lowerBoundBytes : bound.bytes;
-    std::string lowerReason =
-        minimum ? minimum->lowerBoundReason : bound.describe(problem);
-    mlir::Builder attrs(module.getContext());
-    double gap = result.stats.provenGap;
-    module->setAttr(
-        "remat.plan",
-        attrs.getDictionaryAttr({
-            attrs.getNamedAttr("solver",
-                               attrs.getStringAttr(result.stats.solverName)),
-            attrs.getNamedAttr("status",
-                               attrs.getStringAttr(result.stats.status)),
-            attrs.getNamedAttr("budget_bytes",
-                               attrs.getI64IntegerAttr(budgetBytes)),
-            attrs.getNamedAttr(
-                "lower_bound_bytes",
-                attrs.getI64IntegerAttr(lowerBound + workspaceReserve)),
-            attrs.getNamedAttr("lower_bound_reason",
-                               attrs.getStringAttr(lowerReason)),
-            attrs.getNamedAttr(
-                "min_feasible_bytes",
-                attrs.getI64IntegerAttr(
-                    minimum ? minimum->minFeasibleBytes + workspaceReserve
-                            : -1)),
-            attrs.getNamedAttr("min_feasible_gap",
-                               attrs.getStringAttr(minimum ? minimum->gap
-                                                           : "not-searched")),
-            attrs.getNamedAttr("solve_seconds", attrs.getF64FloatAttr(seconds)),
-            attrs.getNamedAttr(
-                "optimality_gap",
-                attrs.getF64FloatAttr(std::isnan(gap) ? -1.0 : gap)),
-            attrs.getNamedAttr(
-                "recompute_overhead",
-                attrs.getF64FloatAttr(recomputeSeconds / step.totalSeconds())),
-            attrs.getNamedAttr("order",
-                               attrs.getStringAttr(result.stats.order)),
-        }));
   }
 };
 

@@ -5,6 +5,11 @@
 #include "passes/TrainStep.h"
 #include "passes/planner/Solvers.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+
 namespace remat {
 
 /// One planner node per op of the step, in its current order: output bytes
@@ -88,6 +93,52 @@ struct StepMinimum {
 StepMinimum minimumFeasibleBudget(const planner::Problem &problem,
                                   const TrainStep &step, bool reorder,
                                   int64_t alignment);
+
+/// How -remat-rematerialize plans (its pass options, Passes.td, say the
+/// same; compiler::CompileOptions fills it for a compile).
+struct RematOptions {
+  /// The budget of the whole step; 0: none, the least memory without
+  /// recomputation.
+  int64_t budgetBytes = 0;
+  /// Bytes of the budget kept for a workspace beside the arena.
+  int64_t workspaceReserve = 0;
+  std::string solver = "auto";
+  double timeLimitSeconds = 1; ///< of the exact MILP
+  int64_t alignment = 64;
+  bool progress = false;
+  bool reorder = true;
+  /// Also search the minimum feasible budget (it plans the step a dozen
+  /// times).
+  bool searchMinimum = false;
+};
+
+/// What planning the step found, for the report (docs/cli.md): the solver
+/// and its status, the bounds and the minimum (whole-step: the reserve
+/// included), the modeled recompute overhead.
+struct RematOutcome {
+  std::string solver;
+  std::string status;
+  int64_t budgetBytes = 0;
+  int64_t lowerBoundBytes = 0;
+  std::string lowerBoundReason;
+  std::optional<int64_t> minFeasibleBytes; ///< when searched
+  std::string minFeasibleGap = "not-searched";
+  double solveSeconds = 0;
+  std::optional<double> optimalityGap; ///< when the solver proves one
+  double recomputeOverhead = 0;
+  std::string order; ///< the order the schedule came from
+};
+
+/// Plans the scheduled @train_step of `module` under options.budgetBytes
+/// and rewrites it in the planned order (the algorithm: Rematerialize.cpp).
+/// Throws std::runtime_error naming the minimum feasible budget when no
+/// schedule fits, or a bad option.
+RematOutcome rematerializeTrainStep(mlir::ModuleOp module,
+                                    const RematOptions &options);
+
+/// The outcome as the module attribute `remat.plan` (a dictionary), so the
+/// IR printed after planning shows it; nothing reads it back.
+void setPlanSummary(mlir::ModuleOp module, const RematOutcome &outcome);
 
 } // namespace remat
 

@@ -19,7 +19,7 @@ capture writes into DIR (which must be empty or not exist):
       `tiny-b64` (--preset tiny --set batch=64); seed_mlp `tiny`; any other
       model `tiny` where it has that preset, else `batch2` (--set batch=2).
       The minimum is what `remat compile --budget 1` names in its error
-      ("minimum feasible budget: N"), as tests/e2e/checks.py finds it; half is
+      ("minimum feasible budget: N"), as tests/e2e/checks_common.py finds it; half is
       persistent + activations // 2 from the store-all report
       (persistent = planned_peak_bytes - activations - grads), raised to the
       minimum where it is below it (as the e2e budgets-bitwise check does;

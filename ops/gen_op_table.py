@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Generates ops/generated/OpTable.inc from the graph dialect's ODS records.
 
-Every graph op is defined once, in ir/GraphOps.td. The MLIR-free parts of
-remat (the runtime, the model reader, the shape rules) read that definition
-through this file: an X-macro table, one line per op, operand, result,
-attribute and kernel family. The input is `llvm-tblgen --dump-json` of
+Every graph op is defined once, in ir/GraphOps.td or a file it includes.
+The MLIR-free parts of remat (the runtime, the model reader, the shape
+rules) read that definition through this file: an X-macro table, one line
+per op, operand, result, attribute and kernel family, the ops in the order
+TableGen reads their records. The input is `llvm-tblgen --dump-json` of
 ir/GraphOps.td.
 
 Usage:
@@ -56,6 +57,27 @@ def fail(message):
     sys.exit("gen_op_table: " + message)
 
 
+def source_order(root):
+    """The .td files of the project in the order TableGen reads them from
+    ir/GraphOps.td (each at its first include), by file name, the way the
+    records' `!locs` name them."""
+    order = []
+
+    def visit(path):
+        name = os.path.basename(path)
+        if name in order:
+            return
+        order.append(name)
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                m = re.match(r'\s*include\s+"([^"]+)"', line)
+                if m and os.path.exists(os.path.join(root, m.group(1))):
+                    visit(os.path.join(root, m.group(1)))
+
+    visit(os.path.join(root, "ir/GraphOps.td"))
+    return {name: rank for rank, name in enumerate(order)}
+
+
 def attr_info(records, op, name, arg):
     """(type, required, default C++ literal) of one ODS attribute."""
     rec = records[arg["def"]]
@@ -73,13 +95,14 @@ def attr_info(records, op, name, arg):
 
 
 def generate(records):
+    files = source_order(ROOT)
     ops = []
     for rec_name in records["!instanceof"]["Op"]:
         r = records[rec_name]
         if r["opDialect"]["def"] != "Graph_Dialect":
             continue
-        line = int(r["!locs"][0].split(":")[1])
-        ops.append((line, rec_name, r))
+        file, line = r["!locs"][0].rsplit(":", 1)
+        ops.append((files.get(file, len(files)), int(line), rec_name, r))
     ops.sort()
 
     lines = [
@@ -99,7 +122,7 @@ def generate(records):
     ]
     op_lines, operand_lines, result_lines, attr_lines = [], [], [], []
     fields, rules, families = {}, [], []
-    for _, rec_name, r in ops:
+    for _, _, rec_name, r in ops:
         name = r["opName"]
         kind = camel(name)
         family = r.get("kernelFamily")

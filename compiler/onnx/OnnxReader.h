@@ -1,0 +1,214 @@
+//===- OnnxReader.h - The state of one ONNX import --------------*- C++ -*-===//
+//
+// The reader of compiler/OnnxImporter.h, private to its files: the constant
+// data of shape computations, the symbols of ONNX value names, and the
+// OnnxReader whose steps are written in OnnxImporter.cpp (the steps in
+// order, the node dispatch, the loss) and compiler/onnx/: ProtoReading.cpp
+// (step 1), Values.cpp (step 2, node inputs and the graph ops made for a
+// node), ShapeOps.cpp (shape folding and layout ops) and ComputeOps.cpp
+// (arithmetic, activations, linear algebra, convolution, normalization,
+// slices).
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_COMPILER_ONNX_ONNXREADER_H
+#define REMAT_COMPILER_ONNX_ONNXREADER_H
+
+#include "compiler/OnnxImporter.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace remat::model::onnx_reader {
+
+using nlohmann::json;
+
+/// Constant data of a shape computation, every element held as a double
+/// (exact for the integers shapes are made of).
+struct ConstantData {
+  std::vector<int64_t> shape;
+  std::vector<double> values;
+  bool isFloat = false;
+};
+
+/// What an ONNX value name stands for: a model value, or constant data.
+struct Symbol {
+  int value = -1;
+  std::optional<ConstantData> constantData;
+};
+
+/// The product of dims [begin, end).
+inline int64_t product(const std::vector<int64_t> &dims, size_t begin,
+                       size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end; ++i)
+    n *= dims[i];
+  return n;
+}
+
+/// "D0,D1,..." as --input-shape takes it.
+inline std::string dimsText(const std::vector<int64_t> &dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? "," : "") + std::to_string(dims[i]);
+  return s;
+}
+
+/// Whether an ONNX element type is a float type.
+inline bool isFloatTensorType(int elemType) {
+  return elemType == onnx::TensorProto::FLOAT ||
+         elemType == onnx::TensorProto::DOUBLE ||
+         elemType == onnx::TensorProto::FLOAT16 ||
+         elemType == onnx::TensorProto::BFLOAT16;
+}
+
+/// The name of an ONNX element type ("unknown" for an invalid one).
+inline const char *elemTypeName(int elemType) {
+  return onnx::TensorProto::DataType_IsValid(elemType)
+             ? onnx::TensorProto::DataType_Name(
+                   onnx::TensorProto::DataType(elemType))
+                   .c_str()
+             : "unknown";
+}
+
+/// Normalizes an axis in [-rank, rank) (or [-rank-1, rank] when inserting).
+inline std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// One import: read() runs the steps (OnnxImporter.cpp).
+class OnnxReader {
+public:
+  OnnxReader(const std::string &path, const ModelOptions &options)
+      : path(path), options(options) {}
+
+  OnnxModel read();
+
+private:
+  const std::string &path;
+  const ModelOptions &options;
+  onnx::ModelProto proto;
+  int opset = 0;
+  OnnxModel out;
+  ModelGraph &graph = out.graph;
+  std::map<std::string, Symbol> symbols;
+  std::map<std::string, const onnx::TensorProto *> initializers;
+  /// ONNX's inferred shapes of intermediate values (value_info).
+  std::map<std::string, std::vector<int64_t>> inferredShapes;
+  std::set<std::string> names; ///< every model value's name so far
+  /// Outputs of imported nodes that remat does not compute (Dropout's
+  /// mask, LayerNormalization's mean), with the words for the error when a
+  /// node reads one.
+  std::map<std::string, std::string> unavailable;
+  /// Constant data read as a tensor operand: the fixed input made for it.
+  std::map<std::string, int> fixedInputs;
+  /// BatchNormalization's outputs 1-4, which are no values of the graph.
+  std::set<std::string> statisticsOutputs;
+  const onnx::NodeProto *node = nullptr;
+  std::string nodeName; ///< unique name of the node being imported
+  int nodeConstants = 0; ///< helper constants made for the current node
+
+  [[noreturn]] void fail(const std::string &why) const {
+    throw ModelError(graph.sourceName + ": " + why);
+  }
+  [[noreturn]] void failNode(const std::string &why) const {
+    fail("node '" + nodeName + "' (" + node->op_type() + ", opset " +
+         std::to_string(opset) + "): " + why);
+  }
+
+  void parse();
+  void checkStrings();
+  void checkAndInferShapes();
+  std::string isolated(const std::string &what,
+                       const std::function<std::string()> &work,
+                       bool &failed);
+  void readInputs();
+  void importNode();
+  void addLoss();
+  void pruneToLoss();
+  void readOptimizer();
+
+  std::string uniqueName(const std::string &wanted);
+  int64_t elementCount(const onnx::TensorProto &t);
+  std::vector<float> initializerFloats(const onnx::TensorProto &t);
+  ConstantData tensorConstant(const onnx::TensorProto &t);
+  void checkFrozen();
+  int parameter(const onnx::TensorProto &t);
+  int fixedInput(const std::string &onnxName, const ConstantData &c);
+
+  /// The node's input `i`: whether it is given, as constant data, as a value.
+  bool hasInput(int i) const {
+    return i < node->input_size() && !node->input(i).empty();
+  }
+  const Symbol &symbolOf(int i);
+  const ConstantData *constantInput(int i);
+  const ConstantData &requireConstant(int i, const std::string &what);
+  double scalarInput(int i, const std::string &what, double fallback);
+  int valueInput(int i);
+  /// The node's input `i` as state (BatchNormalization's running
+  /// statistics): a float initializer, its value kept with the weights.
+  int stateInput(int i, const std::string &what);
+  const ValueType &typeOf(int value) const {
+    return graph.values[size_t(value)].type;
+  }
+  std::vector<int64_t> shapeOfInput(int i);
+
+  /// Appends graph op `kind` named `name`; `given` is the result shape of
+  /// reshape/constant. Returns the result's value id.
+  int emit(const std::string &name, const std::string &kind,
+           const std::vector<int> &operands, json attrs = json::object(),
+           const std::vector<int64_t> *given = nullptr);
+  /// A graph op of shape `shape` whose elements are all `value`, named
+  /// after `name`.
+  int uniformConstant(double value, const std::vector<int64_t> &shape,
+                      const std::string &name);
+  int scalarConstant(double value, const std::string &name);
+  /// `value` reshaped to `shape` (itself when it has that shape).
+  int reshapeTo(int value, const std::vector<int64_t> &shape,
+                const std::string &name);
+  void define(int output, int value);
+  void defineConstant(int output, ConstantData c);
+
+  // Attributes.
+  const onnx::AttributeProto *attribute(const std::string &name) const;
+  int64_t intAttribute(const std::string &name, int64_t fallback) const;
+  double floatAttribute(const std::string &name, double fallback) const;
+
+  // Shape folding and layout ops (ShapeOps.cpp).
+  ConstantData foldElementwise(const ConstantData &a, const ConstantData &b);
+  void importShapeOp();
+  void importIdentity();
+  void importReshape();
+  void importTranspose();
+  void importEmbedding();
+  void importConcat();
+
+  // Arithmetic, activations, linear algebra, convolution and pooling,
+  // normalization, slices (ComputeOps.cpp).
+  void importArithmetic();
+  void importActivation();
+  void importPow();
+  void importClip();
+  void importDropout();
+  void importMatMul();
+  void importGemm();
+  void importWindowOp();
+  void importReduceMean();
+  void importLayerNorm();
+  void importBatchNormalization();
+  void importResize();
+  void importSlice();
+  void importSplit();
+};
+
+} // namespace remat::model::onnx_reader
+
+#endif // REMAT_COMPILER_ONNX_ONNXREADER_H

@@ -1,0 +1,342 @@
+//===- ShapeOps.cpp - ONNX shape computations and layout ops --------------===//
+//
+// The nodes of shape computations, evaluated when their inputs are
+// constant (Constant, Shape, Gather, Squeeze, Unsqueeze, Concat, Cast,
+// and the arithmetic of ComputeOps.cpp), and the layout ops: Reshape,
+// Flatten, Transpose, Identity, Concat, and Gather as an embedding
+// lookup.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/onnx/OnnxReader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace remat::model::onnx_reader {
+
+/// Index of the element of a broadcast operand of shape `from` that feeds
+/// element `index` of a result of shape `to` (NumPy rules).
+static int64_t broadcastIndex(int64_t index, const std::vector<int64_t> &to,
+                              const std::vector<int64_t> &from) {
+  int64_t source = 0, stride = 1;
+  for (size_t k = 0; k < to.size(); ++k) {
+    size_t axis = to.size() - 1 - k;
+    int64_t coordinate = index % to[axis];
+    index /= to[axis];
+    if (k < from.size()) {
+      int64_t dim = from[from.size() - 1 - k];
+      source += (dim == 1 ? 0 : coordinate) * stride;
+      stride *= dim;
+    }
+  }
+  return source;
+}
+
+ConstantData OnnxReader::foldElementwise(const ConstantData &a,
+                                         const ConstantData &b) {
+  ConstantData r;
+  r.isFloat = a.isFloat || b.isFloat;
+  size_t rank = std::max(a.shape.size(), b.shape.size());
+  r.shape.assign(rank, 1);
+  for (size_t k = 0; k < rank; ++k) {
+    int64_t da = k < a.shape.size() ? a.shape[a.shape.size() - 1 - k] : 1;
+    int64_t db = k < b.shape.size() ? b.shape[b.shape.size() - 1 - k] : 1;
+    if (da != db && da != 1 && db != 1)
+      failNode("operand shapes " + ops::formatShape(a.shape) + " and " +
+               ops::formatShape(b.shape) + " do not broadcast");
+    r.shape[rank - 1 - k] = da == 1 ? db : da;
+  }
+  const std::string &op = node->op_type();
+  int64_t count = product(r.shape, 0, rank);
+  for (int64_t i = 0; i < count; ++i) {
+    double x = a.values[size_t(broadcastIndex(i, r.shape, a.shape))];
+    double y = b.values[size_t(broadcastIndex(i, r.shape, b.shape))];
+    double v = op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y
+                                                                       : 0;
+    if (op == "Div") {
+      if (!r.isFloat && y == 0)
+        failNode("integer division by zero in a shape computation");
+      v = r.isFloat ? x / y : std::trunc(x / y);
+    }
+    r.values.push_back(v);
+  }
+  return r;
+}
+
+void OnnxReader::importShapeOp() {
+  const std::string &op = node->op_type();
+  if (op == "Constant") {
+    const onnx::AttributeProto &a = node->attribute(0);
+    ConstantData c;
+    if (a.name() == "value") {
+      c = tensorConstant(a.t());
+    } else if (a.name() == "value_float" || a.name() == "value_int") {
+      c.isFloat = a.name() == "value_float";
+      c.values.push_back(c.isFloat ? double(a.f()) : double(a.i()));
+    } else if (a.name() == "value_floats") {
+      c.isFloat = true;
+      c.values.assign(a.floats().begin(), a.floats().end());
+      c.shape = {int64_t(c.values.size())};
+    } else {
+      for (int64_t v : a.ints())
+        c.values.push_back(double(v));
+      c.shape = {int64_t(c.values.size())};
+    }
+    defineConstant(0, std::move(c));
+    return;
+  }
+  if (op == "Shape") {
+    std::vector<int64_t> shape = shapeOfInput(0);
+    int64_t rank = int64_t(shape.size());
+    int64_t start = intAttribute("start", 0), end = intAttribute("end", rank);
+    start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+    end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+    ConstantData c;
+    for (int64_t k = start; k < end; ++k)
+      c.values.push_back(double(shape[size_t(k)]));
+    c.shape = {int64_t(c.values.size())};
+    defineConstant(0, std::move(c));
+    return;
+  }
+  if (op == "Gather") {
+    const ConstantData &data =
+        requireConstant(0, "Gather of a computed tensor: data");
+    const ConstantData &indices = requireConstant(1, "indices");
+    int64_t rank = int64_t(data.shape.size());
+    auto axis = normalizeAxis(intAttribute("axis", 0), rank);
+    if (!axis)
+      failNode("axis out of range");
+    ConstantData r;
+    r.isFloat = data.isFloat;
+    r.shape.assign(data.shape.begin(), data.shape.begin() + *axis);
+    r.shape.insert(r.shape.end(), indices.shape.begin(), indices.shape.end());
+    r.shape.insert(r.shape.end(), data.shape.begin() + *axis + 1,
+                   data.shape.end());
+    int64_t outer = product(data.shape, 0, size_t(*axis));
+    int64_t dim = data.shape[size_t(*axis)];
+    int64_t inner = product(data.shape, size_t(*axis) + 1, data.shape.size());
+    for (int64_t o = 0; o < outer; ++o)
+      for (double index : indices.values) {
+        int64_t k = int64_t(index) < 0 ? int64_t(index) + dim : int64_t(index);
+        if (k < 0 || k >= dim)
+          failNode("index " + std::to_string(int64_t(index)) +
+                   " is out of range for a dimension of " +
+                   std::to_string(dim));
+        for (int64_t in = 0; in < inner; ++in)
+          r.values.push_back(data.values[size_t((o * dim + k) * inner + in)]);
+      }
+    defineConstant(0, std::move(r));
+    return;
+  }
+  if (op == "Unsqueeze" || op == "Squeeze") {
+    std::vector<int64_t> shape = shapeOfInput(0);
+    std::vector<int64_t> result;
+    bool squeeze = op == "Squeeze";
+    std::vector<int64_t> axes;
+    if (hasInput(1))
+      for (double v : requireConstant(1, "axes").values)
+        axes.push_back(int64_t(v));
+    if (squeeze) {
+      int64_t rank = int64_t(shape.size());
+      std::set<int64_t> drop;
+      for (int64_t axis : axes) {
+        auto a = normalizeAxis(axis, rank);
+        if (!a || shape[size_t(*a)] != 1)
+          failNode("cannot squeeze axis " + std::to_string(axis) + " of " +
+                   ops::formatShape(shape));
+        drop.insert(*a);
+      }
+      for (int64_t k = 0; k < rank; ++k)
+        if (axes.empty() ? shape[size_t(k)] != 1 : !drop.count(k))
+          result.push_back(shape[size_t(k)]);
+    } else {
+      int64_t rank = int64_t(shape.size() + axes.size());
+      std::set<int64_t> insert;
+      for (int64_t axis : axes) {
+        auto a = normalizeAxis(axis, rank);
+        if (!a || !insert.insert(*a).second)
+          failNode("bad axis " + std::to_string(axis));
+      }
+      size_t next = 0;
+      for (int64_t k = 0; k < rank; ++k)
+        result.push_back(insert.count(k) ? 1 : shape[next++]);
+    }
+    if (const ConstantData *c = constantInput(0)) {
+      ConstantData r = *c;
+      r.shape = result;
+      defineConstant(0, std::move(r));
+    } else {
+      define(0, reshapeTo(valueInput(0), result, uniqueName(nodeName)));
+    }
+    return;
+  }
+  if (op == "Concat") {
+    ConstantData r;
+    std::vector<const ConstantData *> parts;
+    for (int i = 0; i < node->input_size(); ++i)
+      parts.push_back(&requireConstant(
+          i, "Concat of computed tensors is not supported yet: input"));
+    int64_t rank = int64_t(parts[0]->shape.size());
+    auto axis = normalizeAxis(intAttribute("axis", 0), rank);
+    if (!axis)
+      failNode("axis out of range");
+    r.shape = parts[0]->shape;
+    r.shape[size_t(*axis)] = 0;
+    for (const ConstantData *p : parts) {
+      r.isFloat |= p->isFloat;
+      r.shape[size_t(*axis)] += p->shape[size_t(*axis)];
+    }
+    int64_t outer = product(r.shape, 0, size_t(*axis));
+    for (int64_t o = 0; o < outer; ++o)
+      for (const ConstantData *p : parts) {
+        int64_t block = product(p->shape, size_t(*axis), p->shape.size());
+        for (int64_t k = 0; k < block; ++k)
+          r.values.push_back(p->values[size_t(o * block + k)]);
+      }
+    defineConstant(0, std::move(r));
+    return;
+  }
+  if (op == "Cast") {
+    int64_t to = intAttribute("to", 0);
+    if (const ConstantData *c = constantInput(0)) {
+      ConstantData r = *c;
+      r.isFloat = isFloatTensorType(int(to));
+      if (!r.isFloat)
+        for (double &v : r.values)
+          v = std::trunc(v);
+      defineConstant(0, std::move(r));
+      return;
+    }
+    if (to != onnx::TensorProto::FLOAT)
+      failNode("Cast of a computed tensor to " + std::string(elemTypeName(int(to))) +
+               " is not supported (remat computes in f32)");
+    define(0, valueInput(0));
+    return;
+  }
+}
+
+/// Identity: its input, a value or constant data.
+void OnnxReader::importIdentity() {
+  const Symbol &s = symbolOf(0);
+  if (s.value >= 0)
+    define(0, s.value);
+  else
+    defineConstant(0, *s.constantData);
+}
+
+/// Reshape (to a constant shape, 0 and -1 read as ONNX reads them) and
+/// Flatten: folded on constant data, else a reshape of the value (none
+/// when the shape stays).
+void OnnxReader::importReshape() {
+  const std::string &op = node->op_type();
+  std::vector<int64_t> shape = shapeOfInput(0), result;
+  if (op == "Flatten") {
+    int64_t rank = int64_t(shape.size());
+    int64_t axis = intAttribute("axis", 1);
+    if (axis < -rank || axis > rank)
+      failNode("axis " + std::to_string(axis) + " out of range");
+    if (axis < 0)
+      axis += rank;
+    result = {product(shape, 0, size_t(axis)),
+              product(shape, size_t(axis), shape.size())};
+  } else {
+    const ConstantData &target = requireConstant(1, "the shape");
+    bool allowZero = intAttribute("allowzero", 0) != 0;
+    int64_t known = 1, inferAt = -1;
+    for (size_t k = 0; k < target.values.size(); ++k) {
+      int64_t d = int64_t(target.values[k]);
+      if (d == 0 && !allowZero) {
+        if (k >= shape.size())
+          failNode("shape entry 0 at " + std::to_string(k) +
+                   " copies a dimension the input lacks");
+        d = shape[k];
+      }
+      if (d == -1) {
+        if (inferAt >= 0)
+          failNode("the shape has more than one -1");
+        inferAt = int64_t(k);
+      } else if (d <= 0) {
+        failNode("shape entry " + std::to_string(d) + " is not supported");
+      } else {
+        known *= d;
+      }
+      result.push_back(d);
+    }
+    int64_t total = product(shape, 0, shape.size());
+    if (inferAt >= 0) {
+      if (total % known)
+        failNode("cannot reshape " + ops::formatShape(shape) + " to " +
+                 ops::formatShape(result));
+      result[size_t(inferAt)] = total / known;
+    }
+  }
+  if (const ConstantData *c = constantInput(0)) {
+    ConstantData r = *c;
+    r.shape = result;
+    defineConstant(0, std::move(r));
+    return;
+  }
+  define(0, reshapeTo(valueInput(0), result, uniqueName(nodeName)));
+}
+
+int OnnxReader::reshapeTo(int value, const std::vector<int64_t> &shape,
+                          const std::string &name) {
+  if (typeOf(value).shape == shape)
+    return value;
+  return emit(name, "reshape", {value}, json::object(), &shape);
+}
+
+/// Transpose by `perm` (default: the reversed dims).
+void OnnxReader::importTranspose() {
+  int x = valueInput(0);
+  int64_t rank = int64_t(typeOf(x).shape.size());
+  std::vector<int64_t> perm;
+  if (const onnx::AttributeProto *a = attribute("perm"))
+    perm.assign(a->ints().begin(), a->ints().end());
+  else
+    for (int64_t k = rank - 1; k >= 0; --k)
+      perm.push_back(k);
+  define(0, emit(uniqueName(nodeName), "transpose", {x},
+                 json{{"permutation", perm}}));
+}
+
+/// Gather of rows of a table (a parameter, or computed) by integer
+/// indices: `embedding`. Indices that are a model input without a
+/// generator get randint in [0, rows).
+void OnnxReader::importEmbedding() {
+  std::vector<int64_t> table = shapeOfInput(0);
+  int64_t rank = int64_t(table.size());
+  int64_t axis = intAttribute("axis", 0);
+  if (rank != 2 || (axis != 0 && axis != -2))
+    failNode("Gather of a computed tensor or parameter is supported as an "
+             "embedding lookup only: data of rank 2, axis 0 (got " +
+             ops::formatShape(table) + ", axis " + std::to_string(axis) + ")");
+  int data = valueInput(0), indices = valueInput(1);
+  Value &ids = graph.values[size_t(indices)];
+  if (ids.kind == ValueKind::Input && ids.data.is_null() &&
+      !fixedInputs.count(node->input(1)))
+    ids.data = json{{"kind", "randint"}, {"low", 0}, {"high", table[0]}};
+  define(0, emit(uniqueName(nodeName), "embedding", {data, indices}));
+}
+
+/// Concat with a computed (or parameter) part: a chain of `concat`s.
+void OnnxReader::importConcat() {
+  std::vector<int64_t> shape = shapeOfInput(0);
+  auto axis = normalizeAxis(intAttribute("axis", 0), int64_t(shape.size()));
+  if (!axis)
+    failNode("axis " + std::to_string(intAttribute("axis", 0)) +
+             " is out of range");
+  int joined = valueInput(0);
+  for (int i = 1; i < node->input_size(); ++i) {
+    std::string name = i + 1 == node->input_size()
+                           ? nodeName
+                           : nodeName + "/concat" + std::to_string(i);
+    joined = emit(uniqueName(name), "concat", {joined, valueInput(i)},
+                  json{{"axis", *axis}});
+  }
+  define(0, joined);
+}
+
+} // namespace remat::model::onnx_reader

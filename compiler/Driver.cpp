@@ -123,49 +123,52 @@ RematOptions rematOptions(const CompileOptions &options) {
   return remat;
 }
 
-mlir::OwningOpRef<mlir::ModuleOp>
-buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
-            Stage stage, const CompileOptions &options, RematOutcome *outcome) {
-  auto module = importModel(graph, context);
-  setDeviceProfile(*module, options.deviceProfile);
+StepModule buildStep(const model::ModelGraph &graph,
+                     mlir::MLIRContext &context, Stage stage,
+                     const CompileOptions &options) {
+  StepModule built;
+  built.module = importModel(graph, context);
+  mlir::ModuleOp module = *built.module;
+  setDeviceProfile(module, options.deviceProfile);
   if (stage == Stage::Graph)
-    return module;
+    return built;
   mlir::PassManager pm(&context);
   if (stage == Stage::Grad)
     pm.addPass(createAutodiffPass());
   else
     buildTrainStepPipeline(pm);
   DiagnosticText diagnostics(context);
-  auto run = [&](mlir::PassManager &passes) {
-    if (mlir::failed(passes.run(*module))) {
-      std::string messages = diagnostics.text();
-      throw std::runtime_error(messages.empty() ? "pass pipeline failed"
-                                                : messages);
-    }
-  };
-  run(pm);
+  if (mlir::failed(pm.run(module))) {
+    std::string messages = diagnostics.text();
+    throw std::runtime_error(messages.empty() ? "pass pipeline failed"
+                                              : messages);
+  }
   if (stage == Stage::Grad)
-    return module;
+    return built;
   // The kernels' scratch goes into the arena, laid out with the buffers
   // (and so within the budget).
   if (options.kernelInfo)
-    annotateKernelScratch(*module, *options.kernelInfo);
-  if (stage >= Stage::Scheduled) {
-    mlir::PassManager scheduled(&context);
-    scheduled.addPass(createSchedulePass());
-    run(scheduled);
-  }
+    annotateKernelScratch(module, *options.kernelInfo);
+  if (stage < Stage::Scheduled)
+    return built;
+  built.step = extractTrainStep(module);
+  reorderTrainStep(module, *built.step,
+                   memory::memoryAwareOrder(built.step->graph));
   if (stage >= Stage::Planned) {
-    RematOutcome planned =
-        rematerializeTrainStep(*module, rematOptions(options));
-    setPlanSummary(*module, planned);
-    if (mlir::failed(mlir::verify(*module)))
+    built.planned =
+        rematerializeTrainStep(module, *built.step, rematOptions(options));
+    setPlanSummary(module, *built.planned);
+    if (mlir::failed(mlir::verify(module)))
       throw std::runtime_error("internal error: the planned step failed to "
                                "verify: " + diagnostics.text());
-    if (outcome)
-      *outcome = planned;
   }
-  return module;
+  return built;
+}
+
+mlir::OwningOpRef<mlir::ModuleOp>
+buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
+            Stage stage, const CompileOptions &options) {
+  return buildStep(graph, context, stage, options).module;
 }
 
 namespace {
@@ -195,34 +198,30 @@ std::vector<int> laggedOrder(const TrainStep &step, int lag) {
 }
 } // namespace
 
-int lagOptimizerUpdates(mlir::ModuleOp module, const CompileOptions &options,
-                        int64_t arenaLimit) {
+int lagOptimizerUpdates(mlir::ModuleOp module, TrainStep &step,
+                        const CompileOptions &options, int64_t arenaLimit) {
+  memory::SearchScope search;
+  auto arenaOf = [&](const TrainStep &s) {
+    memory::Liveness live = memory::computeLiveness(s.graph, options.alignment);
+    return memory::assignOffsets(s.graph, live, options.alignment).arenaBytes;
+  };
+  // No budget: the lag may grow the arena of the planner's order by 1% at
+  // most (a gradient kept a few ops longer, where the peak falls in the
+  // backward pass).
   if (arenaLimit <= 0) {
-    // No budget: the lag may grow the arena of the planner's order by 1%
-    // at most (a gradient kept a few ops longer, where the peak falls in
-    // the backward pass).
-    TrainStep step = extractTrainStep(module);
-    memory::Liveness live =
-        memory::computeLiveness(step.graph, options.alignment);
-    int64_t planned =
-        memory::assignOffsets(step.graph, live, options.alignment).arenaBytes;
+    int64_t planned = arenaOf(step);
     arenaLimit = planned + planned / 100;
   }
   for (int lag = options.updateLag; lag > 0; lag /= 2) {
-    TrainStep step = extractTrainStep(module);
-    mlir::Operation *terminator = nullptr;
-    std::vector<mlir::Operation *> ops = trainStepOps(module, &terminator);
-    std::vector<mlir::Operation *> before = ops;
-    for (int k : laggedOrder(step, lag))
-      ops[size_t(k)]->moveBefore(terminator);
-    TrainStep lagged = extractTrainStep(module);
-    memory::Liveness live =
-        memory::computeLiveness(lagged.graph, options.alignment);
-    if (memory::assignOffsets(lagged.graph, live, options.alignment)
-            .arenaBytes <= arenaLimit)
+    std::vector<int> order = laggedOrder(step, lag);
+    memory::RecomputedStep moved;
+    moved.graph = memory::reorder(step.graph, order);
+    moved.origin = order;
+    moved.recompute.assign(order.size(), 0);
+    if (arenaOf(replayTrainStep(step, moved)) <= arenaLimit) {
+      reorderTrainStep(module, step, order);
       return lag;
-    for (mlir::Operation *op : before) // back to the planner's order
-      op->moveBefore(terminator);
+    }
   }
   return 0;
 }
@@ -231,20 +230,21 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
                           const CompileOptions &options,
                           nlohmann::json &report) {
   mlir::MLIRContext context;
-  RematOutcome planned;
-  auto module = buildModule(graph, context, Stage::Plan, options, &planned);
+  StepModule built = buildStep(graph, context, Stage::Plan, options);
+  mlir::ModuleOp module = *built.module;
+  TrainStep &step = *built.step;
   int updateLag = 0;
-  if (extractTrainStep(*module).ranks > 1 && options.updateLag > 0)
+  if (step.ranks > 1 && options.updateLag > 0)
     updateLag = lagOptimizerUpdates(
-        *module, options,
+        module, step, options,
         options.budgetBytes ? arenaBudget(options, workspaceReserve(options))
                             : 0);
-  TrainStep step = extractTrainStep(*module);
   memory::Liveness liveness =
       memory::computeLiveness(step.graph, options.alignment);
   memory::ArenaLayout layout =
       memory::assignOffsets(step.graph, liveness, options.alignment);
-  report = memoryReport(step, liveness, layout, options.budgetBytes, planned);
+  report = memoryReport(step, liveness, layout, options.budgetBytes,
+                        *built.planned);
   int64_t reserve = workspaceReserve(options);
   report["workspace_reserve_bytes"] = reserve;
   if (step.ranks > 1)
@@ -288,8 +288,8 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   context.getOrLoadDialect<plan::PlanDialect>();
   DiagnosticText diagnostics(context);
   plan::ArenaOp arena =
-      buildPlanArena(*module, step, liveness, layout, options.alignment);
-  if (!arena || mlir::failed(mlir::verify(*module)))
+      buildPlanArena(module, step, liveness, layout, options.alignment);
+  if (!arena || mlir::failed(mlir::verify(module)))
     throw std::runtime_error("internal error: the plan failed to verify: " +
                              diagnostics.text());
   runtime::Plan plan = emitPlan(arena, step, report);

@@ -71,14 +71,15 @@ struct CompileOptions {
 DeviceProfile parseDeviceProfile(const std::string &spec);
 
 /// Moves each optimizer update of the planned @train_step in `module`
+/// (whose step is `step`, moved with it)
 /// options.updateLag ops later (halving the lag while the arena would then
 /// exceed `arenaLimit`; when it is 0, 1.01 x the arena of the order as
 /// planned) and returns the lag kept
 /// (0: the order is unchanged). With several ranks an update waits for its
 /// gradient's sum, which starts after the gradient's last write, so the
 /// ops in between hide the sum (docs/distributed.md).
-int lagOptimizerUpdates(mlir::ModuleOp module, const CompileOptions &options,
-                        int64_t arenaLimit);
+int lagOptimizerUpdates(mlir::ModuleOp module, TrainStep &step,
+                        const CompileOptions &options, int64_t arenaLimit);
 
 /// The names --backend accepts: "cpu, cuda".
 const std::vector<std::string> &backendNames();
@@ -95,14 +96,29 @@ void annotateKernelScratch(mlir::ModuleOp module,
 /// The planner's options of a compile.
 RematOptions rematOptions(const CompileOptions &options);
 
+/// A compile's module up to a stage; from Stage::Scheduled on, its
+/// training step, extracted once after the kernels' scratch is recorded
+/// and replayed with each reordering and plan (replayTrainStep), so that
+/// it always equals what the module's @train_step reads as; from
+/// Stage::Planned on, the planner's outcome.
+struct StepModule {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::optional<TrainStep> step;
+  std::optional<RematOutcome> planned;
+};
+
 /// Imports the model and runs the stages up to `stage` (at most Planned):
 /// the training step, its kernels' scratch, the memory-aware order, the
-/// plan under the budget (whose outcome goes to `outcome` when given).
-/// Throws model::ModelError (user errors) or std::runtime_error.
+/// plan under the budget. Throws model::ModelError (user errors) or
+/// std::runtime_error.
+StepModule buildStep(const model::ModelGraph &graph,
+                     mlir::MLIRContext &context, Stage stage,
+                     const CompileOptions &options = {});
+
+/// buildStep's module alone.
 mlir::OwningOpRef<mlir::ModuleOp>
 buildModule(const model::ModelGraph &graph, mlir::MLIRContext &context,
-            Stage stage, const CompileOptions &options = {},
-            RematOutcome *outcome = nullptr);
+            Stage stage, const CompileOptions &options = {});
 
 /// The whole pipeline to a plan; `report` receives the memory report.
 runtime::Plan compilePlan(const model::ModelGraph &graph,

@@ -424,7 +424,7 @@ StepMinimum minimumFeasibleBudget(const planner::Problem &problem,
   return m;
 }
 
-RematOutcome rematerializeTrainStep(mlir::ModuleOp module,
+RematOutcome rematerializeTrainStep(mlir::ModuleOp module, TrainStep &step,
                                     const RematOptions &options) {
   const int64_t budgetBytes = options.budgetBytes;
   const int64_t workspaceReserve = options.workspaceReserve;
@@ -446,8 +446,8 @@ RematOutcome rematerializeTrainStep(mlir::ModuleOp module,
   // A reserve that leaves nothing for the arena makes the budget
   // infeasible: the error below names the minimum (reserve included).
   int64_t arenaBudget = std::max<int64_t>(budgetBytes - workspaceReserve, 0);
-  TrainStep step = extractTrainStep(module);
   auto start = std::chrono::steady_clock::now();
+  memory::SearchScope search;
   planner::Problem problem = buildPlannerProblem(
       step, alignment, /*shareLossGradient=*/kind != planner::SolverKind::ChainDp);
   planner::SolveOptions solveOptions;
@@ -563,6 +563,7 @@ RematOutcome rematerializeTrainStep(mlir::ModuleOp module,
     out.optimalityGap = result.stats.provenGap;
   out.recomputeOverhead = recomputeSeconds / step.totalSeconds();
   out.order = result.stats.order;
+  step = replayTrainStep(step, applied);
   return out;
 }
 
@@ -613,7 +614,8 @@ struct RematerializePass
     options.reorder = reorder;
     options.searchMinimum = searchMinimum;
     try {
-      setPlanSummary(module, rematerializeTrainStep(module, options));
+      TrainStep step = extractTrainStep(module);
+      setPlanSummary(module, rematerializeTrainStep(module, step, options));
     } catch (const std::exception &e) {
       module.emitError(e.what());
       signalPassFailure();

@@ -129,11 +129,12 @@ struct RematOutcome {
   std::string order; ///< the order the schedule came from
 };
 
-/// Plans the scheduled @train_step of `module` under options.budgetBytes
-/// and rewrites it in the planned order (the algorithm: Rematerialize.cpp).
-/// Throws std::runtime_error naming the minimum feasible budget when no
-/// schedule fits, or a bad option.
-RematOutcome rematerializeTrainStep(mlir::ModuleOp module,
+/// Plans the scheduled @train_step of `module`, whose extracted step is
+/// `step`, under options.budgetBytes and rewrites it in the planned order
+/// (the algorithm: Rematerialize.cpp); `step` becomes the planned step
+/// (replayTrainStep). Throws std::runtime_error naming the minimum feasible
+/// budget when no schedule fits, or a bad option.
+RematOutcome rematerializeTrainStep(mlir::ModuleOp module, TrainStep &step,
                                     const RematOptions &options);
 
 /// The outcome as the module attribute `remat.plan` (a dictionary), so the

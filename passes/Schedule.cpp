@@ -25,11 +25,7 @@ struct SchedulePass : public impl::SchedulePassBase<SchedulePass> {
     std::optional<TrainStep> step = extractTrainStepOrEmit(module);
     if (!step)
       return signalPassFailure();
-    std::vector<int> order = memory::memoryAwareOrder(step->graph);
-    mlir::Operation *terminator = nullptr;
-    std::vector<mlir::Operation *> ops = trainStepOps(module, &terminator);
-    for (int k : order)
-      ops[k]->moveBefore(terminator);
+    reorderTrainStep(module, *step, memory::memoryAwareOrder(step->graph));
   }
 };
 

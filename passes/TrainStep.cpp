@@ -57,14 +57,6 @@ void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile) {
   module->setAttr(kDeviceProfileAttr, b.getDictionaryAttr(fields));
 }
 
-void TrainStep::reorder(const std::vector<int> &order) {
-  graph = memory::reorder(graph, order);
-  std::vector<OpInfo> permuted;
-  for (int k : order)
-    permuted.push_back(ops[k]);
-  ops = std::move(permuted);
-}
-
 double TrainStep::totalSeconds() const {
   double total = 0;
   for (const OpInfo &op : ops)
@@ -111,6 +103,124 @@ bool isElementwiseInPlace(const std::string &kind) {
             nameFromLoc(op->getLoc()) + "): ";
   throw std::runtime_error("train_step: " + where + why);
 }
+
+/// One result of an op as the step records it.
+struct ResultInfo {
+  ValueInfo info;
+  int64_t bytes = 0;
+};
+
+/// Numbers, names and classifies a step's values and ops in program order:
+/// the rules extractTrainStep and replayTrainStep share, so that a step
+/// replayed in a new order equals the one read back from the reordered IR.
+class StepAssembler {
+public:
+  explicit StepAssembler(TrainStep &step) : step(step) {}
+
+  int addArgument(memory::Role role, const std::string &name, int64_t bytes,
+                  ValueInfo info) {
+    return addValue(role, name, bytes, -1, std::move(info));
+  }
+
+  /// Adds `op` (its operands set, and its reusable operand and scratch);
+  /// `feedsLoss`: the loss depends on it, or it comes before the loss.
+  /// Returns its results' ids.
+  std::vector<int> addOp(OpInfo info, memory::StepOp op,
+                         std::vector<ResultInfo> results, bool feedsLoss) {
+    std::optional<ops::OpKind> opKind = ops::parseOpKind(info.kind);
+    bool isUpdate = opKind && ops::opInfo(*opKind).updatesParam;
+    // A state update (running statistics) belongs to the forward pass,
+    // though the loss does not depend on it; it is never recomputed. An op
+    // before the loss belongs to the forward pass too, though the loss may
+    // not depend on it: in a planned step, a forward op whose result the
+    // planner evicted and recomputed (the clone feeding the forward
+    // consumers) may feed only the backward with its other results.
+    bool isStateUpdate = opKind && ops::opInfo(*opKind).updatesState;
+    op.phase = isUpdate ? memory::Phase::Optimizer
+               : feedsLoss || info.recompute || isStateUpdate
+                   ? memory::Phase::Forward
+                   : memory::Phase::Backward;
+    int k = static_cast<int>(step.graph.ops.size());
+    std::string base = info.base;
+    if (op.phase == memory::Phase::Backward)
+      base = "d/" + (base.empty() ? info.kind : base) + ":" + info.kind;
+    else if (base.empty())
+      base = info.kind;
+    op.name = base;
+    for (size_t r = 0; r < results.size(); ++r) {
+      memory::Role role = op.phase == memory::Phase::Forward
+                              ? memory::Role::Activation
+                              : memory::Role::Temporary;
+      std::string name =
+          base + (results.size() > 1 ? "." + std::to_string(r) : std::string());
+      int inPlaceOf = -1;
+      if (isUpdate) {
+        // Results are in place of operands 0 (param), 2 (state), 3 (state).
+        int operandIndex = r == 0 ? 0 : int(r) + 1;
+        inPlaceOf = op.operands[size_t(operandIndex)];
+      } else if (isStateUpdate) {
+        inPlaceOf = op.operands[0]; // the new state, in place of the state
+      }
+      if (inPlaceOf >= 0) {
+        role = step.graph.values[size_t(inPlaceOf)].role;
+        name = step.graph.values[size_t(inPlaceOf)].name + "'";
+      }
+      int id = addValue(role, name, results[r].bytes, k,
+                        std::move(results[r].info));
+      step.graph.values[size_t(id)].inPlaceOf = inPlaceOf;
+      op.results.push_back(id);
+    }
+    if (isUpdate) {
+      // The gradient operand is the parameter's final gradient.
+      memory::StepValue &g = step.graph.values[size_t(op.operands[1])];
+      if (!g.isArgument()) {
+        usedNames.erase(g.name);
+        // The naming convention of docs/plan-format.md.
+        g.name = uniqueName(
+            "grad:" + step.graph.values[size_t(op.operands[0])].name);
+        g.role = memory::Role::Grad;
+      }
+    }
+    std::vector<int> ids = op.results;
+    step.graph.ops.push_back(std::move(op));
+    step.ops.push_back(std::move(info));
+    return ids;
+  }
+
+  void finish(const std::vector<int> &outputs) {
+    step.graph.outputs = outputs;
+    step.loss = step.graph.outputs.front();
+    if (std::string problem = step.graph.validate(); !problem.empty())
+      fail(nullptr, problem);
+  }
+
+private:
+  std::string uniqueName(std::string name) {
+    if (name.empty())
+      name = "v";
+    std::string candidate = name;
+    for (int i = 1; usedNames.count(candidate); ++i)
+      candidate = name + "#" + std::to_string(i);
+    usedNames.insert(candidate);
+    return candidate;
+  }
+
+  int addValue(memory::Role role, const std::string &name, int64_t bytes,
+               int producer, ValueInfo info) {
+    memory::StepValue v;
+    v.name = uniqueName(name);
+    v.role = role;
+    v.bytes = bytes;
+    v.producer = producer;
+    int id = static_cast<int>(step.graph.values.size());
+    step.graph.values.push_back(v);
+    step.values.push_back(std::move(info));
+    return id;
+  }
+
+  TrainStep &step;
+  std::set<std::string> usedNames;
+};
 
 } // namespace
 
@@ -161,8 +271,14 @@ json attributeToJson(mlir::Attribute attr) {
   return nullptr;
 }
 
+StageCounters &stageCounters() {
+  static StageCounters counters;
+  return counters;
+}
+
 TrainStep extractTrainStep(mlir::ModuleOp module,
                            const DeviceProfile &defaultProfile) {
+  stageCounters().extractions++;
   TrainStep step;
   // A profile the driver put on the module wins over the argument.
   DeviceProfile profile = defaultProfile;
@@ -214,19 +330,9 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
           "graph.tokens_per_sample"))
     step.tokensPerSample = std::max<int64_t>(a.getInt(), 1);
 
+  StepAssembler assembler(step);
   llvm::DenseMap<mlir::Value, int> ids;
-  std::set<std::string> usedNames;
-  auto uniqueName = [&](std::string name) {
-    if (name.empty())
-      name = "v";
-    std::string candidate = name;
-    for (int i = 1; usedNames.count(candidate); ++i)
-      candidate = name + "#" + std::to_string(i);
-    usedNames.insert(candidate);
-    return candidate;
-  };
-  auto addValue = [&](mlir::Value value, memory::Role role,
-                      const std::string &name, int producer) {
+  auto valueInfo = [&](mlir::Value value, int64_t &bytes) {
     auto type = mlir::dyn_cast<mlir::RankedTensorType>(value.getType());
     if (!type || !type.hasStaticShape())
       fail(value.getDefiningOp(), "a value is not a static tensor");
@@ -237,7 +343,7 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     ValueInfo info;
     info.dtype = ops::dtypeName(*dtype);
     info.shape.assign(type.getShape().begin(), type.getShape().end());
-    int64_t bytes = int64_t(ops::dtypeSize(*dtype));
+    bytes = int64_t(ops::dtypeSize(*dtype));
     for (int64_t d : info.shape) {
       if (d <= 0 || bytes > (int64_t(1) << 62) / d)
         fail(value.getDefiningOp(), "a tensor size overflows 2^62 bytes");
@@ -245,16 +351,7 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     }
     if (info.dtype.empty())
       fail(value.getDefiningOp(), "unsupported element type");
-    memory::StepValue v;
-    v.name = uniqueName(name);
-    v.role = role;
-    v.bytes = bytes;
-    v.producer = producer;
-    int id = static_cast<int>(step.graph.values.size());
-    step.graph.values.push_back(v);
-    step.values.push_back(info);
-    ids[value] = id;
-    return id;
+    return info;
   };
 
   // 1. Arguments.
@@ -274,11 +371,14 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     if (r == memory::Role::Temporary)
       fail(nullptr, "argument " + std::to_string(a) + " has unknown role '" +
                         role + "'");
-    int id = addValue(body.getArgument(a), r, nameAttr.str(), -1);
+    int64_t bytes = 0;
+    ValueInfo info = valueInfo(body.getArgument(a), bytes);
     if (auto init = func.getArgAttrOfType<mlir::DictionaryAttr>(a, "graph.init"))
-      step.values[id].init = attributeToJson(init);
+      info.init = attributeToJson(init);
     if (auto data = func.getArgAttrOfType<mlir::DictionaryAttr>(a, "graph.data"))
-      step.values[id].data = attributeToJson(data);
+      info.data = attributeToJson(data);
+    ids[body.getArgument(a)] =
+        assembler.addArgument(r, nameAttr.str(), bytes, std::move(info));
   }
 
   // The loss is the first result; the forward ops are those it depends on.
@@ -299,11 +399,7 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     }
   }
 
-  // 2. Ops. An op before the loss's in program order belongs to the
-  // forward pass too, though the loss may not depend on it: in a planned
-  // step, a forward op whose result the planner evicted and recomputed
-  // (the clone feeding the forward consumers) may feed only the backward
-  // with its other results.
+  // 2. Ops.
   mlir::Operation *lossDef = ret.getOperand(0).getDefiningOp();
   bool beforeLoss = lossDef != nullptr;
   for (mlir::Operation &op : body.without_terminator()) {
@@ -314,6 +410,7 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
       fail(&op, "only graph ops may appear in @train_step");
     OpInfo info;
     info.kind = full.substr(6);
+    info.base = nameFromLoc(op.getLoc());
     info.attrs = opAttributes(op);
     info.recompute = op.hasAttr("remat.recompute");
     if (auto block = op.getAttrOfType<mlir::StringAttr>(graph::kBlockAttr))
@@ -338,53 +435,12 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     if (info.recompute)
       info.seconds = info.recomputeSeconds;
 
-    std::optional<ops::OpKind> opKind = ops::parseOpKind(info.kind);
-    bool isUpdate = opKind && ops::opInfo(*opKind).updatesParam;
-    // A state update (running statistics) belongs to the forward pass,
-    // though the loss does not depend on it; it is never recomputed.
-    bool isStateUpdate = opKind && ops::opInfo(*opKind).updatesState;
     memory::StepOp stepOp;
-    stepOp.phase = isUpdate ? memory::Phase::Optimizer
-                   : forward.count(&op) || info.recompute ||
-                           isStateUpdate || beforeLoss
-                       ? memory::Phase::Forward
-                       : memory::Phase::Backward;
     for (mlir::Value operand : op.getOperands()) {
       auto it = ids.find(operand);
       if (it == ids.end())
         fail(&op, "an operand is defined outside @train_step's body");
       stepOp.operands.push_back(it->second);
-    }
-    int k = static_cast<int>(step.graph.ops.size());
-    std::string base = nameFromLoc(op.getLoc());
-    if (stepOp.phase == memory::Phase::Backward)
-      base = "d/" + (base.empty() ? info.kind : base) + ":" + info.kind;
-    else if (base.empty())
-      base = info.kind;
-    stepOp.name = base;
-    for (unsigned r = 0; r < op.getNumResults(); ++r) {
-      memory::Role role = stepOp.phase == memory::Phase::Forward
-                              ? memory::Role::Activation
-                              : memory::Role::Temporary;
-      std::string name = base + (op.getNumResults() > 1
-                                     ? "." + std::to_string(r)
-                                     : std::string());
-      int inPlaceOf = -1;
-      if (isUpdate) {
-        // Results are in place of operands 0 (param), 2 (state), 3 (state).
-        int operandIndex = r == 0 ? 0 : int(r) + 1;
-        inPlaceOf = stepOp.operands[operandIndex];
-        role = step.graph.values[inPlaceOf].role;
-        name = step.graph.values[inPlaceOf].name + "'";
-      } else if (isStateUpdate) {
-        // The new state is in place of operand 0, the state.
-        inPlaceOf = stepOp.operands[0];
-        role = step.graph.values[inPlaceOf].role;
-        name = step.graph.values[inPlaceOf].name + "'";
-      }
-      int id = addValue(op.getResult(r), role, name, k);
-      step.graph.values[id].inPlaceOf = inPlaceOf;
-      stepOp.results.push_back(id);
     }
     // cross_entropy_grad writes each row of dlogits after reading that
     // row of logits (both kernels: softmax in place, then the label and the
@@ -399,31 +455,106 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
           stepOp.reusableOperand = static_cast<int>(i);
           break;
         }
-    if (isUpdate) {
-      // The gradient operand is the parameter's final gradient.
-      int grad = stepOp.operands[1];
-      memory::StepValue &g = step.graph.values[grad];
-      if (!g.isArgument()) {
-        usedNames.erase(g.name);
-        // The naming convention of docs/plan-format.md.
-        g.name = uniqueName("grad:" +
-                            step.graph.values[stepOp.operands[0]].name);
-        g.role = memory::Role::Grad;
-      }
-    }
     if (auto scratch = op.getAttrOfType<mlir::IntegerAttr>(kScratchBytesAttr))
       stepOp.scratchBytes = scratch.getInt();
-    step.graph.ops.push_back(stepOp);
-    step.ops.push_back(info);
+    std::vector<ResultInfo> results;
+    for (mlir::Value result : op.getResults()) {
+      ResultInfo r;
+      r.info = valueInfo(result, r.bytes);
+      results.push_back(std::move(r));
+    }
+    std::vector<int> resultIds =
+        assembler.addOp(std::move(info), std::move(stepOp), std::move(results),
+                        forward.count(&op) || beforeLoss);
+    for (unsigned r = 0; r < op.getNumResults(); ++r)
+      ids[op.getResult(r)] = resultIds[r];
   }
 
   // 3. Outputs.
+  std::vector<int> outputs;
   for (mlir::Value v : ret.getOperands())
-    step.graph.outputs.push_back(ids.lookup(v));
-  step.loss = step.graph.outputs.front();
-  if (std::string problem = step.graph.validate(); !problem.empty())
-    fail(nullptr, problem);
+    outputs.push_back(ids.lookup(v));
+  assembler.finish(outputs);
   return step;
+}
+
+TrainStep replayTrainStep(const TrainStep &step,
+                          const memory::RecomputedStep &applied) {
+  stageCounters().replays++;
+  const memory::StepGraph &g = applied.graph;
+  TrainStep out;
+  out.model = step.model;
+  out.seed = step.seed;
+  out.batch = step.batch;
+  out.ranks = step.ranks;
+  out.optimizerShards = step.optimizerShards;
+  out.tokensPerSample = step.tokensPerSample;
+  out.profile = step.profile;
+  StepAssembler assembler(out);
+  std::vector<int> id(g.values.size(), -1);
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (g.values[v].isArgument() && v < step.values.size())
+      id[v] = assembler.addArgument(g.values[v].role, g.values[v].name,
+                                    g.values[v].bytes, step.values[v]);
+  // The ops the loss depends on, and those before it, are forward ops
+  // (extractTrainStep's rule, over positions in the new order).
+  int lossAt = g.outputs.empty() ? -1 : g.values[g.outputs[0]].producer;
+  std::vector<char> feedsLoss(g.ops.size(), 0);
+  std::vector<int> work;
+  if (lossAt >= 0)
+    work.push_back(lossAt);
+  while (!work.empty()) {
+    int k = work.back();
+    work.pop_back();
+    if (feedsLoss[size_t(k)])
+      continue;
+    feedsLoss[size_t(k)] = 1;
+    for (int v : g.ops[size_t(k)].operands)
+      if (g.values[size_t(v)].producer >= 0)
+        work.push_back(g.values[size_t(v)].producer);
+  }
+  for (size_t k = 0; k < g.ops.size(); ++k) {
+    int origin = applied.origin[k];
+    const memory::StepOp &was = step.graph.ops[size_t(origin)];
+    OpInfo info = step.ops[size_t(origin)];
+    if (applied.recompute[k]) {
+      info.recompute = true;
+      info.seconds = info.recomputeSeconds;
+    }
+    memory::StepOp op;
+    op.reusableOperand = was.reusableOperand;
+    op.scratchBytes = was.scratchBytes;
+    for (int v : g.ops[k].operands)
+      op.operands.push_back(id[size_t(v)]);
+    std::vector<ResultInfo> results;
+    for (int r : was.results)
+      results.push_back({step.values[size_t(r)], step.graph.values[size_t(r)].bytes});
+    for (ResultInfo &r : results)
+      r.info.init = r.info.data = nullptr;
+    std::vector<int> ids =
+        assembler.addOp(std::move(info), std::move(op), std::move(results),
+                        feedsLoss[k] || int(k) < lossAt);
+    for (size_t r = 0; r < ids.size(); ++r)
+      id[size_t(g.ops[k].results[r])] = ids[r];
+  }
+  std::vector<int> outputs;
+  for (int v : g.outputs)
+    outputs.push_back(id[size_t(v)]);
+  assembler.finish(outputs);
+  return out;
+}
+
+void reorderTrainStep(mlir::ModuleOp module, TrainStep &step,
+                      const std::vector<int> &order) {
+  mlir::Operation *terminator = nullptr;
+  std::vector<mlir::Operation *> ops = trainStepOps(module, &terminator);
+  for (int k : order)
+    ops[size_t(k)]->moveBefore(terminator);
+  memory::RecomputedStep moved;
+  moved.graph = memory::reorder(step.graph, order);
+  moved.origin = order;
+  moved.recompute.assign(order.size(), 0);
+  step = replayTrainStep(step, moved);
 }
 
 std::vector<mlir::Operation *> trainStepOps(mlir::ModuleOp module,

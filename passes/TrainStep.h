@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <map>
 #include <optional>
 #include <string>
@@ -50,6 +51,9 @@ struct ValueInfo {
 
 struct OpInfo {
   std::string kind;    ///< docs/ops.md name, e.g. "attention"
+  /// The model-level name from the op's location ("h.0.qk"), or empty;
+  /// the op's StepOp::name is made from it and its phase.
+  std::string base;
   nlohmann::json attrs = nlohmann::json::object();
   int64_t flops = 0;
   int64_t bytes = 0;   ///< read + written
@@ -78,8 +82,6 @@ struct TrainStep {
   int loss = -1;
   DeviceProfile profile; ///< what OpInfo::seconds were modeled with
 
-  /// Permutes `graph.ops` and `ops` together.
-  void reorder(const std::vector<int> &order);
   /// Modeled cost of the whole step, in seconds.
   double totalSeconds() const;
 };
@@ -89,6 +91,29 @@ struct TrainStep {
 /// op and reason. Throws std::runtime_error.
 TrainStep extractTrainStep(mlir::ModuleOp module,
                            const DeviceProfile &defaultProfile = {});
+
+/// The step as extractTrainStep reads it back from the module once the
+/// module's @train_step holds `applied`'s ops in its order (recomputed
+/// copies marked remat.recompute, ops it never computes erased), without
+/// reading the module: a compile extracts its step once and replays each
+/// reordering and plan (compiler/Driver.cpp). A plain reordering is an
+/// `applied` with no recomputation.
+TrainStep replayTrainStep(const TrainStep &step,
+                          const memory::RecomputedStep &applied);
+
+/// Places the ops of `module`'s @train_step, whose extracted step is
+/// `step`, in `order` (order[i]: the position in `step` of the op to run
+/// i-th), and `step` with them (replayTrainStep).
+void reorderTrainStep(mlir::ModuleOp module, TrainStep &step,
+                      const std::vector<int> &order);
+
+/// How often a process extracted and replayed training steps: the tests
+/// that hold one compile to one extraction read them.
+struct StageCounters {
+  std::atomic<int64_t> extractions{0};
+  std::atomic<int64_t> replays{0};
+};
+StageCounters &stageCounters();
 
 /// extractTrainStep for passes: on failure emits the reason as an error on
 /// `module` and returns nullopt.

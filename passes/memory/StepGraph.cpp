@@ -314,7 +314,20 @@ RecomputedStep applyComputeOrder(const StepGraph &graph,
   return out;
 }
 
+namespace {
+thread_local int searchDepth = 0;
+} // namespace
+
+LivenessCounts &livenessCounts() {
+  static LivenessCounts counts;
+  return counts;
+}
+
+SearchScope::SearchScope() { ++searchDepth; }
+SearchScope::~SearchScope() { --searchDepth; }
+
 Liveness computeLiveness(const StepGraph &graph, int64_t alignment) {
+  (searchDepth > 0 ? livenessCounts().inSearch : livenessCounts().outside)++;
   Liveness live;
   int numOps = static_cast<int>(graph.ops.size());
   int last = std::max(numOps - 1, 0);

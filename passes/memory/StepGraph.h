@@ -12,6 +12,7 @@
 
 #include "runtime/plan/PlanFormat.h"
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -140,6 +141,25 @@ struct Liveness {
 /// transient value (not an argument or output) whose last reader is this
 /// op and whose aligned size equals the result's.
 Liveness computeLiveness(const StepGraph &graph, int64_t alignment);
+
+/// How many liveness computations a process ran outside and inside a
+/// planner's search (a SearchScope on the stack): the tests that hold one
+/// compile to one liveness outside the search read them.
+struct LivenessCounts {
+  std::atomic<int64_t> outside{0};
+  std::atomic<int64_t> inSearch{0};
+};
+LivenessCounts &livenessCounts();
+
+/// Marks the liveness computations of a search over candidate schedules
+/// while it lives (on this thread).
+class SearchScope {
+public:
+  SearchScope();
+  ~SearchScope();
+  SearchScope(const SearchScope &) = delete;
+  SearchScope &operator=(const SearchScope &) = delete;
+};
 
 int64_t alignUp(int64_t bytes, int64_t alignment);
 

@@ -171,11 +171,10 @@ Session openSession(const PlanOptions &options,
   compiler::CompileOptions compileOptions;
   compileOptions.deviceProfile = options.deviceProfile;
   setBackend(compileOptions, options.backend);
-  auto module = compiler::buildModule(graph, context,
-                                      compiler::Stage::Scheduled,
-                                      compileOptions);
   Session s;
-  s.step = extractTrainStep(*module);
+  s.step = *compiler::buildStep(graph, context, compiler::Stage::Scheduled,
+                                compileOptions)
+                .step;
   planner::SolverKind kind = planner::SolverKind::Auto;
   planner::parseSolverKind(options.solver, kind);
   s.problem = buildPlannerProblem(s.step, s.alignment,

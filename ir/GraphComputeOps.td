@@ -37,6 +37,21 @@ def Graph_MatmulOp : Graph_ForwardOp<"matmul", [OwnFlops]> {
   let assemblyFormat = [{
     $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($c)
   }];
+  // 2·batch·M·N·K, batch being the product of a's leading dims.
+  let flops = [{
+    auto typeA = llvm::dyn_cast<RankedTensorType>(getA().getType());
+    auto typeB = llvm::dyn_cast<RankedTensorType>(getB().getType());
+    if (!typeA || !typeB || typeA.getRank() < 2 || typeB.getRank() < 2 ||
+        !typeA.hasStaticShape() || !typeB.hasStaticShape())
+      return 0;
+    ArrayRef<int64_t> shapeA = typeA.getShape(), shapeB = typeB.getShape();
+    size_t rankA = shapeA.size(), rankB = shapeB.size();
+    int64_t batch = shape::saturatingElementCount(shapeA.drop_back(2));
+    int64_t m = getTransposeA() ? shapeA[rankA - 1] : shapeA[rankA - 2];
+    int64_t k = getTransposeA() ? shapeA[rankA - 2] : shapeA[rankA - 1];
+    int64_t n = getTransposeB() ? shapeB[rankB - 2] : shapeB[rankB - 1];
+    return times(times(times(times(2, batch), m), n), k);
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -71,7 +86,7 @@ def Graph_SubOp : Graph_BinaryOp<"sub", "a - b">;
 def Graph_MulOp : Graph_BinaryOp<"mul", "a · b">;
 def Graph_DivOp : Graph_BinaryOp<"div", "a / b">;
 
-class Graph_UnaryOp<string mnemonic, string formula, string flops,
+class Graph_UnaryOp<string mnemonic, string formula, string flopsText,
                     list<Trait> traits = []>
     : Graph_ForwardOp<mnemonic, traits> {
   let kernelFamily = "Unary";
@@ -79,7 +94,7 @@ class Graph_UnaryOp<string mnemonic, string formula, string flops,
   let inPlace = 1;
   let summary = "elementwise " # formula;
   let description = [{
-    `y` has the type of `x`. FLOPs: }] # flops # [{.
+    `y` has the type of `x`. FLOPs: }] # flopsText # [{.
 
     ```mlir
     %y = graph.}] # mnemonic # [{ %x : tensor<2x3xf32> -> tensor<2x3xf32>
@@ -94,7 +109,12 @@ def Graph_ReluOp : Graph_UnaryOp<"relu", "max(x, 0)", "1 per element",
     [ElementwiseCost]>;
 def Graph_GeluOp : Graph_UnaryOp<"gelu",
     "0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) (GELU, tanh form)",
-    "about 8 per element, tanh counted as one (see getFlops)", [OwnFlops]>;
+    "about 8 per element, tanh counted as one (see getFlops)", [OwnFlops]> {
+  // 8 per element, an estimate of the tanh form: x³ (2), 0.044715·x³ + x (2),
+  // ·√(2/π) (1), tanh (1, counted as one op), 1 + t (1), 0.5·x·(…) (1, with
+  // 0.5·x hoisted).
+  let flops = [{ return times(8, elements(getX())); }];
+}
 def Graph_TanhOp : Graph_UnaryOp<"tanh", "tanh(x)",
     "1 per element (tanh counted as one)", [ElementwiseCost]>;
 def Graph_ExpOp : Graph_UnaryOp<"exp", "exp(x)",
@@ -102,13 +122,18 @@ def Graph_ExpOp : Graph_UnaryOp<"exp", "exp(x)",
 def Graph_SiluOp : Graph_UnaryOp<"silu",
     "x·σ(x), σ(x) = 1/(1 + exp(-x)) (SiLU, swish)",
     "4 per element (negate, exp, add, divide; the product with x)",
-    [OwnFlops]>;
+    [OwnFlops]> {
+  // 4 per element: σ(x) = 1/(1 + exp(-x)) (exp counted as one) and x·σ.
+  let flops = [{ return times(4, elements(getX())); }];
+}
 def Graph_SoftmaxOp : Graph_UnaryOp<"softmax",
     "softmax over the last dimension, max-subtracted",
     "5 per element (row max, subtract, exp, row sum, divide)", [OwnFlops]> {
   let kernelFamily = "Softmax";
   let shapeRule = "RowWise";
   let inPlace = 0;
+  // 5 per element: row max, subtract, exp, row sum, divide.
+  let flops = [{ return times(5, elements(getX())); }];
 }
 
 def Graph_ErfOp : Graph_UnaryOp<"erf", "erf(x), the error function",
@@ -169,6 +194,7 @@ def Graph_ConstantOp : Graph_Op<"constant", [OwnFlops]> {
   let arguments = (ins Graph_F32:$value);
   let results = (outs Graph_Tensor:$y);
   let assemblyFormat = "$value attr-dict `:` type($y)";
+  let flops = [{ return 0; }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -194,6 +220,8 @@ def Graph_EmbeddingOp : Graph_ForwardOp<"embedding", [OwnFlops]> {
     $table `,` $indices attr-dict `:` type($table) `,` type($indices) `->`
     type($y)
   }];
+  // 0: a gather moves bytes only.
+  let flops = [{ return 0; }];
 }
 
 def Graph_CrossEntropyOp : Graph_ForwardOp<"cross_entropy", [OwnFlops]> {
@@ -216,6 +244,9 @@ def Graph_CrossEntropyOp : Graph_ForwardOp<"cross_entropy", [OwnFlops]> {
     $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->`
     type($loss)
   }];
+  // 5 per logit: row max, subtract, exp, row sum, pick the label's term; the
+  // log and the mean over positions (a few per row) are not counted.
+  let flops = [{ return times(5, elements(getLogits())); }];
 }
 
 def Graph_MseOp : Graph_ForwardOp<"mse", [OwnFlops]> {
@@ -235,6 +266,8 @@ def Graph_MseOp : Graph_ForwardOp<"mse", [OwnFlops]> {
   let assemblyFormat = [{
     $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($loss)
   }];
+  // 3 per element: subtract, square, sum.
+  let flops = [{ return times(3, elements(getA())); }];
 }
 
 def Graph_DropoutOp : Graph_ForwardOp<"dropout", [OwnFlops]> {
@@ -256,6 +289,9 @@ def Graph_DropoutOp : Graph_ForwardOp<"dropout", [OwnFlops]> {
   let arguments = (ins Graph_Tensor:$x, Graph_F32:$rate, I64Attr:$seed);
   let results = (outs Graph_Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+  // 2 per element: compare with the rate, multiply by keep/(1-rate). The
+  // Philox rounds are not counted.
+  let flops = [{ return times(2, elements(getX())); }];
 }
 
 def Graph_AttentionOp : Graph_ForwardOp<"attention", [OwnFlops]> {
@@ -280,6 +316,15 @@ def Graph_AttentionOp : Graph_ForwardOp<"attention", [OwnFlops]> {
   let assemblyFormat = [{
     $q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->`
     type($o)
+  }];
+  // 4·B·H·S·S·Dh for the two GEMMs (q·kᵀ and p·v) plus 5·B·H·S·S for the
+  // softmax. The full S×S square is counted even when causal: the masked half
+  // is what kernels skip at best, and the planner wants an upper bound.
+  let flops = [{
+    int64_t scores = 0, scoresTimesHead = 0;
+    if (!attentionSizes(getQ(), scores, scoresTimesHead))
+      return 0;
+    return plus(times(4, scoresTimesHead), times(5, scores));
   }];
 }
 
@@ -319,6 +364,8 @@ def Graph_Conv2dOp : Graph_ForwardOp<"conv2d", [OwnFlops]> {
   let assemblyFormat = [{
     $x `,` $w attr-dict `:` type($x) `,` type($w) `->` type($y)
   }];
+  // 2·N·O·OH·OW·(C/groups)·kh·kw.
+  let flops = [{ return convFlops(getY(), getW()); }];
 }
 
 def Graph_MaxPool2dOp : Graph_ForwardOp<"max_pool2d", [OwnFlops]> {
@@ -344,6 +391,8 @@ def Graph_MaxPool2dOp : Graph_ForwardOp<"max_pool2d", [OwnFlops]> {
                        Graph_FalseBool:$ceil_mode);
   let results = (outs Graph_Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+  // One comparison per window element.
+  let flops = [{ return poolFlops(getY(), getKernelShape()); }];
 }
 
 def Graph_AvgPool2dOp : Graph_ForwardOp<"avg_pool2d", [OwnFlops]> {
@@ -369,6 +418,8 @@ def Graph_AvgPool2dOp : Graph_ForwardOp<"avg_pool2d", [OwnFlops]> {
                        Graph_FalseBool:$count_include_pad);
   let results = (outs Graph_Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+  // One add per window element (the division is not counted).
+  let flops = [{ return poolFlops(getY(), getKernelShape()); }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -399,6 +450,8 @@ def Graph_ReluGradOp : Graph_UnaryGradOp<"relu_grad", "y",
   let assemblyFormat = [{
     $y `,` $dy attr-dict `:` type($y) `,` type($dy) `->` type($dx)
   }];
+  // 1 per element: a select.
+  let flops = [{ return elements(getY()); }];
 }
 def Graph_GeluGradOp : Graph_UnaryGradOp<"gelu_grad", "x",
     "dy·gelu'(x) (tanh form)"> {
@@ -406,6 +459,10 @@ def Graph_GeluGradOp : Graph_UnaryGradOp<"gelu_grad", "x",
   let assemblyFormat = [{
     $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
   }];
+  // 16 per element, an estimate: the forward's inner polynomial and tanh (6)
+  // plus the derivative 0.5·(1+t) + 0.5·x·(1-t²)·√(2/π)·(1+3·0.044715·x²) (9)
+  // and the product with dy (1).
+  let flops = [{ return times(16, elements(getX())); }];
 }
 def Graph_TanhGradOp : Graph_UnaryGradOp<"tanh_grad", "y",
     "dy·(1 - y²), from the output y"> {
@@ -413,6 +470,8 @@ def Graph_TanhGradOp : Graph_UnaryGradOp<"tanh_grad", "y",
   let assemblyFormat = [{
     $y `,` $dy attr-dict `:` type($y) `,` type($dy) `->` type($dx)
   }];
+  // 3 per element: y², 1 - y², product with dy.
+  let flops = [{ return times(3, elements(getY())); }];
 }
 def Graph_SiluGradOp : Graph_UnaryGradOp<"silu_grad", "x",
     "dy·σ(x)·(1 + x·(1 - σ(x)))"> {
@@ -420,6 +479,8 @@ def Graph_SiluGradOp : Graph_UnaryGradOp<"silu_grad", "x",
   let assemblyFormat = [{
     $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
   }];
+  // 8 per element: σ(x) (4), 1 - σ, x·(1 - σ), 1 + that, ·σ, ·dy.
+  let flops = [{ return times(8, elements(getX())); }];
 }
 def Graph_SoftmaxGradOp : Graph_UnaryGradOp<"softmax_grad", "y",
     "y·(dy - Σ_last(dy·y)), from the output y"> {
@@ -430,6 +491,8 @@ def Graph_SoftmaxGradOp : Graph_UnaryGradOp<"softmax_grad", "y",
   let assemblyFormat = [{
     $y `,` $dy attr-dict `:` type($y) `,` type($dy) `->` type($dx)
   }];
+  // 4 per element: dy·y, row sum, subtract, multiply by y.
+  let flops = [{ return times(4, elements(getY())); }];
 }
 
 def Graph_ErfGradOp : Graph_UnaryGradOp<"erf_grad", "x",
@@ -438,6 +501,8 @@ def Graph_ErfGradOp : Graph_UnaryGradOp<"erf_grad", "x",
   let assemblyFormat = [{
     $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
   }];
+  // 4 per element: x², exp(-x²) (counted as one), ·2/√π, ·dy.
+  let flops = [{ return times(4, elements(getX())); }];
 }
 
 def Graph_ClipGradOp : Graph_Op<"clip_grad", [ElementwiseCost]> {
@@ -484,6 +549,8 @@ def Graph_EmbeddingGradOp : Graph_Op<"embedding_grad", [OwnFlops]> {
     $indices `,` $dy attr-dict `:` type($indices) `,` type($dy) `->`
     type($dtable)
   }];
+  // One add per element of dy (the scatter-add).
+  let flops = [{ return elements(getDy()); }];
 }
 
 def Graph_CrossEntropyGradOp : Graph_Op<"cross_entropy_grad", [OwnFlops]> {
@@ -507,6 +574,9 @@ def Graph_CrossEntropyGradOp : Graph_Op<"cross_entropy_grad", [OwnFlops]> {
     $logits `,` $labels `,` $dloss attr-dict `:` type($logits) `,`
     type($labels) `,` type($dloss) `->` type($dlogits)
   }];
+  // 7 per logit: the softmax (5), subtract the one-hot, scale by
+  // dloss/positions.
+  let flops = [{  return times(7, elements(getLogits())); }];
 }
 
 def Graph_MseGradOp : Graph_Op<"mse_grad", [OwnFlops]> {
@@ -528,6 +598,8 @@ def Graph_MseGradOp : Graph_Op<"mse_grad", [OwnFlops]> {
     $a `,` $b `,` $dloss attr-dict `:` type($a) `,` type($b) `,` type($dloss)
     `->` type($da)
   }];
+  // 2 per element: subtract, multiply by 2·dloss/numel.
+  let flops = [{ return times(2, elements(getA())); }];
 }
 
 def Graph_AttentionGradOp : Graph_Op<"attention_grad", [OwnFlops]> {
@@ -555,6 +627,14 @@ def Graph_AttentionGradOp : Graph_Op<"attention_grad", [OwnFlops]> {
     $q `,` $k `,` $v `,` $dout attr-dict `:` type($q) `,` type($k) `,`
     type($v) `,` type($dout) `->` type($dq) `,` type($dk) `,` type($dv)
   }];
+  // 10·B·H·S·S·Dh for five GEMMs (scores, dv, dp, dq, dk) plus 9·B·H·S·S
+  // (softmax recompute 5, softmax backward 4); the full square even if causal.
+  let flops = [{
+    int64_t scores = 0, scoresTimesHead = 0;
+    if (!attentionSizes(getQ(), scores, scoresTimesHead))
+      return 0;
+    return plus(times(10, scoresTimesHead), times(9, scores));
+  }];
 }
 
 def Graph_Conv2dGradInputOp : Graph_Op<"conv2d_grad_input", [OwnFlops]> {
@@ -581,6 +661,8 @@ def Graph_Conv2dGradInputOp : Graph_Op<"conv2d_grad_input", [OwnFlops]> {
   let assemblyFormat = [{
     $w `,` $dy attr-dict `:` type($w) `,` type($dy) `->` type($dx)
   }];
+  // The conv2d's FLOPs: dy [N, O, OH, OW] against w.
+  let flops = [{ return convFlops(getDy(), getW()); }];
 }
 
 def Graph_Conv2dGradWeightOp : Graph_Op<"conv2d_grad_weight", [OwnFlops]> {
@@ -607,6 +689,8 @@ def Graph_Conv2dGradWeightOp : Graph_Op<"conv2d_grad_weight", [OwnFlops]> {
   let assemblyFormat = [{
     $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dw)
   }];
+  // The conv2d's FLOPs: dy [N, O, OH, OW] against dw.
+  let flops = [{ return convFlops(getDy(), getDw()); }];
 }
 
 def Graph_MaxPool2dGradOp : Graph_Op<"max_pool2d_grad", [OwnFlops]> {
@@ -634,6 +718,9 @@ def Graph_MaxPool2dGradOp : Graph_Op<"max_pool2d_grad", [OwnFlops]> {
   let assemblyFormat = [{
     $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
   }];
+  // The argmax recomputed (one comparison per window element) and one add
+  // per dy element.
+  let flops = [{  return plus(poolFlops(getDy(), getKernelShape()), elements(getDy())); }];
 }
 
 def Graph_AvgPool2dGradOp : Graph_Op<"avg_pool2d_grad", [OwnFlops]> {
@@ -658,6 +745,8 @@ def Graph_AvgPool2dGradOp : Graph_Op<"avg_pool2d_grad", [OwnFlops]> {
                        Graph_FalseBool:$count_include_pad);
   let results = (outs Graph_Tensor:$dx);
   let assemblyFormat = "$dy attr-dict `:` type($dy) `->` type($dx)";
+  // One add per window element.
+  let flops = [{  return poolFlops(getDy(), getKernelShape()); }];
 }
 
 #endif // REMAT_IR_GRAPHCOMPUTEOPS

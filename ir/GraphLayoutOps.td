@@ -33,6 +33,8 @@ def Graph_ReshapeOp : Graph_ForwardOp<"reshape", [OwnFlops]> {
   let arguments = (ins Graph_Tensor:$x);
   let results = (outs Graph_Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+  // 0: data movement only.
+  let flops = [{ return 0; }];
 }
 
 def Graph_TransposeOp : Graph_ForwardOp<"transpose", [OwnFlops]> {
@@ -51,6 +53,8 @@ def Graph_TransposeOp : Graph_ForwardOp<"transpose", [OwnFlops]> {
   let arguments = (ins Graph_Tensor:$x, DenseI64ArrayAttr:$permutation);
   let results = (outs Graph_Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+  // 0: data movement only.
+  let flops = [{ return 0; }];
 }
 
 class Graph_ReduceOp<string mnemonic, string what>
@@ -74,8 +78,14 @@ class Graph_ReduceOp<string mnemonic, string what>
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
 }
 
-def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "sum">;
-def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "mean">;
+def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "sum"> {
+  // One add per element of x.
+  let flops = [{ return elements(getX()); }];
+}
+def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "mean"> {
+  // One add per element of x and one division per element of y.
+  let flops = [{  return plus(elements(getX()), elements(getY())); }];
+}
 
 def Graph_BroadcastToOp : Graph_ForwardOp<"broadcast_to", [OwnFlops]> {
   let kernelFamily = "BroadcastTo";
@@ -94,6 +104,8 @@ def Graph_BroadcastToOp : Graph_ForwardOp<"broadcast_to", [OwnFlops]> {
   let arguments = (ins Graph_Tensor:$x);
   let results = (outs Graph_Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+  // 0: data movement only.
+  let flops = [{ return 0; }];
 }
 
 def Graph_SumToOp : Graph_ForwardOp<"sum_to", [OwnFlops]> {
@@ -113,6 +125,8 @@ def Graph_SumToOp : Graph_ForwardOp<"sum_to", [OwnFlops]> {
   let arguments = (ins Graph_Tensor:$x);
   let results = (outs Graph_Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+  // One add per element of x.
+  let flops = [{ return elements(getX()); }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -139,6 +153,9 @@ def Graph_SliceOp : Graph_ForwardOp<"slice", [OwnFlops]> {
                        DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
   let results = (outs Graph_Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+  // 0: the fill is counted as bytes written.
+  // Copies only.
+  let flops = [{ return 0; }];
 }
 
 def Graph_SliceGradOp : Graph_Op<"slice_grad", [OwnFlops]> {
@@ -161,6 +178,8 @@ def Graph_SliceGradOp : Graph_Op<"slice_grad", [OwnFlops]> {
                        DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
   let results = (outs Graph_Tensor:$dx);
   let assemblyFormat = "$dy attr-dict `:` type($dy) `->` type($dx)";
+  // A fill and a copy only.
+  let flops = [{ return 0; }];
 }
 
 def Graph_ConcatOp : Graph_ForwardOp<"concat", [OwnFlops]> {
@@ -182,6 +201,7 @@ def Graph_ConcatOp : Graph_ForwardOp<"concat", [OwnFlops]> {
   let assemblyFormat = [{
     $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($c)
   }];
+  let flops = [{ return 0; }];
 }
 
 def Graph_ResizeNearestOp : Graph_ForwardOp<"resize_nearest", [OwnFlops]> {
@@ -204,6 +224,8 @@ def Graph_ResizeNearestOp : Graph_ForwardOp<"resize_nearest", [OwnFlops]> {
   let arguments = (ins Graph_Tensor:$x, DenseI64ArrayAttr:$scales);
   let results = (outs Graph_Tensor:$y);
   let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+  // 0: a gather of copies moves bytes only.
+  let flops = [{ return 0; }];
 }
 
 def Graph_ResizeNearestGradOp : Graph_Op<"resize_nearest_grad", [OwnFlops]> {
@@ -223,6 +245,8 @@ def Graph_ResizeNearestGradOp : Graph_Op<"resize_nearest_grad", [OwnFlops]> {
   let arguments = (ins Graph_Tensor:$dy, DenseI64ArrayAttr:$scales);
   let results = (outs Graph_Tensor:$dx);
   let assemblyFormat = "$dy attr-dict `:` type($dy) `->` type($dx)";
+  // One add per element of dy.
+  let flops = [{ return elements(getDy()); }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -263,6 +287,12 @@ def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [OwnFlops]> {
     type($grad) `,` type($momentum_buffer) `->` type($new_param) `,`
     type($new_momentum_buffer)
   }];
+  // 6 per element: grad + wd·param (2), μ·m + g (2), param - lr·m' (2).
+  // Sharded (ZeRO-1): per rank, over its slice (the state's elements).
+  let flops = [{
+    return times(6, elements(isSharded(*this) ? getMomentumBuffer()
+                                              : getParam()));
+  }];
 }
 
 def Graph_SgdPlainUpdateOp : Graph_Op<"sgd_plain_update", [OwnFlops]> {
@@ -290,6 +320,7 @@ def Graph_SgdPlainUpdateOp : Graph_Op<"sgd_plain_update", [OwnFlops]> {
     $param `,` $grad attr-dict `:` type($param) `,` type($grad) `->`
     type($new_param)
   }];
+  let flops = [{  return times(4, elements(getParam())); }];
 }
 
 def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [OwnFlops]> {
@@ -328,6 +359,10 @@ def Graph_AdamwUpdateOp : Graph_Op<"adamw_update", [OwnFlops]> {
     `,` type($m) `,` type($v) `->` type($new_param) `,` type($new_m) `,`
     type($new_v)
   }];
+  // 15 per element: decay (1), m' (3), v' (4), two bias corrections (2),
+  // sqrt (1), + eps (1), divide (1), lr· and subtract (2).
+  // Sharded (ZeRO-1): per rank, over its slice (the state's elements).
+  let flops = [{  return times(15, elements(isSharded(*this) ? getM() : getParam())); }];
 }
 
 #endif // REMAT_IR_GRAPHLAYOUTOPS

@@ -36,6 +36,10 @@ def Graph_LayerNormOp : Graph_ForwardOp<"layer_norm", [OwnFlops]> {
     $x `,` $gamma `,` $beta attr-dict `:` type($x) `,` type($gamma) `,`
     type($beta) `->` type($y)
   }];
+  // 8 per element of x: sum for the mean (1), subtract the mean (1), square
+  // (1), sum of squares (1), multiply by rstd (1), by gamma (1), add beta (1),
+  // and 1 for the per-row mean, rsqrt and division, bounded by one per element.
+  let flops = [{ return times(8, elements(getX())); }];
 }
 
 def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [OwnFlops]> {
@@ -60,6 +64,10 @@ def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [OwnFlops]> {
     $x `,` $gamma `,` $dy attr-dict `:` type($x) `,` type($gamma) `,`
     type($dy) `->` type($dx) `,` type($dgamma) `,` type($dbeta)
   }];
+  // 16 per element of x, an estimate: recompute mean and rstd (4), x̂ (2),
+  // dgamma and dbeta accumulation (3), dx = rstd·(g - mean(g) - x̂·mean(g·x̂))
+  // with g = dy·gamma (7).
+  let flops = [{ return times(16, elements(getX())); }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -90,6 +98,9 @@ def Graph_BatchNormOp : Graph_ForwardOp<"batch_norm", [OwnFlops]> {
     $x `,` $gamma `,` $beta attr-dict `:` type($x) `,` type($gamma) `,`
     type($beta) `->` type($y)
   }];
+  // 8 per element of x, as layer_norm: the statistics are per channel
+  // instead of per row.
+  let flops = [{ return times(8, elements(getX())); }];
 }
 
 def Graph_BatchNormGradOp : Graph_Op<"batch_norm_grad", [OwnFlops]> {
@@ -115,6 +126,8 @@ def Graph_BatchNormGradOp : Graph_Op<"batch_norm_grad", [OwnFlops]> {
     $x `,` $gamma `,` $dy attr-dict `:` type($x) `,` type($gamma) `,`
     type($dy) `->` type($dx) `,` type($dgamma) `,` type($dbeta)
   }];
+  // 16 per element of x, as layer_norm_grad.
+  let flops = [{ return times(16, elements(getX())); }];
 }
 
 class Graph_RunningStatUpdateOp<string mnemonic, string statistic>
@@ -146,8 +159,14 @@ class Graph_RunningStatUpdateOp<string mnemonic, string statistic>
 }
 
 def Graph_RunningMeanUpdateOp
-    : Graph_RunningStatUpdateOp<"running_mean_update", "mean">;
+    : Graph_RunningStatUpdateOp<"running_mean_update", "mean"> {
+  // 3 per element of x: the sum (mean) or the deviation, its square and the
+  // sum (variance; the mean pass counted in the same 3).
+  let flops = [{ return times(3, elements(getX())); }];
+}
 def Graph_RunningVarUpdateOp : Graph_RunningStatUpdateOp<"running_var_update",
-    "unbiased variance (over count - 1, as PyTorch's running_var)">;
+    "unbiased variance (over count - 1, as PyTorch's running_var)"> {
+  let flops = [{ return times(3, elements(getX())); }];
+}
 
 #endif // REMAT_IR_GRAPHNORMOPS

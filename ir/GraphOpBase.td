@@ -31,18 +31,23 @@ def Graph_TrueBool : DefaultValuedAttr<BoolAttr, "true">;
 
 // The elementwise cost model: one FLOP per result element.
 defvar ElementwiseCost = Graph_CostOpInterface;
-// Ops with their own FLOP count (implemented in GraphOps.cpp).
+// Ops with their own FLOP count: the record's `flops`, the body of
+// getFlops() (with GraphOps.cpp's cost helpers: elements, times, plus).
 defvar OwnFlops = DeclareOpInterfaceMethods<Graph_CostOpInterface, ["getFlops"]>;
 
 class Graph_Op<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, !listconcat([Pure], traits)> {
   // One verifier for every op: its type rule (shapeRule below).
   let hasVerifier = 1;
+  // With OwnFlops: the op's FLOP count, the body of getFlops(), beside a
+  // comment that says how it is counted.
+  code flops = "";
   let extraClassDefinition = [{
     ::mlir::LogicalResult $cppClass::verify() {
       return ::remat::graph::verifyByTypeRule(getOperation());
     }
-  }];
+  }] # !if(!empty(flops), "",
+           "int64_t $cppClass::getFlops() {\n" # flops # "\n}\n");
 
   // What the MLIR-free parts of remat (runtime, model reader, shape rules)
   // know of the op, generated into ops/generated/OpTable.inc by

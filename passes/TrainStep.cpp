@@ -117,7 +117,7 @@ class StepAssembler {
 public:
   explicit StepAssembler(TrainStep &step) : step(step) {}
 
-  int addArgument(memory::Role role, const std::string &name, int64_t bytes,
+  int appendArgument(memory::Role role, const std::string &name, int64_t bytes,
                   ValueInfo info) {
     return addValue(role, name, bytes, -1, std::move(info));
   }
@@ -125,7 +125,7 @@ public:
   /// Adds `op` (its operands set, and its reusable operand and scratch);
   /// `feedsLoss`: the loss depends on it, or it comes before the loss.
   /// Returns its results' ids.
-  std::vector<int> addOp(OpInfo info, memory::StepOp op,
+  std::vector<int> appendOp(OpInfo info, memory::StepOp op,
                          std::vector<ResultInfo> results, bool feedsLoss) {
     std::optional<ops::OpKind> opKind = ops::parseOpKind(info.kind);
     bool isUpdate = opKind && ops::opInfo(*opKind).updatesParam;
@@ -378,7 +378,7 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     if (auto data = func.getArgAttrOfType<mlir::DictionaryAttr>(a, "graph.data"))
       info.data = attributeToJson(data);
     ids[body.getArgument(a)] =
-        assembler.addArgument(r, nameAttr.str(), bytes, std::move(info));
+        assembler.appendArgument(r, nameAttr.str(), bytes, std::move(info));
   }
 
   // The loss is the first result; the forward ops are those it depends on.
@@ -464,7 +464,7 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
       results.push_back(std::move(r));
     }
     std::vector<int> resultIds =
-        assembler.addOp(std::move(info), std::move(stepOp), std::move(results),
+        assembler.appendOp(std::move(info), std::move(stepOp), std::move(results),
                         forward.count(&op) || beforeLoss);
     for (unsigned r = 0; r < op.getNumResults(); ++r)
       ids[op.getResult(r)] = resultIds[r];
@@ -494,7 +494,7 @@ TrainStep replayTrainStep(const TrainStep &step,
   std::vector<int> id(g.values.size(), -1);
   for (size_t v = 0; v < g.values.size(); ++v)
     if (g.values[v].isArgument() && v < step.values.size())
-      id[v] = assembler.addArgument(g.values[v].role, g.values[v].name,
+      id[v] = assembler.appendArgument(g.values[v].role, g.values[v].name,
                                     g.values[v].bytes, step.values[v]);
   // The ops the loss depends on, and those before it, are forward ops
   // (extractTrainStep's rule, over positions in the new order).
@@ -532,7 +532,7 @@ TrainStep replayTrainStep(const TrainStep &step,
     for (ResultInfo &r : results)
       r.info.init = r.info.data = nullptr;
     std::vector<int> ids =
-        assembler.addOp(std::move(info), std::move(op), std::move(results),
+        assembler.appendOp(std::move(info), std::move(op), std::move(results),
                         feedsLoss[k] || int(k) < lossAt);
     for (size_t r = 0; r < ids.size(); ++r)
       id[size_t(g.ops[k].results[r])] = ids[r];

@@ -118,7 +118,7 @@ std::vector<NodeOrder> candidateOrders(const Problem &problem) {
   for (int k = 0; k < problem.size(); ++k)
     identity[k] = k;
   std::vector<NodeOrder> orders;
-  auto add = [&](const char *name, std::vector<int> order) {
+  auto offer = [&](const char *name, std::vector<int> order) {
     if (order == identity)
       return;
     for (const NodeOrder &other : orders)
@@ -126,8 +126,8 @@ std::vector<NodeOrder> candidateOrders(const Problem &problem) {
         return;
     orders.push_back({name, std::move(order)});
   };
-  add("greedy-memory", greedyMemoryOrder(problem, uses));
-  add("subtree-first", subtreeFirstOrder(problem, uses));
+  offer("greedy-memory", greedyMemoryOrder(problem, uses));
+  offer("subtree-first", subtreeFirstOrder(problem, uses));
   return orders;
 }
 

@@ -8,7 +8,7 @@
 // oneDNN pick its blocked layouts (the reorders to and from them are not
 // timed). It prints the sums, the largest scratchpad one convolution needs
 // and the implementations used, to compare with `remat profile PLAN`'s
-// conv2d, conv2d_grad_input and conv2d_grad_weight (docs/benchmarks.md).
+// rows of the convolution and its two gradients (docs/benchmarks.md).
 // Groups, strides, pads and dilations are the plan's.
 //
 //===----------------------------------------------------------------------===//

@@ -32,7 +32,7 @@ std::optional<Stage> parseStage(const std::string &name);
 const std::vector<std::string> &stageNames();
 
 struct CompileOptions {
-  int64_t alignment = 64;
+  int64_t alignment = defaults::kAlignment;
   /// Without a budget nothing is recomputed, in the op order of least
   /// memory the planner finds (leastMemoryWithoutRecompute).
   std::optional<int64_t> budgetBytes;
@@ -49,8 +49,8 @@ struct CompileOptions {
   /// 0 (cpu's scratch is in the arena; cuda's workspace shrinks to what the
   /// budget leaves beside the arena).
   std::optional<int64_t> workspaceReserveBytes;
-  std::string solver = "auto";
-  double timeLimitSeconds = 1; ///< of the exact MILP
+  std::string solver = defaults::kSolver;
+  double timeLimitSeconds = defaults::kTimeLimitSeconds; ///< of the MILP
   bool progress = false;
   /// The planner may move ops as well as recompute them.
   bool reorder = true;
@@ -62,7 +62,7 @@ struct CompileOptions {
   /// Several ranks (graph.ranks > 1): each optimizer update runs this many
   /// ops later than the planner placed it, so that its gradient's sum
   /// overlaps backward work (--update-lag; lagOptimizerUpdates).
-  int updateLag = 4;
+  int updateLag = defaults::kUpdateLag;
 };
 
 /// `--device-profile`: a built-in name (builtinDeviceProfileNames) or a JSON

@@ -10,6 +10,7 @@
 
 #include "ir/GraphDialect.h"
 #include "ir/PlanDialect.h"
+#include "passes/planner/Defaults.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

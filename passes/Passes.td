@@ -114,7 +114,8 @@ def TestPrintMemoryPass : Pass<"remat-test-print-memory", "::mlir::ModuleOp"> {
     offset, lifetime (op positions, inclusive) and the buffer it shares.
   }];
   let options = [
-    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+    Option<"alignment", "alignment", "int64_t",
+           /*default=*/"::remat::defaults::kAlignment",
            "Byte alignment of every buffer">,
   ];
 }
@@ -150,12 +151,15 @@ def RematerializePass : Pass<"remat-rematerialize", "::mlir::ModuleOp"> {
            /*default=*/"0",
            "Bytes of the budget kept for the backend's workspace: the arena "
            "is planned under budget-bytes minus this">,
-    Option<"solver", "solver", "std::string", /*default=*/"\"auto\"",
+    Option<"solver", "solver", "std::string",
+           /*default=*/"::remat::defaults::kSolver",
            "auto, exact, dp, heuristic, store-all, per-block or sqrt">,
-    Option<"timeLimit", "time-limit", "double", /*default=*/"1.0",
+    Option<"timeLimit", "time-limit", "double",
+           /*default=*/"::remat::defaults::kTimeLimitSeconds",
            "Time limit of the exact MILP, seconds (auto runs it on graphs "
            "of up to 120 nodes)">,
-    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+    Option<"alignment", "alignment", "int64_t",
+           /*default=*/"::remat::defaults::kAlignment",
            "Byte alignment of every buffer">,
     Option<"progress", "progress", "bool", /*default=*/"false",
            "Print solver progress on stderr">,
@@ -184,7 +188,8 @@ def AssignBuffersPass : Pass<"remat-assign-buffers", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::remat::plan::PlanDialect"];
   let options = [
-    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+    Option<"alignment", "alignment", "int64_t",
+           /*default=*/"::remat::defaults::kAlignment",
            "Byte alignment of every buffer">,
   ];
 }

@@ -102,9 +102,9 @@ struct RematOptions {
   int64_t budgetBytes = 0;
   /// Bytes of the budget kept for a workspace beside the arena.
   int64_t workspaceReserve = 0;
-  std::string solver = "auto";
-  double timeLimitSeconds = 1; ///< of the exact MILP
-  int64_t alignment = 64;
+  std::string solver = defaults::kSolver;
+  double timeLimitSeconds = defaults::kTimeLimitSeconds; ///< of the MILP
+  int64_t alignment = defaults::kAlignment;
   bool progress = false;
   bool reorder = true;
   /// Also search the minimum feasible budget (it plans the step a dozen

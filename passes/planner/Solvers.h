@@ -8,6 +8,7 @@
 #define REMAT_PASSES_PLANNER_SOLVERS_H
 
 #include "passes/planner/Checker.h"
+#include "passes/planner/Defaults.h"
 
 #include <cmath>
 #include <limits>
@@ -43,7 +44,7 @@ bool parseSolverKind(const std::string &text, SolverKind &kind);
 
 struct SolveOptions {
   /// Wall-clock limit for the exact MILP (and for auto overall).
-  double timeLimitSeconds = 60.0;
+  double timeLimitSeconds = defaults::kExactTimeLimitSeconds;
   CountingMode mode = CountingMode::Event;
   /// Progress lines on stderr: one per solver run (name, status, peak,
   /// overhead, proven gap, seconds), and the MILP's incumbent / bound / gap

@@ -12,6 +12,7 @@
 
 #include "tools/remat/CompileCommand.h"
 #include "tools/remat/Backends.h"
+#include "passes/planner/Defaults.h"
 
 #include "compiler/Driver.h"
 #include "compiler/ModelFile.h"
@@ -100,9 +101,9 @@ toCompileOptions(const CompileCommandOptions &options) {
   c.workspaceReserveBytes = options.workspaceReserve;
   setBackend(c, options.backend);
   c.solver = options.solver;
-  c.timeLimitSeconds = options.timeLimit >= 0 ? options.timeLimit
-                       : options.solver == "exact" ? 60.0
-                                                   : 1.0;
+  c.timeLimitSeconds = options.timeLimit >= 0
+                           ? options.timeLimit
+                           : defaults::timeLimitFor(options.solver);
   c.progress = options.progress;
   c.reorder = options.reorder;
   c.searchMinimum = options.minFeasible;

@@ -10,6 +10,7 @@
 
 #include "compiler/ModelGraph.h"
 #include "ops/DeviceProfile.h"
+#include "passes/planner/Defaults.h"
 #include "runtime/cli/Usage.h"
 
 #include <cstdint>
@@ -29,12 +30,12 @@ struct CompileCommandOptions {
   std::optional<int64_t> budget;
   std::optional<int64_t> workspaceReserve;
   std::string backend = "cpu"; ///< the backend the plan is for
-  std::string solver = "auto";
-  double timeLimit = -1; ///< -1: 1 s for auto, 60 s for exact
+  std::string solver = defaults::kSolver;
+  double timeLimit = -1; ///< -1: defaults::timeLimitFor(solver)
   bool progress = false;
   bool reorder = true;
   bool minFeasible = false; ///< --min-feasible (compile only)
-  int updateLag = 4;        ///< --update-lag
+  int updateLag = defaults::kUpdateLag; ///< --update-lag
   model::ModelOptions modelOptions;
   DeviceProfile deviceProfile;
   /// --device-profile measure: time the step's ops first (remat profile).

@@ -17,6 +17,7 @@
 
 #include "tools/remat/CompileCommand.h"
 #include "tools/remat/Backends.h"
+#include "passes/planner/Defaults.h"
 
 #include "compiler/Driver.h"
 #include "compiler/ModelFile.h"
@@ -111,8 +112,8 @@ struct PlanOptions {
   bool maxBatch = false;
   bool minFeasible = false; ///< --min-feasible
   int points = 10;
-  std::string solver = "auto";
-  double timeLimit = -1; ///< -1: 1 s for auto, 60 s for exact
+  std::string solver = defaults::kSolver;
+  double timeLimit = -1; ///< -1: defaults::timeLimitFor(solver)
   bool progress = false;
   /// Default: on for models, off for --graph (the literature's fixed order).
   std::optional<bool> reorder;
@@ -148,7 +149,7 @@ struct Session {
   TrainStep step;
   planner::Problem problem;
   int64_t storeAllArena = 0;
-  int64_t alignment = 64;
+  int64_t alignment = defaults::kAlignment;
 };
 
 /// The model as `modelOptions` configure it; its warnings go to stderr
@@ -195,9 +196,9 @@ double recomputeOverhead(const Session &s, const Attempt &a) {
 
 planner::SolveOptions solveOptions(const PlanOptions &options) {
   planner::SolveOptions o;
-  o.timeLimitSeconds = options.timeLimit >= 0 ? options.timeLimit
-                       : options.solver == "exact" ? 60.0
-                                                   : 1.0;
+  o.timeLimitSeconds = options.timeLimit >= 0
+                           ? options.timeLimit
+                           : defaults::timeLimitFor(options.solver);
   o.progress = options.progress;
   o.reorder = options.reorder.value_or(options.graph.empty());
   return o;

@@ -13,10 +13,14 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <stdexcept>
+#include <utility>
 
 namespace remat::compiler {
 
@@ -313,39 +317,63 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   return plan;
 }
 
+const char *const kByteSizeGrammar =
+    "a whole or decimal number and an optional unit: B (bytes); k, M, G, T "
+    "or kB, MB, GB, TB (powers of 1000); KiB, MiB, GiB, TiB (powers of "
+    "1024); units in any case, b is bytes (e.g. 123456, 800MB, 0.6M, "
+    "1.5GiB)";
+
 std::optional<int64_t> parseByteSize(const std::string &text) {
-  size_t used = 0;
-  double value;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception &) {
-    return std::nullopt;
+  // NUMBER: digits, with an optional fraction ("1.5", ".5").
+  size_t at = 0, digits = 0;
+  while (at < text.size() && std::isdigit((unsigned char)text[at]))
+    ++at, ++digits;
+  if (at < text.size() && text[at] == '.') {
+    ++at;
+    while (at < text.size() && std::isdigit((unsigned char)text[at]))
+      ++at, ++digits;
   }
-  std::string unit = text.substr(used);
-  while (!unit.empty() && unit.front() == ' ')
-    unit.erase(unit.begin());
-  double scale = 0;
-  if (unit.empty() || unit == "B")
-    scale = 1;
-  else if (unit == "KiB")
-    scale = 1024.0;
-  else if (unit == "MiB")
-    scale = 1024.0 * 1024;
-  else if (unit == "GiB")
-    scale = 1024.0 * 1024 * 1024;
-  else if (unit == "TiB")
-    scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (unit == "KB" || unit == "kB")
-    scale = 1e3;
-  else if (unit == "MB")
-    scale = 1e6;
-  else if (unit == "GB")
-    scale = 1e9;
-  else if (unit == "TB")
-    scale = 1e12;
-  if (scale == 0 || !(value >= 0) || value * scale > 9.0e18)
+  if (digits == 0)
     return std::nullopt;
-  return static_cast<int64_t>(std::llround(value * scale));
+  double value = std::strtod(text.substr(0, at).c_str(), nullptr);
+  size_t unitAt = at;
+  while (unitAt < text.size() && text[unitAt] == ' ')
+    ++unitAt;
+  std::string unit;
+  for (char c : text.substr(unitAt))
+    unit.push_back(char(std::tolower((unsigned char)c)));
+  static const std::pair<const char *, double> kUnits[] = {
+      {"", 1},       {"b", 1},
+      {"k", 1e3},    {"kb", 1e3},
+      {"m", 1e6},    {"mb", 1e6},
+      {"g", 1e9},    {"gb", 1e9},
+      {"t", 1e12},   {"tb", 1e12},
+      {"kib", 1024.0},
+      {"mib", 1024.0 * 1024},
+      {"gib", 1024.0 * 1024 * 1024},
+      {"tib", 1024.0 * 1024 * 1024 * 1024}};
+  for (const auto &[name, scale] : kUnits) {
+    if (unit != name)
+      continue;
+    if (value * scale > 9.0e18)
+      return std::nullopt;
+    return static_cast<int64_t>(std::llround(value * scale));
+  }
+  return std::nullopt;
+}
+
+int64_t parseByteSizeFlag(const std::string &flag, const std::string &value,
+                          bool positive) {
+  std::optional<int64_t> bytes = parseByteSize(value);
+  if (!bytes)
+    throw std::invalid_argument(flag + " '" + value +
+                                "' is not a byte size: give " +
+                                kByteSizeGrammar);
+  if (positive && *bytes <= 0)
+    throw std::invalid_argument(
+        flag + " '" + value + "' is too small: no step fits in 0 bytes "
+        "(remat plan MODEL --min-feasible finds the least budget that fits)");
+  return *bytes;
 }
 
 std::string formatBytes(int64_t bytes) {

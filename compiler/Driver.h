@@ -125,8 +125,16 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
                           const CompileOptions &options,
                           nlohmann::json &report);
 
-/// Parses "1.5GiB", "800MB", "123456" (bytes) etc.; nullopt when invalid.
+/// The byte sizes every flag that takes bytes reads (kByteSizeGrammar):
+/// "123456", "800MB", "0.6M", "500kb", "1.5GiB"; nullopt when invalid.
 std::optional<int64_t> parseByteSize(const std::string &text);
+/// The grammar of parseByteSize, as the errors quote it.
+extern const char *const kByteSizeGrammar;
+/// A byte-size flag's value (`flag` names it in the error); throws
+/// std::invalid_argument quoting the grammar, and for `positive` when the
+/// size is 0.
+int64_t parseByteSizeFlag(const std::string &flag, const std::string &value,
+                          bool positive);
 /// 1536 -> "1.50 KiB".
 std::string formatBytes(int64_t bytes);
 

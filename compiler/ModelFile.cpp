@@ -5,6 +5,8 @@
 #include "compiler/OnnxImporter.h"
 #endif
 
+#include "runtime/plan/InputFile.h"
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -32,6 +34,8 @@ static std::string readText(const std::string &path) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
       throw ModelError("'" + path + "' is a directory, not a model file");
+    if (std::optional<std::string> why = runtime::inputProblem(path))
+      throw ModelError("cannot open '" + path + "': " + *why);
     std::ifstream in(path, std::ios::binary);
     if (!in)
       throw ModelError("cannot open '" + path + "'");
@@ -41,7 +45,8 @@ static std::string readText(const std::string &path) {
 }
 
 ModelFile readModelFile(const std::string &path, const ModelOptions &options) {
-  if (isOnnxPath(path)) {
+  // ONNX by its name or, under another name, by its first byte.
+  if (isOnnxPath(path) || (path != "-" && runtime::looksLikeOnnx(path))) {
 #ifdef REMAT_HAVE_ONNX
     OnnxModel onnx = importOnnxFile(path, options);
     return ModelFile{std::move(onnx.graph), std::move(onnx.weights)};

@@ -1,5 +1,6 @@
 //===- Npy.cpp - Read and write NumPy .npy arrays ------------------------===//
 #include "runtime/Npy.h"
+#include "runtime/plan/InputFile.h"
 #include "runtime/plan/OutputFile.h"
 
 #include <algorithm>
@@ -164,6 +165,8 @@ NpyLayout parseLayout(const char *c, uint64_t have, uint64_t fileSize,
 } // namespace
 
 NpyArray readNpy(const std::string &path) {
+  if (std::optional<std::string> why = inputProblem(path))
+    throw PlanError(path + ": cannot open .npy file: " + *why);
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw PlanError(path + ": cannot open .npy file");
@@ -182,6 +185,8 @@ NpyArray parseNpy(const std::vector<char> &c, const std::string &path) {
 }
 
 NpyFile NpyFile::open(const std::string &path) {
+  if (std::optional<std::string> why = inputProblem(path))
+    throw PlanError(path + ": cannot open .npy file: " + *why);
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in)
     throw PlanError(path + ": cannot open .npy file");

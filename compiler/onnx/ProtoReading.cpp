@@ -10,6 +10,7 @@
 #include "compiler/onnx/OnnxReader.h"
 
 #include "ops/Suggest.h"
+#include "runtime/plan/InputFile.h"
 
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
@@ -66,6 +67,8 @@ void OnnxReader::parse() {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     fail("is a directory, not an ONNX model");
+  if (std::optional<std::string> why = runtime::inputProblem(path))
+    fail("cannot open the file: " + *why);
   std::ifstream in(path, std::ios::binary);
   if (!in)
     fail("cannot open the file");

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <sstream>
+#include <utility>
 
 namespace remat {
 namespace planner {
@@ -38,14 +39,17 @@ MinimumBudget searchMinimumBudget(const Problem &input,
   // default): it finds schedules at budgets where the search at the budget
   // alone fails (the 1,000- and 3,000-node layered graphs: 0.179 -> 0.177
   // and 0.178 -> 0.1767 of store-all).
-  // The peak of the first fast solver's schedule within `budget`, or -1.
+  // The peak of the first fast solver's schedule within `budget`, or -1;
+  // the schedule goes to `found`.
+  SolveResult found;
   auto probe = [&](int64_t budget, std::string &solver) -> int64_t {
     for (SolverKind kind : {SolverKind::Heuristic, SolverKind::PerBlock,
                             SolverKind::SqrtN, SolverKind::ChainDp}) {
       SolveResult r = solve(problem, budget, kind, fast);
       if (r.ok) {
         solver = r.stats.solverName;
-        return r.stats.peakBytes;
+        found = std::move(r);
+        return found.stats.peakBytes;
       }
     }
     return -1;
@@ -55,20 +59,23 @@ MinimumBudget searchMinimumBudget(const Problem &input,
   m.solver = "store-all";
   int64_t low = bound.bytes - 1; // no schedule fits here
   int64_t high = storeAll;
+  // A schedule found: its peak is the new upper end, and it is kept.
+  auto keep = [&](int64_t peak, const std::string &solver) {
+    high = peak;
+    m.solver = solver;
+    m.schedule = found;
+  };
   int64_t step = std::max<int64_t>(
       1, static_cast<int64_t>(double(storeAll) * options.resolution));
   // The lower bound itself first: often met exactly.
   std::string solver;
-  if (int64_t peak = probe(bound.bytes, solver); peak >= 0) {
-    high = peak;
-    m.solver = solver;
-  }
+  if (int64_t peak = probe(bound.bytes, solver); peak >= 0)
+    keep(peak, solver);
   while (high - low > step) {
     int64_t mid = low + (high - low) / 2;
     int64_t peak = probe(mid, solver);
     if (peak >= 0) {
-      high = peak; // the schedule's own peak, at most mid
-      m.solver = solver;
+      keep(peak, solver); // the schedule's own peak, at most mid
     } else {
       low = mid;
     }
@@ -85,8 +92,7 @@ MinimumBudget searchMinimumBudget(const Problem &input,
       break;
     int64_t peak = probe(budget, solver);
     if (peak >= 0) {
-      high = peak;
-      m.solver = solver;
+      keep(peak, solver);
       i = 0;
     }
   }
@@ -106,6 +112,7 @@ MinimumBudget searchMinimumBudget(const Problem &input,
       if (r.ok) {
         m.minFeasibleBytes = r.stats.peakBytes;
         m.solver = "exact";
+        m.schedule = std::move(r);
         continue;
       }
       if (r.stats.status == "infeasible") {
@@ -119,6 +126,7 @@ MinimumBudget searchMinimumBudget(const Problem &input,
           if (s.ok) {
             hi = s.stats.peakBytes;
             m.solver = "exact";
+            m.schedule = std::move(s);
           } else if (s.stats.status == "infeasible") {
             lo = mid;
             m.provenInfeasibleBytes = mid;

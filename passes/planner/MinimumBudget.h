@@ -24,6 +24,11 @@ struct MinimumBudget {
   int64_t minFeasibleBytes = 0;
   /// The solver whose schedule met it.
   std::string solver;
+  /// That schedule (not ok when it is store-all's): a solver asked again at
+  /// exactly minFeasibleBytes may not find it (the heuristic's choices
+  /// depend on the budget it is given), so a plan at the minimum falls
+  /// back on it.
+  SolveResult schedule;
   /// "bound-met": min_feasible == the lower bound, nothing lies between;
   /// "proven": `provenInfeasibleBytes`, at most 1% below min_feasible, is
   /// infeasible: proven by the exact MILP, or below the lower bound when

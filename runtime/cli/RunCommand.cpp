@@ -149,8 +149,23 @@ valueDumpSchedule(const LoadedPlan &plan, const std::vector<std::string> &names,
 
 } // namespace
 
-std::string runUsage() {
-  return "usage: remat run PLAN --steps N [options]\n"
+std::vector<NamedPath> runOutputPaths(const RunOptions &options) {
+  return {{"--save", options.savePath},
+          {"--log", options.logPath},
+          {"--dump-grads", options.dumpGradsPath},
+          {"--dump-values", options.dumpValuesPath}};
+}
+
+std::vector<NamedPath> runInputPaths(const RunOptions &options) {
+  std::vector<NamedPath> inputs = {{"--weights", options.weightsPath}};
+  for (const auto &[name, path] : options.data)
+    inputs.push_back({"--data " + name, path});
+  return inputs;
+}
+
+std::string runUsage(const std::string &command) {
+  return "usage: " + tools::programName(command) +
+         " PLAN --steps N [options]\n"
          "\n"
          "Runs N training steps of a plan file (docs/plan-format.md).\n"
          "\n"
@@ -255,6 +270,28 @@ int runCommand(const RunOptions &opt) {
     if (ranks->distributed())
       checkSamePlan(*ranks, opt.planPath);
     LoadedPlan plan = loadPlan(opt.planPath);
+    // Every rank checks the outputs (each fails alike, none waits): before
+    // any work, none is an input and each folder takes it.
+    std::vector<NamedPath> inputs = runInputPaths(opt);
+    inputs.push_back({"the plan", opt.planPath});
+    if (opt.weightsPath.empty() && !plan.plan.weights.empty())
+      inputs.push_back({"the plan's weights",
+                        planWeightsPath(opt.planPath, plan.plan.weights)});
+    try {
+      checkOutputs(runOutputPaths(opt), inputs);
+    } catch (const OutputClash &e) {
+      return tools::usageError(err, opt.command, e.what());
+    }
+    // The outputs written after the steps are opened now, committed at the
+    // end together: a run that fails leaves none of them.
+    OutputSet outputs;
+    std::ostream *gradsOut = nullptr, *valuesOut = nullptr, *saveOut = nullptr;
+    if (lead && !opt.dumpGradsPath.empty() && opt.steps > 0)
+      gradsOut = &outputs.open(opt.dumpGradsPath);
+    if (lead && !opt.dumpValuesPath.empty() && opt.steps > 0)
+      valuesOut = &outputs.open(opt.dumpValuesPath);
+    if (lead && !opt.savePath.empty())
+      saveOut = &outputs.open(opt.savePath);
     std::unique_ptr<Backend> backend = createBackend(opt.backend);
     Backend *device = backend.get(); // not the bounds check
     if (opt.checkBounds)
@@ -428,10 +465,10 @@ int runCommand(const RunOptions &opt) {
 #endif
         log->stream() << entry.dump() << "\n" << std::flush;
       }
-      if (s == 0 && !opt.dumpGradsPath.empty() && lead)
-        writeSafetensors(opt.dumpGradsPath, dumped);
-      if (s == 0 && !opt.dumpValuesPath.empty() && lead)
-        writeSafetensors(opt.dumpValuesPath, dumpedValues);
+      if (s == 0 && gradsOut)
+        writeSafetensors(*gradsOut, dumped);
+      if (s == 0 && valuesOut)
+        writeSafetensors(*valuesOut, dumpedValues);
       if (s == 0)
         exec.onStepExecuted = nullptr;
     }
@@ -455,9 +492,10 @@ int runCommand(const RunOptions &opt) {
       // Every rank takes part: sharded optimizer state is gathered on
       // rank 0, which writes the file.
       std::map<std::string, NamedTensor> state = exec.stateTensors();
-      if (lead)
-        writeSafetensors(opt.savePath, state);
+      if (saveOut)
+        writeSafetensors(*saveOut, state);
     }
+    outputs.commit();
     if (log)
       log->commit();
     return 0;
@@ -559,7 +597,7 @@ int parseRunOptions(int argc, char **argv, RunOptions &opt, std::ostream &out,
       return true;
     };
     if (arg == "--help" || arg == "-h") {
-      out << runUsage();
+      out << runUsage(command);
       return tools::kExitSuccess;
     }
     if (arg == "--check-bounds") {
@@ -637,7 +675,12 @@ int runMain(int argc, char **argv, std::ostream &out, std::ostream &err) {
   RunOptions opt;
   opt.out = &out;
   opt.err = &err;
-  if (int code = parseRunOptions(argc, argv, opt, out, err, "run"); code >= 0)
+  // The standalone binary (runtime/cli/RunMain.cpp) names itself.
+  std::string program = argc > 0 ? argv[0] : "run";
+  program = program.substr(program.find_last_of('/') + 1);
+  std::string command = program == "remat-run" ? program : "run";
+  opt.command = command;
+  if (int code = parseRunOptions(argc, argv, opt, out, err, command); code >= 0)
     return code;
   return runCommand(opt);
 }

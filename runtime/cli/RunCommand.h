@@ -12,6 +12,8 @@
 #ifndef REMAT_TOOLS_REMAT_RUNCOMMAND_H
 #define REMAT_TOOLS_REMAT_RUNCOMMAND_H
 
+#include "runtime/plan/OutputFile.h"
+
 #include <cstdint>
 #include <iostream>
 #include <optional>
@@ -46,6 +48,8 @@ struct RunOptions {
   /// --comm auto|mpi|nccl: how gradients are communicated
   /// (runtime/GradientComm.h, docs/distributed.md).
   std::string comm = "auto";
+  /// The command's name in usage errors: "run", or "remat-run".
+  std::string command = "run";
   std::ostream *out = &std::cout; ///< step lines
   std::ostream *err = &std::cerr; ///< errors and the header line
 };
@@ -74,8 +78,15 @@ std::vector<std::string> runFlagNames();
 /// Whether a flag of runFlagNames() takes a value; nullopt for other words.
 std::optional<bool> runFlagTakesValue(const std::string &flag);
 
-/// The usage text printed by --help.
-std::string runUsage();
+/// The files a run writes (--save, --log, --dump-grads, --dump-values) and
+/// reads besides its plan (--weights, --data), by flag: what checkOutputs
+/// (runtime/plan/OutputFile.h) compares before any work.
+std::vector<runtime::NamedPath> runOutputPaths(const RunOptions &options);
+std::vector<runtime::NamedPath> runInputPaths(const RunOptions &options);
+
+/// The usage text printed by --help, for `command` ("run", or "remat-run"
+/// for the standalone binary).
+std::string runUsage(const std::string &command = "run");
 
 } // namespace remat
 

@@ -24,11 +24,17 @@ enum ExitCode : int {
   kExitUsage = 2,    ///< an unknown flag or command, a bad flag value
 };
 
+/// The program a command is: "remat COMMAND", or a standalone binary's own
+/// name ("remat-run").
+inline std::string programName(const std::string &command) {
+  return command.rfind("remat-", 0) == 0 ? command : "remat " + command;
+}
+
 /// Prints a usage error of `remat COMMAND` and returns kExitUsage.
 inline int usageError(std::ostream &err, const std::string &command,
                       const std::string &message) {
-  err << "remat " << command << ": " << message << "\n(see remat " << command
-      << " --help)\n";
+  std::string program = programName(command);
+  err << program << ": " << message << "\n(see " << program << " --help)\n";
   return kExitUsage;
 }
 

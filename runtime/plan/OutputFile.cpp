@@ -2,8 +2,12 @@
 
 #include "runtime/plan/OutputFile.h"
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <fcntl.h>
 #include <iostream>
 #include <sys/stat.h>
@@ -102,10 +106,67 @@ private:
 
 } // namespace
 
+namespace {
+
+/// The paths RemoveOnSignal guards, as C strings the handler may read
+/// (null: a free slot).
+constexpr int kGuardSlots = 256;
+std::atomic<char *> gGuarded[kGuardSlots];
+
+extern "C" void removeGuardedAndRaise(int signal) {
+  // Files first, then folders (rmdir fails on a file and unlink on a
+  // folder, harmlessly): async-signal-safe calls only.
+  for (std::atomic<char *> &slot : gGuarded)
+    if (char *path = slot.load())
+      ::unlink(path);
+  for (std::atomic<char *> &slot : gGuarded)
+    if (char *path = slot.load())
+      ::rmdir(path);
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
+void installHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int signal : {SIGINT, SIGTERM}) {
+      struct sigaction current;
+      if (::sigaction(signal, nullptr, &current) != 0 ||
+          current.sa_handler != SIG_DFL)
+        continue; // somebody else's handler (or ignored): left alone
+      struct sigaction action {};
+      action.sa_handler = removeGuardedAndRaise;
+      sigemptyset(&action.sa_mask);
+      ::sigaction(signal, &action, nullptr);
+    }
+  });
+}
+
+} // namespace
+
+RemoveOnSignal::RemoveOnSignal(const std::string &path) : slot_(-1) {
+  installHandlers();
+  char *copy = ::strdup(path.c_str());
+  for (int i = 0; i < kGuardSlots && copy; ++i) {
+    char *expected = nullptr;
+    if (gGuarded[i].compare_exchange_strong(expected, copy)) {
+      slot_ = i;
+      return;
+    }
+  }
+  std::free(copy); // every slot taken: unguarded
+}
+
+RemoveOnSignal::~RemoveOnSignal() {
+  if (slot_ >= 0)
+    std::free(gGuarded[slot_].exchange(nullptr));
+}
+
 struct OutputFile::Impl {
   int fd = -1;
   std::string target;    ///< the file written (links followed)
   std::string temporary; ///< Atomic mode on a regular file: the mkstemp name
+  std::unique_ptr<RemoveOnSignal> guard; ///< the temporary's
   std::unique_ptr<FdBuffer> buffer;
   std::unique_ptr<std::ostream> stream;
   bool committed = false;
@@ -160,6 +221,7 @@ OutputFile::OutputFile(const std::string &path, Mode mode)
         fail(path, std::string("cannot create a temporary file in '") +
                        folder + "': " + std::strerror(errno));
       f.temporary = name.data();
+      f.guard = std::make_unique<RemoveOnSignal>(f.temporary);
       if (::fchmod(f.fd, permissions) != 0) {
         int error = errno;
         ::close(f.fd);
@@ -207,7 +269,121 @@ void OutputFile::commit() {
   if (!f.temporary.empty() &&
       ::rename(f.temporary.c_str(), f.target.c_str()) != 0)
     fail(path_, std::strerror(errno));
+  f.guard.reset();
   f.committed = true;
+}
+
+namespace {
+
+std::string canonicalFolder(const std::string &folder) {
+  char *real = ::realpath(folder.c_str(), nullptr);
+  if (!real)
+    return folder;
+  std::string canonical = real;
+  std::free(real);
+  return canonical;
+}
+
+std::string describe(const NamedPath &named) {
+  return named.flag + " '" + named.path + "'";
+}
+
+/// A file by identity: device and inode when it exists, else the canonical
+/// path it will have.
+struct FileKey {
+  NamedPath named;
+  bool exists = false;
+  dev_t device = 0;
+  ino_t inode = 0;
+  std::string path;
+
+  bool sameAs(const FileKey &other) const {
+    if (exists != other.exists)
+      return false;
+    return exists ? device == other.device && inode == other.inode
+                  : path == other.path;
+  }
+};
+
+} // namespace
+
+void checkOutputs(const std::vector<NamedPath> &outputs,
+                  const std::vector<NamedPath> &inputs) {
+  std::vector<FileKey> inputKeys;
+  for (const NamedPath &input : inputs) {
+    struct stat st;
+    if (input.path.empty() || input.path == "-" ||
+        ::stat(input.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    inputKeys.push_back({input, true, st.st_dev, st.st_ino, ""});
+  }
+  std::vector<FileKey> outputKeys;
+  for (const NamedPath &output : outputs) {
+    if (output.path.empty() || output.path == "-")
+      continue;
+    std::string target = followLinks(output.path);
+    struct stat st;
+    bool exists = ::stat(target.c_str(), &st) == 0;
+    if (!exists && errno != ENOENT)
+      fail(output.path, std::strerror(errno));
+    if (exists && S_ISDIR(st.st_mode))
+      fail(output.path, "it is a directory");
+    if (exists && !S_ISREG(st.st_mode)) {
+      // A device, FIFO or socket, written in place.
+      if (::access(target.c_str(), W_OK) != 0)
+        fail(output.path, std::strerror(errno));
+      continue;
+    }
+    std::string folder = folderOf(target);
+    struct stat folderStat;
+    if (::stat(folder.c_str(), &folderStat) != 0)
+      fail(output.path, "the folder '" + folder + "' does not exist");
+    if (!S_ISDIR(folderStat.st_mode))
+      fail(output.path, "'" + folder + "' is not a folder");
+    if (::access(folder.c_str(), W_OK | X_OK) != 0)
+      fail(output.path, "the folder '" + folder + "' is not writable: " +
+                            std::strerror(errno));
+    FileKey key{output, exists, exists ? st.st_dev : 0,
+                exists ? st.st_ino : 0,
+                canonicalFolder(folder) + "/" + baseOf(target)};
+    for (const FileKey &input : inputKeys)
+      if (key.sameAs(input))
+        throw OutputClash(describe(output) + " is " + describe(input.named) +
+                          " (the same file): writing it would destroy an "
+                          "input; choose another output file");
+    for (const FileKey &other : outputKeys)
+      if (key.sameAs(other))
+        throw OutputClash(describe(output) + " and " + describe(other.named) +
+                          " are the same file; choose another for one");
+    outputKeys.push_back(key);
+  }
+}
+
+bool takesSidecar(const std::string &path) {
+  if (path.empty() || path == "-")
+    return false;
+  struct stat st;
+  std::string target = followLinks(path);
+  return ::stat(target.c_str(), &st) != 0 || S_ISREG(st.st_mode);
+}
+
+bool isDiscarded(const std::string &path) {
+  struct stat st;
+  return path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
+}
+
+std::ostream &OutputSet::open(const std::string &path) {
+  files_.push_back(std::make_unique<OutputFile>(path));
+  return files_.back()->stream();
+}
+
+void OutputSet::write(const std::string &path, const std::string &text) {
+  open(path).write(text.data(), std::streamsize(text.size()));
+}
+
+void OutputSet::commit() {
+  for (const std::unique_ptr<OutputFile> &file : files_)
+    file->commit();
 }
 
 void writeOutputFile(const std::string &path, const std::string &text) {

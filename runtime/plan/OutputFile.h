@@ -21,6 +21,12 @@
 // Errors are OutputError naming the path and the cause (a folder that does
 // not exist, a directory given as the file, permissions).
 //
+// A command checks its outputs before any work (checkOutputs): each folder
+// exists and is writable, and no output is one of the command's inputs or
+// another output (by device and inode, links followed). It writes them as
+// one OutputSet, which renames them into place together at the end, so a
+// command that fails leaves none of its outputs behind.
+//
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_OUTPUTFILE_H
 #define REMAT_RUNTIME_OUTPUTFILE_H
@@ -29,6 +35,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace remat::runtime {
 
@@ -36,6 +43,53 @@ namespace remat::runtime {
 class OutputError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
+};
+
+/// A usage mistake in a command's outputs: an output that is one of its
+/// inputs, or two outputs that are one file (exit code 2).
+class OutputClash : public std::invalid_argument {
+public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// A file named on the command line, with the flag that names it ("-o",
+/// "--report", "MODEL") for the errors.
+struct NamedPath {
+  std::string flag;
+  std::string path;
+};
+
+/// Checks, before any work, that every output can be written (its folder
+/// exists and is writable; it is not a folder) and that none is one of
+/// `inputs` or another output: throws OutputClash for a clash, OutputError
+/// for a folder. `-`, empty paths and special files (/dev/null) pass.
+void checkOutputs(const std::vector<NamedPath> &outputs,
+                  const std::vector<NamedPath> &inputs);
+
+/// Whether a file beside `path` (a plan's weights) is written: `path` is a
+/// regular file or a new one. Standard output and special files (/dev/null,
+/// a FIFO) take none.
+bool takesSidecar(const std::string &path);
+
+/// Whether `path` is a character device (/dev/null): what is written there
+/// is discarded, sidecars included.
+bool isDiscarded(const std::string &path);
+
+/// While it lives, `path` (a file, or a folder left empty) is removed if
+/// the process is stopped by SIGINT or SIGTERM, before the signal takes its
+/// default course: an interrupted command leaves no temporary behind.
+/// OutputFile guards its temporaries so; a command guards its own (remat
+/// train's plan folder). The handlers are installed on first use, only
+/// where the signal's disposition is the default.
+class RemoveOnSignal {
+public:
+  explicit RemoveOnSignal(const std::string &path);
+  ~RemoveOnSignal();
+  RemoveOnSignal(const RemoveOnSignal &) = delete;
+  RemoveOnSignal &operator=(const RemoveOnSignal &) = delete;
+
+private:
+  int slot_;
 };
 
 class OutputFile {
@@ -61,6 +115,23 @@ private:
   struct Impl;
   std::string path_;
   std::unique_ptr<Impl> impl_;
+};
+
+/// The outputs of one command: each is opened by open() (a temporary file
+/// beside a regular one) and all are committed by commit(); destroyed
+/// before that, it removes every temporary, so a failed command leaves no
+/// output behind.
+class OutputSet {
+public:
+  /// Opens `path` (throws OutputError) and returns its stream.
+  std::ostream &open(const std::string &path);
+  /// Opens `path` and writes `text` to it.
+  void write(const std::string &path, const std::string &text);
+  /// Commits every output, in the order added.
+  void commit();
+
+private:
+  std::vector<std::unique_ptr<OutputFile>> files_;
 };
 
 /// Writes `text` to `path` through an OutputFile and commits it.

@@ -1,5 +1,6 @@
 //===- PlanFormat.cpp - Plan file parse and serialize ---------------------===//
 #include "runtime/plan/PlanFormat.h"
+#include "runtime/plan/InputFile.h"
 
 #include <algorithm>
 #include <fstream>
@@ -268,6 +269,11 @@ Plan parsePlan(const json &v, const std::string &source) {
   // Format and version first: a newer file must fail with the version
   // message, not with whatever field it renamed.
   std::string format = r.str(r.field(v, "", "format"), "/format");
+  if (format == "remat-model")
+    r.fail("/format", "this is a remat model, not a plan: train it with "
+                      "`remat train " + source + " --steps N`, or compile it "
+                      "with `remat compile " + source +
+                      " --emit=plan -o P.plan`");
   if (format != kPlanFormatName)
     r.fail("/format", "not a remat plan (format is '" + format +
                           "', expected '" + kPlanFormatName + "')");
@@ -349,9 +355,15 @@ Plan parsePlanText(const std::string &text, const std::string &source) {
 }
 
 Plan readPlanFile(const std::string &path) {
+  if (std::optional<std::string> why = inputProblem(path))
+    throw PlanError(path + ": cannot open the plan file: " + *why);
+  if (looksLikeOnnx(path))
+    throw PlanError(path + ": this is an ONNX model, not a plan: train it "
+                           "with `remat train " + path + " --steps N` "
+                           "(docs/onnx.md)");
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw PlanError(path + ": cannot open plan file");
+    throw PlanError(path + ": cannot open the plan file");
   std::stringstream buffer;
   buffer << in.rdbuf();
   return parsePlanText(buffer.str(), path);

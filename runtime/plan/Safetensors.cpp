@@ -1,5 +1,6 @@
 //===- Safetensors.cpp - Read and write .safetensors weight files --------===//
 #include "runtime/plan/Safetensors.h"
+#include "runtime/plan/InputFile.h"
 #include "runtime/plan/OutputFile.h"
 
 #include <fstream>
@@ -32,6 +33,8 @@ uint64_t elementSize(const std::string &dtype) {
 } // namespace
 
 SafetensorsFile SafetensorsFile::read(const std::string &path) {
+  if (std::optional<std::string> why = inputProblem(path))
+    failAt(path, "cannot open safetensors file: " + *why);
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw PlanError(path + ": cannot open safetensors file");
@@ -59,6 +62,8 @@ SafetensorsFile SafetensorsFile::parse(const std::vector<char> &contents,
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string &path) {
+  if (std::optional<std::string> why = inputProblem(path))
+    failAt(path, "cannot open safetensors file: " + *why);
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in)
     throw PlanError(path + ": cannot open safetensors file");
@@ -191,7 +196,7 @@ const NamedTensor &SafetensorsFile::getF32(const std::string &name,
   return it->second;
 }
 
-void writeSafetensors(const std::string &path,
+void writeSafetensors(std::ostream &out,
                       const std::map<std::string, NamedTensor> &tensors) {
   json header = json::object();
   uint64_t offset = 0;
@@ -205,8 +210,6 @@ void writeSafetensors(const std::string &path,
   std::string text = header.dump();
   while (text.size() % 8 != 0)
     text.push_back(' ');
-  OutputFile file(path);
-  std::ostream &out = file.stream();
   uint64_t len = text.size();
   char lenBytes[8];
   for (int i = 0; i < 8; ++i)
@@ -215,6 +218,12 @@ void writeSafetensors(const std::string &path,
   out.write(text.data(), int64_t(text.size()));
   for (const auto &entry : tensors)
     out.write(entry.second.bytes.data(), int64_t(entry.second.bytes.size()));
+}
+
+void writeSafetensors(const std::string &path,
+                      const std::map<std::string, NamedTensor> &tensors) {
+  OutputFile file(path);
+  writeSafetensors(file.stream(), tensors);
   file.commit();
 }
 

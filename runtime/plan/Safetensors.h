@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,9 @@ private:
 
 /// Writes tensors (sorted by name) to `path`; throws PlanError on I/O error.
 void writeSafetensors(const std::string &path,
+                      const std::map<std::string, NamedTensor> &tensors);
+/// The same, to a stream (an OutputSet's file; its commit reports errors).
+void writeSafetensors(std::ostream &out,
                       const std::map<std::string, NamedTensor> &tensors);
 
 } // namespace remat::runtime

@@ -215,7 +215,9 @@ def plan_as_model(remat, work):
                f"{plan}:", "this is a remat plan", f"run it with `remat run {plan}`",
                absent=("unknown field",))
     # And the other way round, as before.
-    expect([remat, "run", os.path.join(work, "m.json")], 1, "not a remat plan")
+    model = os.path.join(work, "m.json")
+    expect([remat, "run", model], 1, "this is a remat model, not a plan",
+           f"`remat train {model} --steps N`")
 
 
 def exit_codes(remat, work):

@@ -2,10 +2,14 @@
 """`--help` and docs/cli.md say the same: every flag a command's --help lists
 is documented in that command's section of docs/cli.md, and every flag the
 section documents is one --help lists (remat train also takes remat run's
-flags, which pass through). For remat-opt: every remat pass and each of its
-options. `remat --help` names every document in docs/.
+flags, which pass through, and its --help lists each of them). A flag whose
+--help entry states a default has every number of that entry on a line of
+its docs section that names it. A command that takes an ONNX model's
+training flags lists all of them. docs/cli.md's exit codes name every
+command. For remat-opt: every remat pass and each of its options. `remat
+--help` names every document in docs/; `remat-run --help` names remat-run.
 
-Usage: help_docs.py REMAT REMAT_OPT
+Usage: help_docs.py REMAT REMAT_OPT [REMAT_RUN]
 """
 import glob
 import os
@@ -48,8 +52,46 @@ def flags(text, command=None):
     return set(FLAG.findall(text)) - {"--help"}
 
 
+TRAINING_FLAGS = {"--input-shape", "--loss", "--optimizer", "--lr", "--frozen"}
+
+
+def entries(help_text):
+    """--help's option entries: (flags, text) for each line that starts
+    with "  -", with its more indented continuation lines."""
+    out = []
+    for line in help_text.split("\n"):
+        if re.match(r"^  -", line):
+            out.append(line)
+        elif out and re.match(r"^   ", line):
+            out[-1] += "\n" + line
+    return [(FLAG.findall(e.split("  ", 2)[1] if e.count("  ") > 1 else e), e)
+            for e in out]
+
+
+def default_mismatches(command, help_text, section):
+    """A flag whose entry states a default: some line of the docs section
+    naming the flag holds every number of the entry."""
+    failures = []
+    for names, text in entries(help_text):
+        if "default" not in text or not names:
+            continue
+        flag = names[0]
+        numbers = set(re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])", text))
+        if not numbers:
+            continue
+        lines = [l for l in section.split("\n")
+                 if re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", l)]
+        if not any(all(re.search(rf"(?<![\w.]){re.escape(n)}(?![\w.])", l)
+                       for n in numbers) for l in lines):
+            failures.append(f"remat {command} --help gives {flag} the "
+                            f"default(s) {sorted(numbers)}; no line of "
+                            "docs/cli.md's section naming it says so")
+    return failures
+
+
 def main():
     remat, remat_opt = sys.argv[1], sys.argv[2]
+    remat_run = sys.argv[3] if len(sys.argv) > 3 else None
     doc = open(os.path.join(ROOT, "docs", "cli.md")).read()
     parts = sections(doc)
     failures = []
@@ -61,6 +103,32 @@ def main():
             failures.append(f"remat {command} --help exited {r.returncode}")
             continue
         helps[command] = flags(r.stdout, command)
+        texts = helps.setdefault("texts", {})
+        texts[command] = r.stdout
+    texts = helps.pop("texts", {})
+    for flag in sorted(helps.get("run", set()) - helps.get("train", set())):
+        failures.append(f"remat train --help does not list remat run's {flag}, "
+                        "which it passes on")
+    for command in COMMANDS:
+        listed = helps.get(command, set())
+        if listed & TRAINING_FLAGS and not TRAINING_FLAGS <= listed:
+            failures.append(f"remat {command} --help lists "
+                            f"{sorted(listed & TRAINING_FLAGS)} of an ONNX "
+                            f"model's training flags but not "
+                            f"{sorted(TRAINING_FLAGS - listed)}")
+        if command in parts and command in texts:
+            failures += default_mismatches(command, texts[command],
+                                           parts[command])
+    exit_codes = re.search(r"## Exit codes\n(.*?)\n## ", doc, re.S)
+    for command in COMMANDS:
+        if not exit_codes or f"`{command}`" not in exit_codes.group(1):
+            failures.append(f"docs/cli.md's exit codes do not name `{command}`")
+    if remat_run:
+        r = subprocess.run([remat_run, "--help"], capture_output=True,
+                           text=True)
+        if not r.stdout.startswith("usage: remat-run "):
+            failures.append("remat-run --help does not name remat-run: "
+                            f"{r.stdout.splitlines()[:1]}")
     for command in COMMANDS:
         if command not in parts:
             failures.append(f"docs/cli.md has no section `remat {command}`")

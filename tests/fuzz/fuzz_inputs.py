@@ -62,6 +62,8 @@ TARGET_ARGS = {
     "run": ["{input}", "--steps", "1"],
     "compile": ["compile", "{input}", "--preset", "tiny", "--emit=plan", "-o",
                 "{tmp}/out.plan"],
+    # remat-read-model (tests/fuzz/ReadModel.cpp): the model reader alone.
+    "read-model": ["{input}"],
 }
 
 
@@ -138,7 +140,8 @@ def main(argv=None):
                         required=True,
                         help="run: BINARY PLAN --steps 1 (remat-run or "
                              "'remat run'); compile: BINARY compile MODEL "
-                             "--preset tiny --emit=plan")
+                             "--preset tiny --emit=plan; read-model: "
+                             "remat-read-model MODEL")
     parser.add_argument("--binary", required=True,
                         help="the executable (remat-run or remat)")
     parser.add_argument("--args", nargs=argparse.REMAINDER,

@@ -513,16 +513,18 @@ def judge(rc, stderr, path, timed_out):
     return "error"
 
 
-def run_mutant(binary, data, flags, timeout, workdir, train):
+def run_mutant(binary, data, flags, timeout, workdir, train, reader=False):
     """compile, then (when it compiled and `train`) train one step; returns
-    (outcome, stage, rc, stderr)."""
-    compile_args = ["compile", "{input}", "--emit=plan", "-o",
-                    "{tmp}/out.plan"] + flags
+    (outcome, stage, rc, stderr). With `reader`, the binary is
+    remat-read-model, which reads the model only."""
+    compile_args = (["{input}"] if reader else
+                    ["compile", "{input}", "--emit=plan", "-o",
+                     "{tmp}/out.plan"]) + flags
     kind, rc, stderr, _ = run_target.run_one(
         binary, compile_args, data, ".onnx", timeout, workdir)
     kind = judge(rc if rc is not None else 0, stderr, "input.onnx",
                  kind == "hang") if kind != "hang" else "hang"
-    if kind != "ok" or not train:
+    if kind != "ok" or not train or reader:
         return kind, "compile", rc, stderr
     train_args = ["train", "{input}", "--steps", "1"] + flags
     kind, rc, stderr, _ = run_target.run_one(
@@ -583,6 +585,10 @@ def main(argv=None):
                    help="an ASan-built remat: fail allocations and stop "
                         "runs past this many MiB (use with "
                         "--rlimit-as-mb 0; default 0: off)")
+    p.add_argument("--reader", action="store_true",
+                   help="the binary is remat-read-model (tests/fuzz/"
+                        "ReadModel.cpp): read each mutant, no compile, no "
+                        "training (the sanitizer job's MLIR-free build)")
     p.add_argument("--verbose", action="store_true",
                    help="one line per mutant")
     args = p.parse_args(argv)
@@ -613,7 +619,7 @@ def main(argv=None):
     for stem, data, flags in seeds:
         kind, stage, rc, stderr = run_mutant(args.binary, data, flags,
                                              args.timeout, workdir,
-                                             not args.no_train)
+                                             not args.no_train, args.reader)
         if "no ONNX support" in stderr:
             print("fuzz_onnx.py: skipped: this remat has no ONNX support",
                   file=sys.stderr)
@@ -643,7 +649,7 @@ def main(argv=None):
     def job(i, cls, stem, flags, mutant, detail):
         return (i, cls, stem, flags, mutant, detail) + run_mutant(
             args.binary, mutant, flags, args.timeout, workdir,
-            not args.no_train)
+            not args.no_train, args.reader)
 
     n = 0
     for (i, cls, stem, flags, mutant, detail, kind, stage, rc,

@@ -23,6 +23,7 @@
 #include "runtime/cli/Usage.h"
 #ifdef REMAT_HAVE_RUN
 #include "runtime/Backend.h"
+#include "runtime/Ranks.h"
 #include "tools/remat/MeasuredChoice.h"
 #include "runtime/cli/Profile.h"
 #include "runtime/cli/RunCommand.h"
@@ -128,20 +129,33 @@ struct TempDir {
 };
 #endif
 
-/// Writes `plan` to `path`; a model with weights (ONNX) writes them next
-/// to it, and the plan names them (docs/plan-format.md, "weights").
-void writePlanFile(const model::ModelFile &model, runtime::Plan plan,
-                   const std::string &path) {
-  if (!model.weights.empty()) {
+/// Adds `plan` at `path` to `outputs`; a model with weights (ONNX) writes
+/// them next to it, and the plan names them (docs/plan-format.md,
+/// "weights"). A plan written to /dev/null takes its weights with it.
+void addPlanFile(runtime::OutputSet &outputs, const model::ModelFile &model,
+                 runtime::Plan plan, const std::string &path) {
+  if (!model.weights.empty() && !runtime::isDiscarded(path)) {
     if (path == "-")
       throw std::invalid_argument(
           "the plan of a model with weights (ONNX) needs -o FILE: its "
           "weights are written next to the plan");
+    if (!runtime::takesSidecar(path))
+      throw std::invalid_argument(
+          "the plan of a model with weights (ONNX) needs a regular file for "
+          "its plan (not '" + path + "'): its weights are written next to it");
     std::string weightsPath = model::weightsPathForPlan(path);
-    runtime::writeSafetensors(weightsPath, model.weights);
+    runtime::writeSafetensors(outputs.open(weightsPath), model.weights);
     plan.weights = std::filesystem::path(weightsPath).filename().string();
   }
-  runtime::writeOutputFile(path, runtime::serializePlanText(plan));
+  outputs.write(path, runtime::serializePlanText(plan));
+}
+
+/// Writes `plan` to `path` (and its weights next to it) at once.
+void writePlanFile(const model::ModelFile &model, runtime::Plan plan,
+                   const std::string &path) {
+  runtime::OutputSet outputs;
+  addPlanFile(outputs, model, std::move(plan), path);
+  outputs.commit();
 }
 
 } // namespace
@@ -229,11 +243,20 @@ runtime::Plan planWithMeasuredCosts(const model::ModelFile &model,
 }
 
 /// Compiles to a plan file at `path` (and at `copyPath` if not empty, and
-/// the report); returns the report.
+/// the report), written together once all is done; returns the report.
 nlohmann::json compileToPlanFile(const CompileCommandOptions &options,
                                  const std::string &path,
                                  const std::string &copyPath = "") {
   model::ModelFile model = loadModelFile(options);
+  if (!model.weights.empty()) {
+    // The weights written next to each plan are outputs too.
+    std::vector<runtime::NamedPath> sidecars;
+    for (const std::string &planPath : {path, copyPath})
+      if (runtime::takesSidecar(planPath))
+        sidecars.push_back({"the weights of the plan '" + planPath + "'",
+                            model::weightsPathForPlan(planPath)});
+    runtime::checkOutputs(sidecars, {{"the model", options.model}});
+  }
   compiler::CompileOptions compileOptions = toCompileOptions(options);
   nlohmann::json report;
   runtime::Plan plan;
@@ -245,12 +268,24 @@ nlohmann::json compileToPlanFile(const CompileCommandOptions &options,
   } else {
     plan = compiler::compilePlan(model.graph, compileOptions, report);
   }
+  runtime::OutputSet outputs;
   for (const std::string &planPath : {path, copyPath})
     if (!planPath.empty())
-      writePlanFile(model, plan, planPath);
+      addPlanFile(outputs, model, plan, planPath);
   if (!options.report.empty())
-    runtime::writeOutputFile(options.report, report.dump(2) + "\n");
+    outputs.write(options.report, report.dump(2) + "\n");
+  outputs.commit();
   return report;
+}
+
+/// The files compile and train write, and the model they read.
+void checkCompileOutputs(const CompileCommandOptions &options, bool train,
+                         std::vector<runtime::NamedPath> outputs = {},
+                         std::vector<runtime::NamedPath> inputs = {}) {
+  outputs.push_back({train ? "--plan" : "-o", options.output});
+  outputs.push_back({"--report", options.report});
+  inputs.push_back({"the model", options.model});
+  runtime::checkOutputs(outputs, inputs);
 }
 } // namespace
 
@@ -268,6 +303,14 @@ int compileMain(int argc, char **argv) {
   if (options.budget && *stage < compiler::Stage::Planned)
     return usageError("compile", "--budget needs --emit=planned or "
                                  "--emit=plan (earlier stages plan nothing)");
+  try {
+    checkCompileOutputs(options, /*train=*/false);
+  } catch (const runtime::OutputClash &e) {
+    return usageError("compile", e.what());
+  } catch (const runtime::OutputError &e) {
+    std::cerr << "remat compile: error: " << e.what() << "\n";
+    return 1;
+  }
   try {
     if (*stage == compiler::Stage::Plan) {
       nlohmann::json report = compileToPlanFile(options, options.output);
@@ -289,6 +332,8 @@ int compileMain(int argc, char **argv) {
     os.flush();
     runtime::writeOutputFile(options.output, printed);
   } catch (const model::OptionError &e) {
+    return usageError("compile", e.what());
+  } catch (const runtime::OutputClash &e) {
     return usageError("compile", e.what());
   } catch (const model::ModelError &e) {
     std::cerr << "error: " << e.what() << "\n";
@@ -319,8 +364,8 @@ static const char *kProfileHelp =
     "  --backend NAME     the backend to time (default cpu)\n"
     "  --preset NAME, --set NAME=VALUE   model configuration\n"
     "  --ranks N          time one rank's step of an N-rank plan\n"
-    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X\n"
-    "                     an ONNX model's training step (docs/onnx.md)\n"
+    "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X,\n"
+    "  --frozen NAME,...  an ONNX model's training step (docs/onnx.md)\n"
     "  -h, --help         this text\n";
 
 int profileMain(int argc, char **argv) {
@@ -394,6 +439,14 @@ int profileMain(int argc, char **argv) {
       return usageError("profile", unknownName("backend", backend, built));
   }
   try {
+    runtime::checkOutputs({{"-o", output}}, {{"the model", options.model}});
+  } catch (const runtime::OutputClash &e) {
+    return usageError("profile", e.what());
+  } catch (const std::exception &e) {
+    std::cerr << "remat profile: error: " << e.what() << "\n";
+    return 1;
+  }
+  try {
     nlohmann::json profile;
     // A plan is timed as it is; a model in its plan without a budget.
     bool isPlan = false;
@@ -435,6 +488,25 @@ int trainMain(int argc, char **argv) {
   if (int code = parseCompileOptions("train", argc, argv, options, true);
       code >= 0)
     return code;
+  // Under mpirun every process compiles the same plan, for as many ranks as
+  // were launched.
+  if (int launched = runtime::launcherRankCount();
+      launched > 1 && launched != options.modelOptions.ranks)
+    return usageError(
+        "train", "the launcher started " + std::to_string(launched) +
+                     " ranks, but the plan would be for " +
+                     std::to_string(options.modelOptions.ranks) +
+                     ": give remat train --ranks " + std::to_string(launched) +
+                     " (docs/distributed.md)");
+  try {
+    checkCompileOutputs(options, /*train=*/true, options.runOutputs,
+                        options.runInputs);
+  } catch (const runtime::OutputClash &e) {
+    return usageError("train", e.what());
+  } catch (const runtime::OutputError &e) {
+    std::cerr << "remat train: error: " << e.what() << "\n";
+    return 1;
+  }
   // The run reads its own temporary copy of the plan: --plan may name a
   // file that cannot be read back (/dev/null, a FIFO). It is named after
   // the model, so that the run's errors (which name the plan) name it too,
@@ -451,6 +523,10 @@ int trainMain(int argc, char **argv) {
   std::string planPath =
       folder + "/" + std::filesystem::path(options.model).filename().string() +
       ".plan";
+  // Removed if the user stops the run (Ctrl-C): the plan, its weights and
+  // the folder.
+  runtime::RemoveOnSignal guardFolder(folder), guardPlan(planPath),
+      guardWeights(model::weightsPathForPlan(planPath));
   int code = 0;
   try {
     nlohmann::json report =

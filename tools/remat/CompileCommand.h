@@ -32,6 +32,9 @@ bool takeTrainingFlag(int argc, char **argv, int &i,
 /// bad value.
 bool takeModelFlag(int argc, char **argv, int &i,
                    model::ModelOptions &options);
+/// A number of seconds >= 0 given to `flag` (--time-limit); throws
+/// std::invalid_argument stating the range.
+double parseSeconds(const std::string &flag, const std::string &value);
 /// Those flags' names, and their lines of --help.
 const std::vector<std::string> &trainingFlagNames();
 extern const char *const kTrainingFlagsHelp;

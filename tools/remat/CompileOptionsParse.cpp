@@ -119,7 +119,7 @@ static const std::string kTrainHelp = std::string(
     "run options (passed to remat run; see remat run --help): --steps N,\n"
     "  --seed S, --weights W, --save OUT, --log LOG, --data NAME=FILE,\n"
     "  --dump-grads G, --dump-values V, --dump-names NAME,...|all,\n"
-    "  --backend NAME, --check-bounds, --sync-gradients\n"
+    "  --backend NAME, --check-bounds, --sync-gradients, --comm NAME\n"
     "\n"
     "Every option is checked before the compile starts. An ONNX model\n"
     "trains from its exported weights.\n");
@@ -170,15 +170,10 @@ int parseCompileOptions(const char *command, int argc, char **argv,
       } else if (takeValue(argc, argv, i, "--budget", value) ||
                  takeValue(argc, argv, i, "--workspace-reserve", value)) {
         bool isBudget = arg.rfind("--budget", 0) == 0;
-        std::optional<int64_t> &bytes =
-            isBudget ? options.budget : options.workspaceReserve;
-        bytes = compiler::parseByteSize(value);
-        if (!bytes)
-          return usageError(command, std::string(isBudget ? "--budget"
-                                                          : "--workspace-reserve") +
-                                         " '" + value +
-                                         "' is not a byte size (e.g. "
-                                         "1.5GiB, 800MB, 123456)");
+        (isBudget ? options.budget : options.workspaceReserve) =
+            compiler::parseByteSizeFlag(
+                isBudget ? "--budget" : "--workspace-reserve", value,
+                /*positive=*/isBudget);
       } else if (takeValue(argc, argv, i, "--backend", value)) {
         // The plan's backend; train also runs on it, and remat run's
         // parser checks it against the backends built.
@@ -198,12 +193,7 @@ int parseCompileOptions(const char *command, int argc, char **argv,
         if (!options.measureProfile)
           options.deviceProfile = compiler::parseDeviceProfile(value);
       } else if (takeValue(argc, argv, i, "--time-limit", value)) {
-        try {
-          options.timeLimit = std::stod(value);
-        } catch (const std::exception &) {
-          return usageError(command, "--time-limit '" + value +
-                                         "' is not a number of seconds");
-        }
+        options.timeLimit = parseSeconds("--time-limit", value);
       } else if (arg == "--progress") {
         options.progress = true;
       } else if (arg == "--no-reorder" || arg == "--reorder") {
@@ -268,6 +258,11 @@ int parseCompileOptions(const char *command, int argc, char **argv,
                                    ignored, std::cerr, command);
         code >= 0)
       return code;
+    if (checked.steps == 0)
+      return usageError(command, "--steps 0 trains nothing: give --steps N "
+                                 "with N >= 1 (remat compile only compiles)");
+    options.runOutputs = runOutputPaths(checked);
+    options.runInputs = runInputPaths(checked);
   }
 #endif
   if (options.workspaceReserve && !options.budget)
@@ -295,6 +290,21 @@ bool takeValue(int argc, char **argv, int &i, const std::string &flag,
     return true;
   }
   return false;
+}
+
+double parseSeconds(const std::string &flag, const std::string &value) {
+  size_t used = 0;
+  double seconds = -1;
+  try {
+    seconds = std::stod(value, &used);
+  } catch (const std::exception &) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || !(seconds >= 0) ||
+      !std::isfinite(seconds))
+    throw std::invalid_argument(flag + " needs a number of seconds >= 0, got '" +
+                                value + "'");
+  return seconds;
 }
 
 const std::vector<std::string> &trainingFlagNames() {

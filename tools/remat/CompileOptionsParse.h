@@ -12,6 +12,7 @@
 #include "ops/DeviceProfile.h"
 #include "passes/planner/Defaults.h"
 #include "runtime/cli/Usage.h"
+#include "runtime/plan/OutputFile.h"
 
 #include <cstdint>
 #include <iostream>
@@ -41,6 +42,8 @@ struct CompileCommandOptions {
   /// --device-profile measure: time the step's ops first (remat profile).
   bool measureProfile = false;
   std::vector<std::string> passThrough; ///< train: options for `run`
+  /// train: the files the run writes and reads (runOutputPaths).
+  std::vector<runtime::NamedPath> runOutputs, runInputs;
 };
 
 /// Prints a usage error of `remat COMMAND` to stderr; returns its exit code.

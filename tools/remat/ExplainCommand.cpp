@@ -85,16 +85,27 @@ int explainMain(int argc, char **argv, std::ostream &out, std::ostream &err) {
     return 2;
   }
   try {
+    checkOutputs({{"-o", svgPath}, {"--json", jsonPath}},
+                 {{"the plan", planPath}});
+  } catch (const OutputClash &e) {
+    return usageError(err, "explain", e.what());
+  } catch (const std::exception &e) {
+    err << "remat explain: error: " << e.what() << "\n";
+    return 1;
+  }
+  try {
     LoadedPlan loaded = loadPlan(planPath);
     const Plan &plan = loaded.plan;
     PlanExplanation ex = explainPlan(plan);
+    OutputSet outputs;
     if (!svgPath.empty())
-      writeOutputFile(
-          svgPath, renderTimelineSvg(plan, ex,
-                                     "remat explain: " + plan.model + " (" +
-                                         baseName(planPath) + ")"));
+      outputs.write(svgPath,
+                  renderTimelineSvg(plan, ex,
+                                    "remat explain: " + plan.model + " (" +
+                                        baseName(planPath) + ")"));
     if (!jsonPath.empty())
-      writeOutputFile(jsonPath, explanationJson(plan, ex).dump(1) + "\n");
+      outputs.write(jsonPath, explanationJson(plan, ex).dump(1) + "\n");
+    outputs.commit();
     out << formatExplanation(plan, ex, planPath);
     if (!svgPath.empty())
       out << "\ntimeline: " << svgPath << "\n";

@@ -234,6 +234,19 @@ std::string sweepSvg(const std::string &model,
       maxOverhead = std::max(maxOverhead, p.overhead);
   if (maxOverhead <= 0)
     maxOverhead = 0.01;
+  // The y axis's ticks at round percentages (1, 2, 2.5 or 5 times a power
+  // of ten), about four of them, the axis up to the first tick at or above
+  // the largest overhead.
+  double rough = maxOverhead * 100 / 4;
+  double power = std::pow(10.0, std::floor(std::log10(rough)));
+  double tick = 10 * power;
+  for (double m : {1.0, 2.0, 2.5, 5.0})
+    if (m * power >= rough) {
+      tick = m * power;
+      break;
+    }
+  int ticks = int(std::ceil(maxOverhead * 100 / tick - 1e-9));
+  maxOverhead = ticks * tick / 100;
   double x0 = minimum, x1 = std::max(storeAll, minimum + 1);
   auto X = [&](double b) {
     return left + (b - x0) / (x1 - x0) * (width - left - right);
@@ -251,16 +264,22 @@ std::string sweepSvg(const std::string &model,
         "font-weight=\"bold\">" << model
      << ": recompute overhead by budget</text>\n";
   os << "<g stroke=\"#dddddd\" stroke-width=\"1\">\n";
-  for (int i = 0; i <= 4; ++i) {
-    double y = Y(maxOverhead * i / 4);
+  for (int i = 0; i <= ticks; ++i) {
+    double y = Y(tick * i / 100);
     os << "<line x1=\"" << left << "\" y1=\"" << svgNumber(y) << "\" x2=\""
        << width - right << "\" y2=\"" << svgNumber(y) << "\"/>\n";
   }
   os << "</g>\n<g>\n";
-  for (int i = 0; i <= 4; ++i) {
-    double o = maxOverhead * i / 4;
+  for (int i = 0; i <= ticks; ++i) {
+    double o = tick * i / 100;
     os << "<text x=\"" << left - 6 << "\" y=\"" << svgNumber(Y(o) + 4)
-       << "\" text-anchor=\"end\">" << svgNumber(o * 100) << "%</text>\n";
+       << "\" text-anchor=\"end\">" << std::defaultfloat
+       << std::setprecision(4) << tick * i << "%</text>\n";
+  }
+  os << "<text transform=\"translate(18," << svgNumber((top + height - bottom) / 2)
+     << ") rotate(-90)\" text-anchor=\"middle\">recompute overhead "
+        "(% of the step's compute)</text>\n";
+  for (int i = 0; i <= 4; ++i) {
     double b = x0 + (x1 - x0) * i / 4;
     os << "<text x=\"" << svgNumber(X(b)) << "\" y=\""
        << height - bottom + 18 << "\" text-anchor=\"middle\">"
@@ -314,13 +333,21 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
     bool ok;
   };
   std::vector<Row> rows;
-  int points = std::max(options.points, 2);
+  int pointCount = options.points;
   // A schedule that fits a smaller budget fits every larger one: each row
-  // keeps the cheapest schedule found at or below its budget.
+  // keeps the cheapest schedule found at or below its budget. A budget
+  // whose plan is the row before's (the same arena and overhead) adds no
+  // row: at most pointCount rows, each a different plan.
   Row bestSoFar{0, 0, NAN, 0, "", false};
-  for (int i = 0; i < points; ++i) {
+  int64_t lastBudget = -1;
+  for (int i = 0; i < pointCount; ++i) {
     int64_t budget =
-        minimum + (storeAll - minimum) * i / (points - 1);
+        pointCount == 1
+            ? minimum
+            : minimum + (storeAll - minimum) * i / (pointCount - 1);
+    if (budget == lastBudget)
+      continue;
+    lastBudget = budget;
     auto start = std::chrono::steady_clock::now();
     Attempt a = attemptWithFallbacks(s.problem, s.step, budget, kind, solve,
                                      s.alignment);
@@ -338,9 +365,12 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
     } else if (row.ok) {
       bestSoFar = row;
     }
-    rows.push_back(row);
     std::cerr << "remat plan: budget " << budget << " done in " << seconds
               << " s\n";
+    if (row.ok && !rows.empty() && rows.back().ok &&
+        rows.back().arena == row.arena && rows.back().overhead == row.overhead)
+      continue;
+    rows.push_back(row);
   }
   // Kneedle: the point farthest below the chord from the first to the last
   // point, in coordinates normalized to [0, 1].
@@ -366,7 +396,17 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
             << " of store-all; "
             << "lower bound " << found.lowerBoundBytes
             << " B: " << found.lowerBoundReason << "; gap " << found.gap
-            << ")\n\n";
+            << ")\n";
+  if (pointCount > 1 && rows.size() == 1 && rows.front().ok)
+    std::cout << "no trade-off to sweep: one plan (arena "
+              << rows.front().arena << " B, overhead " << std::setprecision(2)
+              << rows.front().overhead * 100
+              << "%) is the best at every budget from the minimum to "
+                 "store-all\n";
+  else if (storeAll - minimum < storeAll / 100)
+    std::cout << "little to sweep: the minimum feasible budget is within 1% "
+                 "of store-all (" << storeAll - minimum << " B apart)\n";
+  std::cout << "\n";
   std::cout << "| budget (B) | of store-all | arena (B) | overhead | solver "
                "| solve s |\n|---:|---:|---:|---:|---|---:|\n";
   json out = json::array();
@@ -548,20 +588,23 @@ int planGraph(const PlanOptions &options, planner::SolverKind kind) {
   if (options.budgetFraction == "min") {
     budget = minimum.minFeasibleBytes;
   } else {
-    double fraction;
-    try {
-      fraction = std::stod(options.budgetFraction);
-    } catch (const std::exception &) {
-      throw model::ModelError("--budget-frac '" + options.budgetFraction +
-                              "' is not a number or 'min'");
-    }
-    if (!(fraction > 0))
-      throw model::ModelError("--budget-frac must be positive");
-    budget = planner::budgetForFraction(problem, fraction);
+    // (checked by the parser: a fraction in (0, 1])
+    budget = planner::budgetForFraction(problem,
+                                        std::stod(options.budgetFraction));
   }
   planner::SolveOptions solve = solveOptions(options);
   solve.mode = planner::CountingMode::Checkmate;
   planner::SolveResult r = planner::solve(problem, budget, kind, solve);
+  // The search's schedule meets every budget from the minimum up, where a
+  // solver asked anew may not find one (its choices depend on the budget):
+  // a plan at the reported minimum never fails.
+  if (!r.ok && searched && minimum.schedule.ok &&
+      budget >= minimum.minFeasibleBytes) {
+    double seconds = r.stats.solveSeconds;
+    r = minimum.schedule;
+    r.stats.solverName += " (the minimum search's schedule)";
+    r.stats.solveSeconds += seconds;
+  }
   json report;
   report["graph"] = graph.name;
   report["nodes"] = problem.size();
@@ -619,20 +662,29 @@ int planMain(int argc, char **argv) {
       else if (arg == "--reorder" || arg == "--no-reorder")
         options.reorder = arg == "--reorder";
       else if (takeValue(argc, argv, i, "--budget", v)) {
-        options.budget = compiler::parseByteSize(v);
-        if (!options.budget || *options.budget <= 0)
-          return usage("--budget '" + v + "' is not a byte size");
+        options.budget = compiler::parseByteSizeFlag("--budget", v, true);
       } else if (takeValue(argc, argv, i, "--workspace-reserve", v)) {
-        options.workspaceReserve = compiler::parseByteSize(v);
-        if (!options.workspaceReserve)
-          return usage("--workspace-reserve '" + v + "' is not a byte size");
+        options.workspaceReserve =
+            compiler::parseByteSizeFlag("--workspace-reserve", v, false);
       } else if (takeValue(argc, argv, i, "--backend", v)) {
         const std::vector<std::string> &known = compiler::backendNames();
         if (std::find(known.begin(), known.end(), v) == known.end())
           return usage(unknownName("backend", v, known));
         options.backend = v;
-      } else if (takeValue(argc, argv, i, "--budget-frac", v))
+      } else if (takeValue(argc, argv, i, "--budget-frac", v)) {
+        size_t used = 0;
+        double fraction = 0;
+        try {
+          fraction = v == "min" ? 1 : std::stod(v, &used);
+        } catch (const std::exception &) {
+          used = 0;
+        }
+        if (v != "min" && (used == 0 || used != v.size() || !(fraction > 0) ||
+                           fraction > 1))
+          return usage("--budget-frac needs a fraction of the store-all peak "
+                       "in (0, 1] or 'min', got '" + v + "'");
         options.budgetFraction = v;
+      }
       else if (takeValue(argc, argv, i, "--graph", v))
         options.graph = v;
       else if (takeValue(argc, argv, i, "--points", v)) {
@@ -647,14 +699,7 @@ int planMain(int argc, char **argv) {
       } else if (takeValue(argc, argv, i, "--solver", v))
         options.solver = v;
       else if (takeValue(argc, argv, i, "--time-limit", v)) {
-        size_t used = 0;
-        try {
-          options.timeLimit = std::stod(v, &used);
-        } catch (const std::exception &) {
-          used = 0;
-        }
-        if (used == 0 || used != v.size() || !(options.timeLimit >= 0))
-          return usage("--time-limit '" + v + "' is not a number of seconds");
+        options.timeLimit = parseSeconds("--time-limit", v);
       } else if (takeValue(argc, argv, i, "--json", v))
         options.jsonPath = v;
       else if (takeValue(argc, argv, i, "--svg", v))
@@ -684,6 +729,17 @@ int planMain(int argc, char **argv) {
                  unknownName("solver", options.solver, solverNames()));
   }
   try {
+    runtime::checkOutputs({{"--json", options.jsonPath},
+                           {"--svg", options.svgPath}},
+                          {{"the model", options.model},
+                           {"--graph", options.graph}});
+  } catch (const runtime::OutputClash &e) {
+    return usage(e.what());
+  } catch (const std::exception &e) {
+    std::cerr << "remat plan: error: " << e.what() << "\n";
+    return 1;
+  }
+  try {
     if (!options.graph.empty()) {
       if (!options.model.empty())
         return usage("give either a MODEL or --graph, not both");
@@ -693,6 +749,9 @@ int planMain(int argc, char **argv) {
     }
     if (options.model.empty())
       return usage("no model given");
+    if (!options.budgetFraction.empty())
+      return usage("--budget-frac goes with --graph (a model's budget is "
+                   "--budget BYTES)");
     if (options.workspaceReserve && !options.budget)
       return usage("--workspace-reserve needs --budget");
     if (options.workspaceReserve && (options.sweep || options.maxBatch))

@@ -105,7 +105,8 @@ TEST_CASE("remat run reports a bad plan as an error, not a crash",
                                           ": truncated JSON"));
   opt.planPath = tempPath("absent.plan");
   CHECK(remat::runCommand(opt) == 1);
-  CHECK_THAT(err.str(), Catch::Contains("cannot open plan file"));
+  CHECK_THAT(err.str(), Catch::Contains("cannot open the plan file: No such "
+                                        "file or directory"));
 }
 
 TEST_CASE("remat run parses its flags", "[runtime]") {

@@ -269,7 +269,8 @@ int OnnxReader::parameter(const onnx::TensorProto &t) {
   names.insert(name);
   runtime::NamedTensor tensor{"F32", v.type.shape,
                               std::vector<char>(values.size() * 4)};
-  std::memcpy(tensor.bytes.data(), values.data(), tensor.bytes.size());
+  if (!values.empty()) // (an empty initializer: no bytes, no copy)
+    std::memcpy(tensor.bytes.data(), values.data(), tensor.bytes.size());
   out.weights[name] = std::move(tensor);
   int id = int(graph.values.size());
   graph.values.push_back(std::move(v));
@@ -334,7 +335,8 @@ int OnnxReader::stateInput(int i, const std::string &what) {
   std::vector<float> values = initializerFloats(t);
   runtime::NamedTensor tensor{"F32", v.type.shape,
                               std::vector<char>(values.size() * 4)};
-  std::memcpy(tensor.bytes.data(), values.data(), tensor.bytes.size());
+  if (!values.empty()) // (an empty initializer: no bytes, no copy)
+    std::memcpy(tensor.bytes.data(), values.data(), tensor.bytes.size());
   out.weights[name] = std::move(tensor);
   int id = int(graph.values.size());
   graph.values.push_back(std::move(v));

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 namespace remat::tools {
@@ -292,19 +293,28 @@ bool takeValue(int argc, char **argv, int &i, const std::string &flag,
   return false;
 }
 
-double parseSeconds(const std::string &flag, const std::string &value) {
+namespace {
+/// `value` as a finite number >= 0, the whole string; nullopt otherwise.
+std::optional<double> nonNegativeNumber(const std::string &value) {
   size_t used = 0;
-  double seconds = -1;
+  double number = -1;
   try {
-    seconds = std::stod(value, &used);
+    number = std::stod(value, &used);
   } catch (const std::exception &) {
-    used = 0;
+    return std::nullopt;
   }
-  if (used == 0 || used != value.size() || !(seconds >= 0) ||
-      !std::isfinite(seconds))
+  if (used != value.size() || !(number >= 0) || !std::isfinite(number))
+    return std::nullopt;
+  return number;
+}
+} // namespace
+
+double parseSeconds(const std::string &flag, const std::string &value) {
+  std::optional<double> seconds = nonNegativeNumber(value);
+  if (!seconds)
     throw std::invalid_argument(flag + " needs a number of seconds >= 0, got '" +
                                 value + "'");
-  return seconds;
+  return *seconds;
 }
 
 const std::vector<std::string> &trainingFlagNames() {
@@ -407,17 +417,11 @@ bool takeTrainingFlag(int argc, char **argv, int &i,
     return true;
   }
   if (takeValue(argc, argv, i, "--lr", value)) {
-    size_t used = 0;
-    double lr = -1;
-    try {
-      lr = std::stod(value, &used);
-    } catch (const std::exception &) {
-      used = 0;
-    }
-    if (used == 0 || used != value.size() || !(lr >= 0) || !std::isfinite(lr))
+    std::optional<double> lr = nonNegativeNumber(value);
+    if (!lr)
       throw std::invalid_argument("--lr '" + value +
                                   "' is not a non-negative number");
-    options.lr = lr;
+    options.lr = *lr;
     return true;
   }
   return false;

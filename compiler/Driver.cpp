@@ -300,7 +300,7 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   // What the backend allocates beside the arena, and its own memory,
   // stated beside the budget (the CUDA backend reports its device overhead
   // when it runs: docs/cuda.md).
-  nlohmann::json allowance = nullptr;
+  nlohmann::json allowance = nullptr, fixed = nullptr;
   if (options.kernelInfo) {
     runtime::PlanKernelFacts facts = options.kernelInfo->planFacts(
         plan, uint64_t(options.budgetBytes.value_or(0)));
@@ -311,9 +311,12 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
       (*r)["arena_scratch_bytes"] = facts.arenaScratchBytes;
     }
     allowance = facts.runtimeAllowanceBytes;
+    fixed = facts.runtimeFixedBytes;
   }
-  report["runtime_allowance_bytes"] = allowance;
-  plan.report["runtime_allowance_bytes"] = allowance;
+  for (nlohmann::json *r : {&report, &plan.report}) {
+    (*r)["runtime_allowance_bytes"] = allowance;
+    (*r)["runtime_fixed_bytes"] = fixed;
+  }
   return plan;
 }
 

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,6 +114,44 @@ private:
   const LoadedPlan *plan = nullptr;
   char *base = nullptr;
   std::vector<std::vector<TensorRef>> inputs, outputs;
+};
+
+/// A device's memory as its backend measures it (the CUDA backend:
+/// cudaMemGetInfo's used bytes),
+/// split by what took it. The budget counts arenaBytes + workspaceBytes;
+/// the rest is runtime overhead, measured where it arises: each of the
+/// backend's calls samples the used bytes on entry and exit, and the growth
+/// in between goes to the part that call's work belongs to. So
+///   usedBytes = contextBytes + arenaBytes + workspaceBytes + overheadBytes()
+/// always; unattributedBytes (growth between the backend's calls, e.g.
+/// another process on the GPU) says how much of it the backend cannot
+/// explain.
+struct DeviceMemoryReport {
+  uint64_t contextBytes = 0;   ///< used when the backend was created
+  uint64_t usedBytes = 0;      ///< used now
+  uint64_t peakBytes = 0;      ///< the largest used bytes sampled
+  uint64_t arenaBytes = 0;     ///< live arenas, the bytes the plans state
+  uint64_t workspaceBytes = 0; ///< the workspace (workspaceBytes(plan))
+  /// The stream, the cuBLAS handle and the pinned status word's mapping;
+  /// NCCL's communicator and stream where a run communicates.
+  int64_t handleBytes = 0;
+  /// What the arena's and the workspace's cudaMallocs took beyond the bytes
+  /// asked for: the allocator's rounding (2 MiB pages on a GPU) and the
+  /// arena's padding for alignments above 256 B.
+  int64_t allocationBytes = 0;
+  /// Growth during kernel launches, copies and library calls: kernel
+  /// modules loaded on their first launch (CUDA's lazy loading), cuBLAS's
+  /// and the driver's lazily allocated state.
+  int64_t moduleBytes = 0;
+  /// Instantiated (and uploaded) CUDA graphs.
+  int64_t graphBytes = 0;
+  /// Growth while no call of the backend ran.
+  int64_t unattributedBytes = 0;
+
+  int64_t overheadBytes() const {
+    return handleBytes + allocationBytes + moduleBytes + graphBytes +
+           unattributedBytes;
+  }
 };
 
 class Backend {
@@ -200,13 +239,38 @@ public:
   }
   /// Whether createDeviceComm can give one (this build has NCCL).
   virtual bool hasDeviceComm() const { return false; }
+
+  /// What the run prints about the backend's workspace once prepared (the
+  /// CUDA backend's split of it), one line without its newline; empty
+  /// (the default): nothing.
+  virtual std::string workspaceSummary() const { return {}; }
+  /// The device memory the backend measured (the run's memory line, the
+  /// log's and profile's `device_memory` object: docs/cuda.md, "Memory");
+  /// none (the default) for a backend whose memory is the process's.
+  virtual std::optional<DeviceMemoryReport> deviceMemory() const {
+    return std::nullopt;
+  }
 };
+
+/// The version of this interface and of the types it passes (KernelCall,
+/// LoadedPlan, ...), which a backend loaded as a module (the CUDA backend,
+/// runtime/BackendModule.cpp) must have been built with: the sizes of
+/// those types beside a number raised when their meaning changes.
+inline uint64_t backendInterfaceVersion() {
+  return (uint64_t(1) << 48) ^ (uint64_t(sizeof(KernelCall)) << 32) ^
+         (uint64_t(sizeof(LoadedPlan)) << 16) ^ uint64_t(sizeof(OpAttrs)) ^
+         (uint64_t(sizeof(TensorRef)) << 8) ^
+         (uint64_t(sizeof(DeviceMemoryReport)) << 40);
+}
 
 /// The CPU backend (always available).
 std::unique_ptr<Backend> createCpuBackend();
 
-/// "cpu" or, where built with the CUDA backend, "cuda". An unknown name is a
-/// PlanError listing the available ones.
+/// "cpu" or, where built with the CUDA backend, "cuda": the CUDA backend is
+/// a module (libremat-cuda.so) loaded on the first call that asks for it,
+/// so a process that never does maps no CUDA library
+/// (runtime/BackendModule.cpp). An unknown name, or a module that cannot
+/// be loaded, is a PlanError saying why.
 std::unique_ptr<Backend> createBackend(const std::string &name);
 
 /// Names accepted by createBackend, comma-separated.

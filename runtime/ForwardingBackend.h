@@ -60,6 +60,12 @@ public:
     return inner->createDeviceComm(ranks);
   }
   bool hasDeviceComm() const override { return inner->hasDeviceComm(); }
+  std::string workspaceSummary() const override {
+    return inner->workspaceSummary();
+  }
+  std::optional<DeviceMemoryReport> deviceMemory() const override {
+    return inner->deviceMemory();
+  }
 
 protected:
   std::unique_ptr<Backend> inner;

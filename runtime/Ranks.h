@@ -53,15 +53,17 @@ public:
   /// Sums `values` over every rank, in place (blocking).
   void sum(std::vector<double> &values);
   /// Rank 0's `bytes` at `data` to every rank (blocking): NCCL's unique
-  /// id (runtime/GradientComm.h).
-  void broadcast(void *data, size_t bytes);
+  /// id (runtime/GradientComm.h). Virtual so that the CUDA backend, a
+  /// module of its own (runtime/BackendModule.cpp), calls it without
+  /// linking MPI's side of the runtime.
+  virtual void broadcast(void *data, size_t bytes);
   /// Every rank's `value`, in rank order (blocking).
   std::vector<double> gather(double value);
   std::vector<uint64_t> gather(uint64_t value);
   /// Stops every rank (MPI_Abort) after this one reported its error.
   [[noreturn]] void abort(int code);
 
-  ~Ranks();
+  virtual ~Ranks();
 
 private:
   Ranks();

@@ -8,15 +8,13 @@
 #include "runtime/plan/Loader.h"
 #include "runtime/plan/OutputFile.h"
 #include "runtime/plan/Safetensors.h"
-#ifdef REMAT_HAVE_CUDA_BACKEND
-#include "runtime/backends/cuda/CudaBackend.h"
-#endif
 
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 namespace remat::tools {
@@ -113,32 +111,11 @@ nlohmann::json measureOpCosts(const std::string &planPath,
                            {"calls", calls}};
   if (!recomputeTable.empty())
     result["recompute_ops"] = recomputeTable;
-  if (nlohmann::json memory = deviceMemoryJson(*backend); !memory.is_null())
-    result["device_memory"] = memory;
+  if (std::optional<DeviceMemoryReport> memory = backend->deviceMemory())
+    result["device_memory"] = deviceMemoryJson(*memory);
   if (p.report.contains("budget_bytes"))
     result["budget_bytes"] = p.report["budget_bytes"];
   return result;
-}
-
-nlohmann::json deviceMemoryJson(Backend &backend) {
-#ifdef REMAT_HAVE_CUDA_BACKEND
-  if (auto *cuda = dynamic_cast<CudaBackend *>(&backend)) {
-    CudaMemoryReport m = cuda->memoryReport();
-    return {{"used_bytes", m.usedBytes},
-            {"peak_bytes", m.peakBytes},
-            {"context_bytes", m.contextBytes},
-            {"arena_bytes", m.arenaBytes},
-            {"workspace_bytes", m.workspaceBytes},
-            {"overhead_bytes", m.overheadBytes()},
-            {"handle_bytes", m.handleBytes},
-            {"allocation_bytes", m.allocationBytes},
-            {"module_bytes", m.moduleBytes},
-            {"graph_bytes", m.graphBytes},
-            {"unattributed_bytes", m.unattributedBytes}};
-  }
-#endif
-  (void)backend;
-  return nullptr;
 }
 
 nlohmann::json profileFile(nlohmann::json table,
@@ -248,6 +225,32 @@ int profilePlanMain(int argc, char **argv) {
     std::cerr << "remat-run profile: error: " << e.what() << "\n";
     return 1;
   }
+}
+
+nlohmann::json deviceMemoryJson(const DeviceMemoryReport &m) {
+  return {{"used_bytes", m.usedBytes},
+          {"peak_bytes", m.peakBytes},
+          {"context_bytes", m.contextBytes},
+          {"arena_bytes", m.arenaBytes},
+          {"workspace_bytes", m.workspaceBytes},
+          {"overhead_bytes", m.overheadBytes()},
+          {"handle_bytes", m.handleBytes},
+          {"allocation_bytes", m.allocationBytes},
+          {"module_bytes", m.moduleBytes},
+          {"graph_bytes", m.graphBytes},
+          {"unattributed_bytes", m.unattributedBytes}};
+}
+
+std::string deviceMemoryLine(const DeviceMemoryReport &m) {
+  std::ostringstream line;
+  line << "device memory: " << m.usedBytes << " B used = context "
+       << m.contextBytes << " + arena " << m.arenaBytes << " + workspace "
+       << m.workspaceBytes << " + runtime overhead " << m.overheadBytes()
+       << " (handles " << m.handleBytes << ", allocation rounding "
+       << m.allocationBytes << ", modules " << m.moduleBytes << ", graphs "
+       << m.graphBytes << ", unattributed " << m.unattributedBytes
+       << "); peak " << m.peakBytes << " B";
+  return line.str();
 }
 
 } // namespace remat::tools

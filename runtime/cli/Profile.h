@@ -20,6 +20,7 @@
 
 namespace remat::runtime {
 class Backend;
+struct DeviceMemoryReport;
 struct Plan;
 struct StepDesc;
 }
@@ -68,10 +69,11 @@ void writeProfileFile(const std::string &output, const nlohmann::json &profile,
 /// argv[0] is "profile". Returns the exit status.
 int profilePlanMain(int argc, char **argv);
 
-/// The backend's device memory by what took it (the CUDA backend: the
-/// `device_memory` entry of remat run's log, docs/cuda.md "Memory"), or
-/// null for a backend that reports none.
-nlohmann::json deviceMemoryJson(runtime::Backend &backend);
+/// A backend's device memory (Backend::deviceMemory) as the `device_memory`
+/// object of remat run's log and remat profile's output (docs/cuda.md,
+/// "Memory"), and as the line remat run prints when it ends.
+nlohmann::json deviceMemoryJson(const runtime::DeviceMemoryReport &memory);
+std::string deviceMemoryLine(const runtime::DeviceMemoryReport &memory);
 
 } // namespace remat::tools
 

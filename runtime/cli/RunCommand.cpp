@@ -5,9 +5,6 @@
 #include "runtime/backends/cpu/CpuKernelInfo.h"
 #include "runtime/backends/cpu/Gemm.h"
 #include "runtime/BoundsCheck.h"
-#ifdef REMAT_HAVE_CUDA_BACKEND
-#include "runtime/backends/cuda/CudaBackend.h"
-#endif
 #include "runtime/Executor.h"
 #include "runtime/plan/Loader.h"
 #include "runtime/Npy.h"
@@ -372,6 +369,9 @@ int runCommand(const RunOptions &opt) {
         << exec.arenaBytes() << " B, workspace " << exec.workspaceBytes()
         << " B, backend " << backend->name() << ", seed " << exec.seed()
         << "\n";
+    info << "remat run: runtime fixed bytes " << exec.baselineRssBytes()
+         << " B beside the arena (the process's resident memory before "
+            "it: code, libraries, the loaded plan)\n";
     if (ranks->distributed()) {
       bool sharded = std::any_of(
           plan.steps.begin(), plan.steps.end(),
@@ -401,14 +401,8 @@ int runCommand(const RunOptions &opt) {
             << cpuRuntimeAllowanceBytes(p, cpu::gemmThreads()) << " B";
       info << "\n";
     }
-#ifdef REMAT_HAVE_CUDA_BACKEND
-    if (auto *cuda = dynamic_cast<CudaBackend *>(device)) {
-      CudaWorkspace split = cuda->workspaceSplit();
-      info << "remat run: cuda workspace: cuBLAS " << split.cublas
-          << " B, kernel scratch " << split.scratch << " B, status "
-          << CudaWorkspace::kStatusBytes << " B\n";
-    }
-#endif
+    if (std::string line = device->workspaceSummary(); !line.empty())
+      info << "remat run: " << line << "\n";
     // A plan's recomputations were chosen for the device profile its costs
     // were modeled with (remat compile --device-profile): say so when it is
     // not the kind of device this run uses.
@@ -446,6 +440,8 @@ int runCommand(const RunOptions &opt) {
                                 {"ms", r.milliseconds},
                                 {"peak_rss_bytes", r.peakRssBytes},
                                 {"rss_growth_bytes", rssGrowth},
+                                {"runtime_fixed_bytes",
+                                 exec.baselineRssBytes()},
                                 {"samples_per_s", r.samplesPerSecond}};
         if (p.tokensPerSample > 1)
           entry["tokens_per_s"] = r.tokensPerSecond;
@@ -456,13 +452,12 @@ int runCommand(const RunOptions &opt) {
           entry["rank_loss"] = rankLoss;
           entry["rank_rss_growth_bytes"] = rankRssGrowth;
         }
-#ifdef REMAT_HAVE_CUDA_BACKEND
-        if (auto *cuda = dynamic_cast<CudaBackend *>(device)) {
-          entry["device_peak_bytes"] = cuda->devicePeakBytes();
-          entry["device_context_bytes"] = cuda->contextBytes();
-          entry["device_memory"] = tools::deviceMemoryJson(*cuda);
+        if (std::optional<DeviceMemoryReport> memory =
+                device->deviceMemory()) {
+          entry["device_peak_bytes"] = memory->peakBytes;
+          entry["device_context_bytes"] = memory->contextBytes;
+          entry["device_memory"] = tools::deviceMemoryJson(*memory);
         }
-#endif
         log->stream() << entry.dump() << "\n" << std::flush;
       }
       if (s == 0 && gradsOut)
@@ -472,18 +467,8 @@ int runCommand(const RunOptions &opt) {
       if (s == 0)
         exec.onStepExecuted = nullptr;
     }
-#ifdef REMAT_HAVE_CUDA_BACKEND
-    if (auto *cuda = dynamic_cast<CudaBackend *>(device)) {
-      CudaMemoryReport m = cuda->memoryReport();
-      err << "remat run: device memory: " << m.usedBytes << " B used = "
-          << "context " << m.contextBytes << " + arena " << m.arenaBytes
-          << " + workspace " << m.workspaceBytes << " + runtime overhead "
-          << m.overheadBytes() << " (handles " << m.handleBytes
-          << ", allocation rounding " << m.allocationBytes << ", modules "
-          << m.moduleBytes << ", graphs " << m.graphBytes << ", unattributed "
-          << m.unattributedBytes << "); peak " << m.peakBytes << " B\n";
-    }
-#endif
+    if (std::optional<DeviceMemoryReport> memory = device->deviceMemory())
+      err << "remat run: " << tools::deviceMemoryLine(*memory) << "\n";
     if (!opt.dumpGradsPath.empty() && opt.steps == 0)
       err << "remat run: warning: --steps 0, no gradients dumped\n";
     if (!opt.dumpValuesPath.empty() && opt.steps == 0)

@@ -33,6 +33,9 @@ struct PlanKernelFacts {
   /// The runtime's own memory beside the arena and workspace (allocator,
   /// staging, library buffers), stated beside the budget.
   uint64_t runtimeAllowanceBytes = 0;
+  /// What the runtime program holds before the arena (its code, libraries
+  /// and the loaded plan), stated beside the allowance.
+  uint64_t runtimeFixedBytes = 0;
 };
 
 class KernelInfo {

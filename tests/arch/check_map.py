@@ -72,16 +72,22 @@ LINK_RULES = {
                               "RematIR"},
                   "items": ("dnnl", "openblas", "mpi", "MLIR", "LLVM",
                             "cuda", "cublas", "nccl")},
-    "RematRuntime": {"targets": {"RematIR", "RematPasses", "RematCompiler"},
-                     "items": ("MLIR", "LLVM")},
+    # The CUDA libraries only in the module libremat-cuda.so, loaded on
+    # demand (runtime/BackendModule.cpp).
+    "RematRuntime": {"targets": {"RematIR", "RematPasses", "RematCompiler",
+                                 "RematCudaBackend"},
+                     "items": ("MLIR", "LLVM", "cuda", "cublas", "nccl")},
     "RematIR": {"targets": {"RematRuntime", "RematCpuKernelInfo"},
                 "items": ("dnnl", "openblas", "mpi")},
     "RematPasses": {"targets": {"RematRuntime", "RematCpuKernelInfo"},
                     "items": ("dnnl", "openblas", "mpi")},
     "RematCompiler": {"targets": {"RematRuntime", "RematCpuKernelInfo"},
                       "items": ("dnnl", "openblas", "mpi")},
-    "remat-run": {"targets": {"RematIR", "RematPasses", "RematCompiler"},
-                  "items": ("MLIR", "LLVM")},
+    "remat-run": {"targets": {"RematIR", "RematPasses", "RematCompiler",
+                              "RematCudaBackend"},
+                  "items": ("MLIR", "LLVM", "cuda", "cublas", "nccl")},
+    "remat": {"targets": {"RematCudaBackend"},
+              "items": ("cuda", "cublas", "nccl")},
 }
 
 SOURCE_EXTS = (".h", ".cpp", ".cu", ".cuh", ".td", ".py", ".sh", ".cmake")
@@ -162,18 +168,24 @@ def target_graph(root, work):
     if run.returncode != 0 or not os.path.exists(dot):
         raise RuntimeError("cmake failed: " + (run.stderr.strip().splitlines()
                                                or ["no output"])[-1])
-    names, edges = {}, {}
-    node = re.compile(r'^\s*"(\w+)" \[ label = "([^"]+)"')
+    names, edges, modules = {}, {}, set()
+    node = re.compile(r'^\s*"(\w+)" \[ label = "([^"]+)"(?:, shape = (\w+))?')
     edge = re.compile(r'^\s*"(\w+)" -> "(\w+)"')
     with open(dot) as f:
         for line in f:
             m = node.match(line)
             if m:
                 names[m.group(1)] = m.group(2)
+                # A module library (libremat-cuda.so) is loaded, never
+                # linked: an edge to it is add_dependencies' build order.
+                if m.group(3) == "tripleoctagon":
+                    modules.add(m.group(1))
                 continue
             m = edge.match(line)
             if m:
                 edges.setdefault(m.group(1), set()).add(m.group(2))
+    for node_id in edges:
+        edges[node_id] -= modules
     return names, edges
 
 

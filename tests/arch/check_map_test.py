@@ -8,7 +8,8 @@ problem line naming the planted file, and exit status 1):
   - runtime/ including a tools/ header;
   - a source file grown past 800 lines;
   - "this session" in a document under docs/;
-  - RematPasses linking RematRuntime (CMake's target graph).
+  - RematPasses linking RematRuntime, RematRuntime linking cuBLAS (CMake's
+    target graph).
 Each plant is undone before the next. Exit 0 when every plant is caught.
 """
 import os
@@ -62,6 +63,8 @@ PLANTS = [
      lambda s: s + "\nThis session made the flags agree.\n"),
     ("links", "passes/CMakeLists.txt", "RematPasses: links RematRuntime",
      lambda s: s + "\ntarget_link_libraries(RematPasses PUBLIC RematRuntime)\n"),
+    ("links", "runtime/CMakeLists.txt", "RematRuntime: links cublas",
+     lambda s: s + "\ntarget_link_libraries(RematRuntime PUBLIC cublas)\n"),
 ]
 
 

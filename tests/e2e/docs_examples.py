@@ -11,7 +11,8 @@ Fenced blocks are read by their language:
               up to the next `$ `, are its output, which
               must match as a terminal shows them (stderr interleaved): a
               line `...` (indented or not) stands for any number of lines, and
-              times (`3.1 ms`, `20645 tokens/s`, `samples/s`) match any time.
+              times (`3.1 ms`, `20645 tokens/s`, `samples/s`) match any time, and
+              remat run's measured `runtime fixed bytes N B` any N.
 
 Other blocks (text, json, mlir, no language) are not commands. An HTML
 comment `<!-- docs-test: skip REASON -->` right before a fence skips that
@@ -40,7 +41,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 FENCE = re.compile(r"^```(\S*)\s*$")
 DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*skip\s*(.*?)\s*-->")
 TIMES = [(re.compile(r"\d+(\.\d+)? ms\b"), "<t> ms"),
-         (re.compile(r"\d+(\.\d+)? (samples|tokens)/s\b"), r"<n> \2/s")]
+         (re.compile(r"\d+(\.\d+)? (samples|tokens)/s\b"), r"<n> \2/s"),
+         (re.compile(r"runtime fixed bytes \d+ B"), "runtime fixed bytes <n> B")]
 TIMEOUT = 600
 
 

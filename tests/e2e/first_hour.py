@@ -29,6 +29,11 @@ stdlib only, PyTorch for the ONNX parts, which skip without it).
                       model given to remat run
   interrupted         train stopped by SIGINT or SIGTERM mid-run leaves no
                       temporary (its plan folder, --save's) and no output
+  runtime-small       remat-run on seed_mlp's tiny plan (cpu backend) maps
+                      no CUDA library (its /proc/PID/maps, read while it
+                      runs), peaks at most 64 MB resident, and states its
+                      fixed bytes on stderr and in the step log, within the
+                      report's runtime_fixed_bytes
 Exit 0 on success, 1 with a message on failure, 77 when skipped.
 """
 import os
@@ -309,6 +314,75 @@ def interrupted(remat, remat_run, work):
         shutil.rmtree(out)
 
 
+RUNTIME_PEAK_LIMIT = 64 * 1000 * 1000  # issue 37: at most 64 MB
+CUDA_LIBRARY = re.compile(r"/lib(cuda|cudart|cublas|cublasLt|nccl|nvrtc|"
+                          r"remat-cuda)[^/]*\.so")
+
+
+def proc_kib(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    fail(f"no {key} in /proc/{pid}/status")
+
+
+def runtime_small(remat, remat_run, work):
+    import json
+    import time
+    seed_mlp = os.path.join(ROOT, "models", "seed_mlp.json")
+    plan = os.path.join(work, "tiny.plan")
+    expect([remat, "compile", seed_mlp, "--preset", "tiny", "--emit=plan",
+            "-o", plan], 0)
+    log = os.path.join(work, "log.jsonl")
+    stderr = os.path.join(work, "stderr")
+    with open(stderr, "w") as err:
+        p = subprocess.Popen([remat_run, plan, "--backend", "cpu", "--steps",
+                              "100000000", "--log", log],
+                             stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if os.path.exists(log) and open(log).read().count("\n") >= 3:
+                break
+            if p.poll() is not None:
+                fail(f"remat-run stopped: {open(stderr).read()!r}")
+            time.sleep(0.05)
+        else:
+            fail("remat-run logged no 3 steps in 60 s")
+        with open(f"/proc/{p.pid}/maps") as f:
+            maps = f.read()
+        # The process's peak so far: the runtime resets VmHWM when the
+        # executor starts (before it, the plan was read: the fixed bytes
+        # below bound that part), so take the larger of the two.
+        hwm = proc_kib(p.pid, "VmHWM")
+        rss = proc_kib(p.pid, "VmRSS")
+    finally:
+        p.kill()
+        p.wait()
+    cuda = sorted({m.group(0) for m in CUDA_LIBRARY.finditer(maps)})
+    if cuda:
+        fail(f"a cpu run maps CUDA libraries: {cuda}")
+    entry = json.loads(open(log).readline())
+    if "runtime_fixed_bytes" not in entry:
+        fail(f"the step log states no runtime_fixed_bytes: {entry}")
+    fixed = entry["runtime_fixed_bytes"]
+    said = re.search(r"runtime fixed bytes (\d+) B", open(stderr).read())
+    if not said or int(said.group(1)) != fixed:
+        fail(f"stderr does not state the fixed bytes {fixed}: "
+             f"{open(stderr).read()!r}")
+    stated = json.load(open(plan))["report"].get("runtime_fixed_bytes")
+    if not isinstance(stated, int) or fixed > stated:
+        fail(f"measured fixed bytes {fixed} B over the report's "
+             f"runtime_fixed_bytes {stated!r}")
+    peak = max(hwm, fixed, entry["peak_rss_bytes"])
+    print(f"remat-run: fixed {fixed} B, VmHWM {hwm} B, VmRSS {rss} B, "
+          f"no CUDA mapping")
+    if peak > RUNTIME_PEAK_LIMIT:
+        fail(f"remat-run peaks at {peak} B resident, over "
+             f"{RUNTIME_PEAK_LIMIT} B")
+
+
 CHECKS = {"outputs-not-inputs": outputs_not_inputs,
           "sidecar-devnull": sidecar_devnull,
           "failed-no-output": failed_no_output,
@@ -317,7 +391,7 @@ CHECKS = {"outputs-not-inputs": outputs_not_inputs,
           "byte-sizes": byte_sizes, "budget-frac": budget_frac,
           "numbers": numbers, "remat-run-name": remat_run_name,
           "launcher-ranks": launcher_ranks, "file-kinds": file_kinds,
-          "interrupted": interrupted}
+          "interrupted": interrupted, "runtime-small": runtime_small}
 
 
 def main():

@@ -169,28 +169,4 @@ std::unique_ptr<Backend> createCpuBackend() {
   return std::make_unique<CpuBackend>();
 }
 
-#ifdef REMAT_HAVE_CUDA_BACKEND
-// Provided by runtime/backends/cuda (target RematCudaBackend).
-std::unique_ptr<Backend> createCudaBackend();
-#endif
-
-std::unique_ptr<Backend> createBackend(const std::string &name) {
-  if (name == "cpu")
-    return createCpuBackend();
-#ifdef REMAT_HAVE_CUDA_BACKEND
-  if (name == "cuda")
-    return createCudaBackend();
-#endif
-  throw PlanError("unknown backend '" + name +
-                  "' (available: " + availableBackends() + ")");
-}
-
-std::string availableBackends() {
-#ifdef REMAT_HAVE_CUDA_BACKEND
-  return "cpu, cuda";
-#else
-  return "cpu";
-#endif
-}
-
 } // namespace remat::runtime

@@ -40,6 +40,7 @@ public:
     // OpenBLAS at the most threads it starts here: one a core.
     facts.runtimeAllowanceBytes = cpuRuntimeAllowanceBytes(
         plan, std::max(1u, std::thread::hardware_concurrency()));
+    facts.runtimeFixedBytes = kCpuRuntimeFixedBytes;
     return facts;
   }
 };

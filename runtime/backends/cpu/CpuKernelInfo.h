@@ -30,6 +30,13 @@ const KernelInfo &cpuKernelInfo();
 /// cpuBlasAllowanceBytes for OpenBLAS's packing buffers at `blasThreads`
 /// threads (0: GEMMs without OpenBLAS).
 constexpr uint64_t kCpuRuntimeBaseBytes = uint64_t(4) << 20;
+/// remat-run's resident memory before the arena on the CPU backend (report
+/// key runtime_fixed_bytes): its code, the libraries it maps (no CUDA
+/// library: runtime/BackendModule.cpp) and the loaded plan. Measured
+/// 11.1-12.3 MB for the plans of models/ (seed_mlp tiny to gpt2 small,
+/// docs/benchmarks.md); ctest e2e-first-hour-runtime-small checks a run
+/// stays within it. `remat train` holds its compiler beside it.
+constexpr uint64_t kCpuRuntimeFixedBytes = uint64_t(16) << 20;
 uint64_t cpuRuntimeAllowanceBytes(const Plan &plan, unsigned blasThreads);
 /// The pages of OpenBLAS's GEMM buffers one run touches at `threads`
 /// threads: kCpuBlasBytes + threads * kCpuBlasThreadBytes (0 for 0

@@ -57,42 +57,8 @@
 
 namespace remat::runtime {
 
-/// Device memory as cudaMemGetInfo measures it (the device's used bytes),
-/// split by what took it. The budget counts arenaBytes + workspaceBytes;
-/// the rest is runtime overhead, measured where it arises: each of the
-/// backend's calls samples the used bytes on entry and exit, and the growth
-/// in between goes to the part that call's work belongs to. So
-///   usedBytes = contextBytes + arenaBytes + workspaceBytes + overheadBytes()
-/// always; unattributedBytes (growth between the backend's calls, e.g.
-/// another process on the GPU) says how much of it the backend cannot
-/// explain.
-struct CudaMemoryReport {
-  uint64_t contextBytes = 0;   ///< used when the backend was created
-  uint64_t usedBytes = 0;      ///< used now
-  uint64_t peakBytes = 0;      ///< the largest used bytes sampled
-  uint64_t arenaBytes = 0;     ///< live arenas, the bytes the plans state
-  uint64_t workspaceBytes = 0; ///< the workspace (workspaceBytes(plan))
-  /// The stream, the cuBLAS handle and the pinned status word's mapping;
-  /// NCCL's communicator and stream where a run communicates.
-  int64_t handleBytes = 0;
-  /// What the arena's and the workspace's cudaMallocs took beyond the bytes
-  /// asked for: the allocator's rounding (2 MiB pages on a GPU) and the
-  /// arena's padding for alignments above 256 B.
-  int64_t allocationBytes = 0;
-  /// Growth during kernel launches, copies and library calls: kernel
-  /// modules loaded on their first launch (CUDA's lazy loading), cuBLAS's
-  /// and the driver's lazily allocated state.
-  int64_t moduleBytes = 0;
-  /// Instantiated (and uploaded) CUDA graphs.
-  int64_t graphBytes = 0;
-  /// Growth while no call of the backend ran.
-  int64_t unattributedBytes = 0;
-
-  int64_t overheadBytes() const {
-    return handleBytes + allocationBytes + moduleBytes + graphBytes +
-           unattributedBytes;
-  }
-};
+/// The device memory as the CUDA backend measures it (Backend.h).
+using CudaMemoryReport = DeviceMemoryReport;
 
 struct CudaWorkspace;
 
@@ -129,6 +95,12 @@ public:
   /// off while the comm exists); null otherwise.
   std::unique_ptr<GradientComm> createDeviceComm(Ranks *ranks) override;
   bool hasDeviceComm() const override;
+  /// "cuda workspace: cuBLAS N B, kernel scratch N B, status N B".
+  std::string workspaceSummary() const override;
+  /// memoryReport().
+  std::optional<DeviceMemoryReport> deviceMemory() const override {
+    return memoryReport();
+  }
 
   /// Device bytes in use (cudaMemGetInfo total - free) when the backend was
   /// created, before its stream and cuBLAS handle: the CUDA context plus

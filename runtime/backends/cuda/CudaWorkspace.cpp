@@ -1,7 +1,8 @@
 //===- CudaWorkspace.cpp - The CUDA backend's workspace for a plan -------===//
 //
 // cudaWorkspaceFor (CudaBackend.h): the cuBLAS workspace and kernel scratch
-// a plan gets, shrunk to fit the plan's budget when it has one.
+// a plan gets, shrunk to fit the plan's budget when it has one; and the
+// line remat run prints of it (workspaceSummary).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/CudaBackend.h"
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -112,6 +114,15 @@ CudaWorkspace cudaWorkspaceFor(const LoadedPlan &plan) {
     split.cublas = std::max(minimumCublas, (spare - minimumScratch) / 256 * 256);
   }
   return split;
+}
+
+std::string CudaBackend::workspaceSummary() const {
+  CudaWorkspace split = workspaceSplit();
+  std::ostringstream line;
+  line << "cuda workspace: cuBLAS " << split.cublas << " B, kernel scratch "
+       << split.scratch << " B, status " << CudaWorkspace::kStatusBytes
+       << " B";
+  return line.str();
 }
 
 } // namespace remat::runtime

@@ -23,7 +23,11 @@ def Graph_MatmulOp : Graph_ForwardOp<"matmul", [OwnFlops]> {
     `a` is `[..., M, K]` (`[..., K, M]` with `transpose_a`), `b` is
     `[..., K, N]` (`[..., N, K]` with `transpose_b`) or rank 2 `[K, N]`
     shared by every batch; `c` is `[..., M, N]`. Batch dims of `a` and `b`
-    must be equal. FLOPs: 2·batch·M·N·K.
+    must be equal. With `sum_batch` (with `transpose_a`, without
+    `transpose_b`, `b` of `a`'s batch dims) `c` is `[M, N]`, the sum over
+    the batch of `a_iᵀ·b_i`: one product of `a` and `b` flattened to rows,
+    `[batch·K, M]ᵀ·[batch·K, N]` (a shared weight's gradient).
+    FLOPs: 2·batch·M·N·K.
 
     ```mlir
     %c = graph.matmul %a, %b {transpose_b = true}
@@ -32,7 +36,8 @@ def Graph_MatmulOp : Graph_ForwardOp<"matmul", [OwnFlops]> {
   }];
   let arguments = (ins Graph_Tensor:$a, Graph_Tensor:$b,
                        Graph_FalseBool:$transpose_a,
-                       Graph_FalseBool:$transpose_b);
+                       Graph_FalseBool:$transpose_b,
+                       Graph_FalseBool:$sum_batch);
   let results = (outs Graph_Tensor:$c);
   let assemblyFormat = [{
     $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($c)

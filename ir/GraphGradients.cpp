@@ -71,6 +71,19 @@ Value matmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                             lhs, rhs, transposeA, transposeB);
 }
 
+/// Σ over the batch of lhs_iᵀ·rhs_i, lhs [..., K, M] and rhs [..., K, N]:
+/// [M, N], one GEMM over the flattened rows (matmul's sum_batch).
+Value sumBatchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  ArrayRef<int64_t> shapeA = tensorType(lhs).getShape();
+  ArrayRef<int64_t> shapeB = tensorType(rhs).getShape();
+  auto type = RankedTensorType::get({shapeA.back(), shapeB.back()},
+                                    tensorType(lhs).getElementType());
+  auto product = b.create<MatmulOp>(loc, type, lhs, rhs, /*transposeA=*/true,
+                                    /*transposeB=*/false);
+  product.setSumBatch(true);
+  return product;
+}
+
 /// Swaps the last two dims of `x`.
 Value transposeLastTwo(OpBuilder &b, Location loc, Value x) {
   RankedTensorType type = tensorType(x);
@@ -116,14 +129,19 @@ Value reduceGradient(OpBuilder &b, Location loc, Value x, Value dy,
 ///   (F,T) da = dc·b           db = dcᵀ·a
 ///   (T,F) da = b·dcᵀ          db = a·dc
 ///   (T,T) da = bᵀ·dcᵀ         db = dcᵀ·aᵀ
-/// A shared rank-2 b gets its batched gradient summed with sum_to; when a is
-/// transposed and b is shared, da is computed as (…)ᵀ with a transpose, since
-/// a rank-2 first operand cannot take a batched second one.
+/// A shared rank-2 b (a linear layer on activations of any rank) gets db as
+/// one GEMM over the rows of a and dc (sum_batch), so no temporary grows with
+/// the batch; when a is transposed and b is shared, db is the batched product
+/// summed with sum_to, and da is computed as (…)ᵀ with a transpose, since a
+/// rank-2 first operand cannot take a batched second one.
 LogicalResult MatmulOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
   Value dc = resultGrads[0];
   if (!dc)
     return noGradients(getOperation(), operandGrads);
+  if (getSumBatch())
+    return emitOpError("with sum_batch has no gradient (it is a gradient's "
+                       "product itself)");
   Location loc = getLoc();
   Value lhs = getA(), rhs = getB();
   bool ta = getTransposeA(), tb = getTransposeB();
@@ -139,7 +157,12 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
     da = transposeLastTwo(b, loc, matmul(b, loc, dc, rhs, false, !tb));
 
   Value db;
-  if (!tb)
+  if (sharedB && !ta && tensorType(rhs).getRank() == 2) {
+    // A shared weight applied to every row of a: one GEMM over a and dc's
+    // rows (sum_batch), not a batched product [batch..., k, n] summed
+    // afterwards, which grows with the batch.
+    db = tb ? sumBatchMatmul(b, loc, dc, lhs) : sumBatchMatmul(b, loc, lhs, dc);
+  } else if (!tb)
     db = ta ? matmul(b, loc, lhs, dc, false, false)
             : matmul(b, loc, lhs, dc, true, false);
   else

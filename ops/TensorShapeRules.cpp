@@ -94,7 +94,8 @@ std::optional<std::vector<Expected>> TensorRule::tryApply() {
   }
 }
 
-/// a [..., M, K] (or [..., K, M] transposed) times b [..., K, N] or [K, N].
+/// a [..., M, K] (or [..., K, M] transposed) times b [..., K, N] or [K, N];
+/// with sum_batch, [M, N] summed over the batch.
 std::vector<Expected> TensorRule::gemm() {
   expectFloat(0);
   expectDType(1, in(0).dtype);
@@ -116,7 +117,10 @@ std::vector<Expected> TensorRule::gemm() {
          std::to_string(k) + " (the " + (attrs.transposeB ? "last" : "first") +
          " of its last two dims) to match " + inLabel(0) + " " +
          formatShape(a) + (attrs.transposeA ? " transposed" : ""));
-  Shape c = batch;
+  if (attrs.sumBatch && (!attrs.transposeA || attrs.transposeB || rb == 2))
+    fail("sum_batch needs transpose_a, no transpose_b and " + inLabel(1) +
+         " with the batch dims of " + inLabel(0) + " " + formatShape(a));
+  Shape c = attrs.sumBatch ? Shape{} : batch;
   c.push_back(m);
   c.push_back(n);
   return {{{in(0).dtype, c}, ""}};

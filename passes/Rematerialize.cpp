@@ -42,6 +42,7 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <tuple>
 
 namespace remat {
 #define GEN_PASS_DEF_REMATERIALIZEPASS
@@ -148,9 +149,11 @@ std::string describeFailure(const planner::Problem &problem,
     std::string text =
         "below the planner's lower bound on any schedule's peak, " +
         bytesText(solved.minimumBytes);
-    planner::LowerBound bound = planner::computeLowerBound(problem);
-    if (bound.bytes == solved.minimumBytes)
-      text += " (" + bound.describe(problem) + ")";
+    // The bound of the given order, or of the candidate order that set it.
+    for (bool reorder : {false, true})
+      if (auto [bytes, reason] = lowerBoundOverOrders(problem, reorder);
+          bytes == solved.minimumBytes)
+        return text + " (" + reason + ")";
     return text;
   }
   if (solved.stats.peakBytes > target)
@@ -379,24 +382,30 @@ bool fitsWithFastSolvers(const planner::Problem &problem,
              .ok;
 }
 
+std::pair<int64_t, std::string>
+lowerBoundOverOrders(const planner::Problem &problem, bool reorder) {
+  planner::LowerBound bound = planner::computeLowerBound(problem);
+  int64_t bytes = bound.bytes;
+  std::string reason = bound.describe(problem);
+  if (reorder)
+    for (const planner::NodeOrder &order : planner::candidateOrders(problem)) {
+      planner::Problem permuted = planner::permuteProblem(problem, order.order);
+      planner::LowerBound other = planner::computeLowerBound(permuted);
+      if (other.bytes < bytes) {
+        bytes = other.bytes;
+        reason = other.describe(permuted) + " in the " + order.name + " order";
+      }
+    }
+  return {bytes, reason};
+}
+
 StepMinimum minimumFeasibleBudget(const planner::Problem &problem,
                                   const TrainStep &step, bool reorder,
                                   int64_t alignment) {
   auto start = std::chrono::steady_clock::now();
   StepMinimum m;
-  planner::LowerBound bound = planner::computeLowerBound(problem);
-  m.lowerBoundBytes = bound.bytes;
-  m.lowerBoundReason = bound.describe(problem);
-  if (reorder)
-    for (const planner::NodeOrder &order : planner::candidateOrders(problem)) {
-      planner::Problem permuted = planner::permuteProblem(problem, order.order);
-      planner::LowerBound other = planner::computeLowerBound(permuted);
-      if (other.bytes < m.lowerBoundBytes) {
-        m.lowerBoundBytes = other.bytes;
-        m.lowerBoundReason = other.describe(permuted) + " in the " +
-                             order.name + " order";
-      }
-    }
+  std::tie(m.lowerBoundBytes, m.lowerBoundReason) =
+      lowerBoundOverOrders(problem, reorder);
   // Probes use the fast solvers only (the heuristic, then per-block);
   // `auto` falls back to the same ones, so it meets the reported minimum.
   // Fixed settings, not the command's: the same answer everywhere.
@@ -545,10 +554,10 @@ RematOutcome rematerializeTrainStep(mlir::ModuleOp module, TrainStep &step,
   std::optional<StepMinimum> minimum;
   if (options.searchMinimum)
     minimum = minimumFeasibleBudget(problem, step, reorder, alignment);
-  planner::LowerBound bound = planner::computeLowerBound(problem);
-  int64_t lowerBound = minimum ? minimum->lowerBoundBytes : bound.bytes;
-  std::string lowerReason =
-      minimum ? minimum->lowerBoundReason : bound.describe(problem);
+  auto [lowerBound, lowerReason] =
+      minimum ? std::make_pair(minimum->lowerBoundBytes,
+                               minimum->lowerBoundReason)
+              : lowerBoundOverOrders(problem, reorder);
   RematOutcome out;
   out.solver = result.stats.solverName;
   out.status = result.stats.status;

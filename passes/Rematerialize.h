@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace remat {
 
@@ -90,6 +91,13 @@ struct StepMinimum {
   std::string gap = "open";
   double seconds = 0;
 };
+/// The planner's lower bound on the step's peak over the orders it may
+/// solve in: the given one and, with `reorder`, each candidate order (a
+/// schedule in another order may peak below the given order's bound), the
+/// least of them; and its reason, naming the order where it is not the
+/// given one.
+std::pair<int64_t, std::string>
+lowerBoundOverOrders(const planner::Problem &problem, bool reorder);
 StepMinimum minimumFeasibleBudget(const planner::Problem &problem,
                                   const TrainStep &step, bool reorder,
                                   int64_t alignment);

@@ -17,13 +17,14 @@ func.func @matmul(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) {
 
 // -----
 
-// matmul with a shared rank-2 b, transposed: db is summed over the batch.
+// matmul with a shared rank-2 b, transposed: db is one GEMM over the rows
+// of dc and a (sum_batch), [4, 3], never a batched [8, 4, 3] summed.
 // CHECK-LABEL: func.func @matmul_shared_b
 // CHECK-SAME: (%[[A:.*]]: tensor<8x2x3xf32>, %[[B:.*]]: tensor<4x3xf32>)
 // CHECK: %[[Y:.*]] = graph.matmul %[[A]], %[[B]] {transpose_b = true}
 // CHECK-NEXT: graph.matmul %[[Y]], %[[B]] : tensor<8x2x4xf32>, tensor<4x3xf32> -> tensor<8x2x3xf32>
-// CHECK-NEXT: %[[DB:.*]] = graph.matmul %[[Y]], %[[A]] {transpose_a = true} : tensor<8x2x4xf32>, tensor<8x2x3xf32> -> tensor<8x4x3xf32>
-// CHECK-NEXT: graph.sum_to %[[DB]] : tensor<8x4x3xf32> -> tensor<4x3xf32>
+// CHECK-NEXT: graph.matmul %[[Y]], %[[A]] {sum_batch = true, transpose_a = true} : tensor<8x2x4xf32>, tensor<8x2x3xf32> -> tensor<4x3xf32>
+// CHECK-NOT: graph.sum_to
 func.func @matmul_shared_b(%a: tensor<8x2x3xf32>, %b: tensor<4x3xf32>) {
   %0 = graph.matmul %a, %b {transpose_b = true} : tensor<8x2x3xf32>, tensor<4x3xf32> -> tensor<8x2x4xf32>
   return

@@ -203,7 +203,7 @@ TEST_CASE("malformed models each give one located message", "[compiler]") {
        edit("\"inputs\": [\"x\", \"w\"] }",
             "\"inputs\": [\"x\", \"w\"], \"attrs\": { \"transpose\": true } }"),
        "m.json: /ops/0 'y': matmul has no attribute 'transpose'; did you mean "
-       "'transpose_a'? (it takes: transpose_a, transpose_b)"},
+       "'transpose_a'? (it takes: transpose_a, transpose_b, sum_batch)"},
       {"broadcast mismatch",
        edit("{ \"name\": \"loss\"",
             "{ \"name\": \"bad\", \"op\": \"add\", \"inputs\": [\"y\", \"c\"] },"

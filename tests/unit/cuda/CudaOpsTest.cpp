@@ -48,6 +48,13 @@ TEST_CASE("cuda matmul matches the cpu for every transpose and batch form",
        {randomTensor({64, 300}, rng), randomTensor({300, 129}, rng)},
        {typeOf({64, 129})}},
       kReductionTol);
+  // sum_batch: a shared weight's gradient, one GEMM over the rows.
+  checkAgainstCpu({OpKind::Matmul,
+                   json{{"transpose_a", true}, {"sum_batch", true}},
+                   {randomTensor({2, 3, 37, 19}, rng),
+                    randomTensor({2, 3, 37, 23}, rng)},
+                   {typeOf({19, 23})}},
+                  kReductionTol);
 }
 
 TEST_CASE("cuda binary ops match the cpu under every broadcast form",

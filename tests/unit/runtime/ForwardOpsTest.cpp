@@ -77,6 +77,27 @@ TEST_CASE("matmul matches a naive triple loop for every transpose and batch "
       }
 }
 
+TEST_CASE("matmul with sum_batch is the sum of the batches' products",
+          "[runtime]") {
+  std::mt19937 rng(12);
+  int64_t m = 4, k = 5, n = 6;
+  for (Shape batch : {Shape{3}, Shape{2, 3}}) {
+    Shape as = batch, bs = batch;
+    as.insert(as.end(), {k, m});
+    bs.insert(bs.end(), {k, n});
+    HostTensor a = randomTensor(as, rng), b = randomTensor(bs, rng);
+    HostTensor perBatch = naiveMatmul(a, b, true, false);
+    HostTensor want{DType::F32, {m, n}, std::vector<double>(size_t(m * n))};
+    for (size_t i = 0; i < perBatch.values.size(); ++i)
+      want.values[i % size_t(m * n)] += perBatch.values[i];
+    OpAttrs attrs;
+    attrs.transposeA = true;
+    attrs.sumBatch = true;
+    HostTensor c = run1(OpKind::Matmul, attrs, {a, b}, {m, n});
+    CHECK(normalizedError(c, want) < kTol);
+  }
+}
+
 TEST_CASE("matmul of rank-2 operands is a plain GEMM", "[runtime]") {
   HostTensor a = tensorOf({2, 2}, {1, 2, 3, 4});
   HostTensor b = tensorOf({2, 2}, {5, 6, 7, 8});

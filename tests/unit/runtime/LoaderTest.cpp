@@ -236,6 +236,9 @@ TEST_CASE("loader rejects missing, unknown and mistyped attributes",
   p["steps"][6]["attrs"]["transpose_a"] = "yes";
   expectRejected(p, "attribute 'transpose_a' must be a boolean");
   p = tinyJson();
+  p["steps"][6]["attrs"]["sum_batch"] = true;
+  expectRejected(p, "sum_batch needs transpose_a");
+  p = tinyJson();
   p["steps"][4]["attrs"]["valu"] = 1;
   expectRejected(p, "unknown attribute 'valu' for op 'constant'");
 }

@@ -1,7 +1,8 @@
 //===- matmul.cpp - matmul through gemm (Gemm.h) -------------------------===//
 //
 // A 2-D B shared by every batch of an untransposed A is one GEMM over all
-// batches ([batch*M, K] x [K, N]); otherwise one GEMM per batch.
+// batches ([batch*M, K] x [K, N]), and so is sum_batch (the batches' rows
+// flattened: [batch*K, M]^T x [batch*K, N]); otherwise one GEMM per batch.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -22,6 +23,12 @@ template <typename T> void runMatmul(const KernelCall &call, T *, uint64_t) {
   const T *a = inData<T>(call, 0), *b = inData<T>(call, 1);
   T *c = outData<T>(call, 0);
   int64_t lda = at.transposeA ? m : k, ldb = at.transposeB ? k : n;
+  if (at.sumBatch) {
+    // [batch*K, M]^T x [batch*K, N]: the batches' products summed, as one
+    // GEMM over the flattened rows.
+    gemm<T>(true, false, m, n, batch * k, T(1), a, lda, b, ldb, T(0), c, n);
+    return;
+  }
   if (sharedB && !at.transposeA) {
     // [batch*M, K] x [K, N]: one GEMM over all batches.
     gemm<T>(false, at.transposeB, batch * m, n, k, T(1), a, lda, b, ldb, T(0),

@@ -61,6 +61,12 @@ void launchMatmul(const KernelCall &call, const DeviceContext &ctx) {
   const float *b = call.inputs[1].as<const float>();
   float *c = call.outputs[0].as<float>();
   int64_t lda = at.transposeA ? m : k, ldb = at.transposeB ? k : n;
+  if (at.sumBatch) {
+    // [batch*K, M]^T x [batch*K, N]: one GEMM over the flattened rows.
+    gemmRowMajor(ctx, true, false, m, n, batch * k, 1.0f, a, lda, 0, b, ldb, 0,
+                 0.0f, c, n, 0, 1);
+    return;
+  }
   if (sharedB && !at.transposeA) {
     // [batch*M, K] x [K, N]: one GEMM over all batches (as the CPU does).
     gemmRowMajor(ctx, false, at.transposeB, batch * m, n, k, 1.0f, a, lda, 0, b,

@@ -316,6 +316,9 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
   for (nlohmann::json *r : {&report, &plan.report}) {
     (*r)["runtime_allowance_bytes"] = allowance;
     (*r)["runtime_fixed_bytes"] = fixed;
+    // An ONNX model's initializers that are not trained, and why.
+    if (!graph.frozen.empty())
+      (*r)["frozen"] = graph.frozen;
   }
   return plan;
 }

@@ -121,6 +121,10 @@ struct ModelGraph {
   /// Located messages about a model that is valid but probably not what its
   /// author meant (a parameter no op reads), for the CLI to print.
   std::vector<std::string> warnings;
+  /// An ONNX model's float initializers the step does not train, each with
+  /// why: "--frozen", or the importer's rule (docs/onnx.md, "Buffers"). The
+  /// report's `frozen` and the compile output list them.
+  std::map<std::string, std::string> frozen;
 
   int findValue(const std::string &name) const;
   /// Appends `op`'s result value (named as the op, of `type`) and `op`

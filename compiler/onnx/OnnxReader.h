@@ -141,6 +141,9 @@ private:
   std::vector<float> initializerFloats(const onnx::TensorProto &t);
   ConstantData tensorConstant(const onnx::TensorProto &t);
   void checkFrozen();
+  /// Why the float initializer `t` is not trained, or nullopt when it is a
+  /// parameter (docs/onnx.md, "Buffers").
+  std::optional<std::string> frozenReason(const onnx::TensorProto &t);
   int parameter(const onnx::TensorProto &t);
   int fixedInput(const std::string &onnxName, const ConstantData &c);
 

@@ -243,6 +243,63 @@ void OnnxReader::checkFrozen() {
   }
 }
 
+namespace {
+
+/// Whether input `index` of an ONNX node of type `op` gets no gradient:
+/// comparisons, logic, Where's condition, shapes and sizes, casts to a
+/// non-float type, and ops whose derivative is zero wherever defined.
+bool nonDifferentiableUse(const onnx::NodeProto &node, int index) {
+  static const std::set<std::string> noGradient = {
+      "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not",
+      "And", "Or", "Xor", "Shape", "Size", "ArgMax", "ArgMin", "IsNaN",
+      "IsInf", "Sign", "Floor", "Ceil", "Round", "NonZero"};
+  const std::string &op = node.op_type();
+  if (noGradient.count(op))
+    return true;
+  if (op == "Where")
+    return index == 0;
+  if (op == "Cast")
+    for (const onnx::AttributeProto &a : node.attribute())
+      if (a.name() == "to")
+        return a.i() != onnx::TensorProto::FLOAT &&
+               a.i() != onnx::TensorProto::DOUBLE &&
+               a.i() != onnx::TensorProto::FLOAT16 &&
+               a.i() != onnx::TensorProto::BFLOAT16;
+  return false;
+}
+
+} // namespace
+
+std::optional<std::string>
+OnnxReader::frozenReason(const onnx::TensorProto &t) {
+  const std::string &name = t.name();
+  if (options.training.frozen.count(name))
+    return std::string("--frozen");
+  // torch's buffers are plain initializers in the file: a mask of -inf
+  // (no trained parameter holds one), or data read only where no gradient
+  // flows (a boolean mask's comparison, Where's condition).
+  std::vector<float> values = initializerFloats(t);
+  if (!std::all_of(values.begin(), values.end(),
+                   [](float x) { return std::isfinite(x); }))
+    return std::string("holds inf or NaN: a buffer such as a mask");
+  std::set<std::string> readers;
+  bool any = false;
+  for (const onnx::NodeProto &n : proto.graph().node())
+    for (int i = 0; i < n.input_size(); ++i)
+      if (n.input(i) == name) {
+        any = true;
+        if (!nonDifferentiableUse(n, i))
+          return std::nullopt;
+        readers.insert(n.op_type());
+      }
+  if (!any)
+    return std::nullopt;
+  std::string list;
+  for (const std::string &r : readers)
+    list += (list.empty() ? "" : ", ") + r;
+  return "read only where no gradient flows (" + list + ")";
+}
+
 /// 2. A float initializer that is trained: a parameter with its values.
 int OnnxReader::parameter(const onnx::TensorProto &t) {
   const std::string &name = t.name();
@@ -260,12 +317,6 @@ int OnnxReader::parameter(const onnx::TensorProto &t) {
   if (names.count(name))
     failNode("initializer '" + name + "' has the name of another value");
   std::vector<float> values = initializerFloats(t);
-  if (!std::all_of(values.begin(), values.end(),
-                   [](float x) { return std::isfinite(x); }))
-    failNode("initializer '" + name +
-             "' holds inf or NaN, which a trained parameter cannot; if "
-             "torch does not train it (a buffer, such as an attention "
-             "mask), name it with --frozen " + name);
   names.insert(name);
   runtime::NamedTensor tensor{"F32", v.type.shape,
                               std::vector<char>(values.size() * 4)};
@@ -363,12 +414,16 @@ const Symbol &OnnxReader::symbolOf(int i) {
   if (init == initializers.end())
     failNode("input '" + name + "' is not defined by an earlier node, an "
              "input or an initializer");
-  // A float initializer is a trained parameter unless --frozen names it;
-  // frozen and integer ones are constant data.
-  if (init->second->data_type() == onnx::TensorProto::FLOAT &&
-      !options.training.frozen.count(name)) {
-    int id = parameter(*init->second);
-    return symbols[name] = Symbol{id, std::nullopt};
+  // A float initializer is a trained parameter unless it is frozen
+  // (--frozen, or the buffer rule of frozenReason); frozen and integer ones
+  // are constant data.
+  if (init->second->data_type() == onnx::TensorProto::FLOAT) {
+    if (std::optional<std::string> why = frozenReason(*init->second))
+      graph.frozen[name] = *why;
+    else {
+      int id = parameter(*init->second);
+      return symbols[name] = Symbol{id, std::nullopt};
+    }
   }
   Symbol &symbol = symbols[name];
   symbol.constantData = tensorConstant(*init->second);

@@ -178,14 +178,55 @@ def errors(remat, work):
            "cannot open")
 
     # A transformer's buffers: the float mask (-inf above the diagonal)
-    # cannot be trained, --frozen names float initializers only.
+    # cannot be trained, so it is frozen without a flag, and said so in the
+    # output and the report; --frozen names float initializers only.
     lm = os.path.join(work, "lm.onnx")
     export_onnx.export("transformer", lm, batch=2, width=8, classes=10,
                        side=4)
-    expect(run(remat, "compile", lm), 1, "initializer 'mask' holds inf or NaN",
-           "name it with --frozen mask", "(Unsqueeze, opset 17)")
-    expect(run(remat, "compile", lm, "--frozen", "mask", "--emit=graph",
-               "-o", os.devnull), 0)
+    lm_plan = os.path.join(work, "lm.plan")
+    lm_report = os.path.join(work, "lm.json")
+    expect(run(remat, "compile", lm, "--emit=plan", "-o", lm_plan,
+               "--report", lm_report), 0,
+           "not trained (frozen): 'mask' (holds inf or NaN")
+    with open(lm_report) as f:
+        frozen = json.load(f).get("frozen")
+    if not frozen or "inf" not in frozen.get("mask", "") or len(frozen) != 1:
+        raise SystemExit(f"FAIL: the report's frozen is {frozen!r}, want the "
+                         f"mask alone")
+    with open(lm_plan) as f:
+        plan = json.load(f)
+    if any(b["name"] == "mask" and b["role"] == "param"
+           for b in plan["buffers"]):
+        raise SystemExit("FAIL: the mask is a trained parameter of the plan")
+    expect(run(remat, "compile", lm, "--frozen", "mask", "--emit=plan",
+               "-o", lm_plan, "--report", lm_report), 0,
+           "not trained (frozen): 'mask' (--frozen)")
+    # A float initializer read only where no gradient flows (its Shape) is
+    # frozen too; the one the MatMul reads is trained.
+    import onnx
+    from onnx import helper, numpy_helper
+    import numpy as np
+    shaped = os.path.join(work, "shape_only.onnx")
+    rng = np.random.default_rng(0)
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["ref"], ["s"]),
+         helper.make_node("MatMul", ["x", "W"], ["h"]),
+         helper.make_node("Reshape", ["h", "s"], ["y"])],
+        "shape_only",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 4])],
+        [numpy_helper.from_array(
+            rng.standard_normal((8, 4)).astype(np.float32), "W"),
+         numpy_helper.from_array(
+            rng.standard_normal((2, 4)).astype(np.float32), "ref")])
+    onnx.save(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)]), shaped)
+    r = run(remat, "compile", shaped, "--loss", "mse", "--emit=plan", "-o",
+            lm_plan, "--report", lm_report)
+    expect(r, 0, "not trained (frozen): 'ref' (read only where no gradient "
+           "flows (Shape))")
+    if "'W'" in r.stderr:
+        raise SystemExit(f"FAIL: W is frozen: {r.stderr}")
     expect(run(remat, "compile", lm, "--frozen", "mask,maks"), 2,
            "--frozen maks: the model has no initializer 'maks'",
            "did you mean 'mask'")

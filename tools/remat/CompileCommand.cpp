@@ -47,15 +47,27 @@
 
 namespace remat::tools {
 
+void printModelNotes(const model::ModelGraph &graph) {
+  for (const std::string &warning : graph.warnings)
+    std::cerr << "warning: " << warning << "\n";
+  if (graph.frozen.empty())
+    return;
+  std::cerr << "remat: not trained (frozen):";
+  const char *separator = " ";
+  for (const auto &[name, why] : graph.frozen) {
+    std::cerr << separator << "'" << name << "' (" << why << ")";
+    separator = ", ";
+  }
+  std::cerr << "\n";
+}
+
 namespace {
 
-
-/// Reads the model (JSON or ONNX); prints its warnings to stderr.
+/// Reads the model (JSON or ONNX); prints its notes to stderr.
 model::ModelFile loadModelFile(const CompileCommandOptions &options) {
   model::ModelFile file =
       model::readModelFile(options.model, options.modelOptions);
-  for (const std::string &warning : file.graph.warnings)
-    std::cerr << "warning: " << warning << "\n";
+  printModelNotes(file.graph);
   return file;
 }
 

@@ -41,6 +41,10 @@ extern const char *const kTrainingFlagsHelp;
 /// The names --solver takes, from the planner's SolverKind (auto first).
 std::vector<std::string> solverNames();
 /// `remat compile MODEL [options]`; argv[0] is "compile".
+/// Prints what the model's reader says beside the model to stderr: its
+/// warnings, and the ONNX initializers it does not train (frozen) and why.
+void printModelNotes(const model::ModelGraph &graph);
+
 int compileMain(int argc, char **argv);
 /// `remat train MODEL --steps N [options]`; argv[0] is "train".
 int trainMain(int argc, char **argv);

@@ -152,7 +152,7 @@ struct Session {
   int64_t alignment = defaults::kAlignment;
 };
 
-/// The model as `modelOptions` configure it; its warnings go to stderr
+/// The model as `modelOptions` configure it; its notes go to stderr
 /// when `warn` (once per command, not once per --max-batch trial).
 model::ModelGraph loadModelFile(const PlanOptions &options,
                                 const model::ModelOptions &modelOptions,
@@ -160,8 +160,7 @@ model::ModelGraph loadModelFile(const PlanOptions &options,
   model::ModelGraph graph =
       model::readModelFile(options.model, modelOptions).graph;
   if (warn)
-    for (const std::string &warning : graph.warnings)
-      std::cerr << "warning: " << warning << "\n";
+    printModelNotes(graph);
   return graph;
 }
 

@@ -377,8 +377,33 @@ OnnxModel OnnxReader::read() {
   addLoss();
   pruneToLoss();
   readOptimizer();
+  warnOfEvalExport();
   // 5.
   return std::move(out);
+}
+
+/// torch.onnx.export in eval mode folds each batch norm into the
+/// convolution before it (do_constant_folding, the default): the folded
+/// weights are initializers the exporter names `onnx::Conv_N`, where a
+/// training-mode export keeps the module's names (`layer1.0.conv1.weight`).
+/// Nothing else of eval mode is left to refuse, so say what that trace
+/// means.
+void OnnxReader::warnOfEvalExport() {
+  std::vector<std::string> folded;
+  for (const onnx::NodeProto &n : proto.graph().node())
+    if (n.op_type() == "Conv" && n.input_size() > 1 &&
+        n.input(1).rfind("onnx::", 0) == 0 && initializers.count(n.input(1)))
+      folded.push_back(n.input(1));
+  if (folded.empty())
+    return;
+  graph.warnings.push_back(
+      graph.sourceName + ": " + std::to_string(folded.size()) +
+      " convolution weight(s) have names the exporter made ('" +
+      folded.front() +
+      "'...): torch.onnx.export in eval mode folds each batch norm into its "
+      "convolution, and remat then trains the folded convolutions without "
+      "batch norm; export with training=torch.onnx.TrainingMode.TRAINING, "
+      "do_constant_folding=False (docs/onnx.md, \"Eval-mode exports\")");
 }
 
 } // namespace onnx_reader

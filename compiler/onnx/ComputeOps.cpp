@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <sstream>
 
 namespace remat::model::onnx_reader {
 
@@ -121,6 +122,17 @@ void OnnxReader::importDropout() {
   double ratio = scalarInput(1, "the ratio", 0.5);
   bool training = scalarInput(2, "training_mode", 0.0) != 0.0;
   if (!training || ratio == 0.0) {
+    // A positive rate in inference mode: the trace of an eval-mode export.
+    if (!training && ratio > 0.0) {
+      std::ostringstream rate;
+      rate << ratio;
+      graph.warnings.push_back(
+          graph.sourceName + ": node '" + nodeName + "' (Dropout, ratio " +
+          rate.str() + ") is in inference mode, so the step runs "
+          "without it: a model exported in eval mode; export with "
+          "training=torch.onnx.TrainingMode.TRAINING (docs/onnx.md, "
+          "\"Eval-mode exports\")");
+    }
     define(0, x);
     return;
   }

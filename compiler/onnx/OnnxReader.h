@@ -135,6 +135,7 @@ private:
   void addLoss();
   void pruneToLoss();
   void readOptimizer();
+  void warnOfEvalExport();
 
   std::string uniqueName(const std::string &wanted);
   int64_t elementCount(const onnx::TensorProto &t);

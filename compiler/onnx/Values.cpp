@@ -246,8 +246,9 @@ void OnnxReader::checkFrozen() {
 namespace {
 
 /// Whether input `index` of an ONNX node of type `op` gets no gradient:
-/// comparisons, logic, Where's condition, shapes and sizes, casts to a
-/// non-float type, and ops whose derivative is zero wherever defined.
+/// comparisons, logic, Where's condition, Dropout's ratio and mode,
+/// Resize's roi and scales, shapes and sizes, casts to a non-float type,
+/// and ops whose derivative is zero wherever defined.
 bool nonDifferentiableUse(const onnx::NodeProto &node, int index) {
   static const std::set<std::string> noGradient = {
       "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not",
@@ -258,6 +259,9 @@ bool nonDifferentiableUse(const onnx::NodeProto &node, int index) {
     return true;
   if (op == "Where")
     return index == 0;
+  // Dropout's ratio and mode, Resize's roi and scales.
+  if (op == "Dropout" || op == "Resize")
+    return index >= 1;
   if (op == "Cast")
     for (const onnx::AttributeProto &a : node.attribute())
       if (a.name() == "to")

@@ -288,6 +288,53 @@ def errors(remat, work):
     expect(run(remat, "compile", eval_bn), 1, "node '/bn/BatchNormalization'",
            "(BatchNormalization, opset 17)", "inference mode",
            "TrainingMode.TRAINING")
+    # The traces of an eval-mode export that remat can still see: batch
+    # norms folded into convolutions (weights named onnx::Conv_N), and a
+    # Dropout left in inference mode. A training-mode export warns of
+    # neither.
+    class ConvNorm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+            self.bn = torch.nn.BatchNorm2d(4)
+
+        def forward(self, x):
+            return self.bn(self.conv(x)).mean(dim=(2, 3))
+
+    folded = os.path.join(work, "folded.onnx")
+    torch.onnx.export(ConvNorm().eval(), torch.randn(2, 3, 8, 8), folded,
+                      opset_version=17)
+    expect(run(remat, "compile", folded, "--loss", "mse", "--emit=graph",
+               "-o", os.devnull), 0, "1 convolution weight(s) have names "
+           "the exporter made ('onnx::Conv_", "Eval-mode exports")
+    kept = os.path.join(work, "kept.onnx")
+    torch.onnx.export(ConvNorm().train(), torch.randn(2, 3, 8, 8), kept,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=17)
+    r = run(remat, "compile", kept, "--loss", "mse", "--emit=graph", "-o",
+            os.devnull)
+    expect(r, 0)
+    if "exporter made" in r.stderr:
+        raise SystemExit(f"FAIL: a training-mode export warned: {r.stderr}")
+    import onnx
+    from onnx import helper, numpy_helper
+    import numpy as np
+    dropped = os.path.join(work, "eval_dropout.onnx")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"]),
+         helper.make_node("Dropout", ["h", "ratio", "mode"], ["y"],
+                          name="drop")],
+        "eval_dropout",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 4])],
+        [numpy_helper.from_array(np.ones((8, 4), np.float32), "W"),
+         numpy_helper.from_array(np.array(0.3, np.float32), "ratio"),
+         numpy_helper.from_array(np.array(False), "mode")])
+    onnx.save(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)]), dropped)
+    expect(run(remat, "compile", dropped, "--loss", "mse", "--emit=graph",
+               "-o", os.devnull), 0, "node 'drop' (Dropout, ratio 0.3",
+           "is in inference mode, so the step runs without it")
 
     class Bilinear(torch.nn.Module):
         def __init__(self):

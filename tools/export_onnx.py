@@ -29,8 +29,8 @@ one float input `x` and one output.
               mask) v, heads joined with torch.cat (Concat); an untied head
 
 The transformers' buffers (`mask`, `positions`) are initializers like the
-parameters; remat trains float initializers unless --frozen names them
-(docs/onnx.md), so compile them with `--frozen mask`.
+parameters; remat freezes the float mask by itself (it holds -inf;
+docs/onnx.md, "Initializers: parameters and buffers").
   cnn         a small CNN on 3 x `side` x `side` images (side >= 12):
               Conv 3x3 stride 2, ReLU, MaxPool 3x3 stride 2 with ceil_mode,
               Conv with 2 groups, ReLU, AveragePool 3x3 stride 2 pad 1
@@ -40,6 +40,9 @@ parameters; remat trains float initializers unless --frozen names them
               BatchNorm1d, ReLU6 (Clip), reshape to [N, width/4, 2, 2],
               nearest Upsample x2 (Resize), BatchNorm2d (momentum 0.2),
               Flatten, Linear to `classes` logits
+  hard        the piecewise-linear activations: Linear, Hardswish, a
+              Hardsigmoid gate (h * hardsigmoid(Linear(h))), Linear,
+              LeakyReLU(0.1), Linear to `classes` logits
   resnet18, resnet50, mobilenet_v2, vgg16, squeezenet1_0
               torchvision 0.14's models (python3-torchvision) with random
               weights (`weights=None`) and `classes` outputs, on 3 x `side`
@@ -105,6 +108,24 @@ class Mixed(nn.Module):
         h = h.reshape(n, -1)
         h = torch.softmax(self.proj(h), dim=-1) * 4.0     # Gemm, Softmax, Mul
         return self.head(h)
+
+
+class Hard(nn.Module):
+    """The piecewise-linear activations of MobileNetV3 and GAN-style nets:
+    Hardswish, Hardsigmoid (a squeeze-excitation gate) and LeakyReLU."""
+
+    def __init__(self, side, width, classes):
+        super().__init__()
+        self.fc1 = nn.Linear(side, width)
+        self.gate = nn.Linear(width, width)
+        self.fc2 = nn.Linear(width, width)
+        self.out = nn.Linear(width, classes)
+
+    def forward(self, x):
+        h = nn.functional.hardswish(self.fc1(x))
+        h = h * nn.functional.hardsigmoid(self.gate(h))
+        h = nn.functional.leaky_relu(self.fc2(h), 0.1)
+        return self.out(h)
 
 
 class Norm(nn.Module):
@@ -260,6 +281,8 @@ def build(name, width, classes, side, dropout=0.0):
                 (side,))
     if name == "norm":
         return Norm(side, width, classes), (side,)
+    if name == "hard":
+        return Hard(side, width, classes), (side,)
     if name in TORCHVISION:
         return (torchvision_model(name, classes, side, dropout),
                 (3, side, side))
@@ -268,7 +291,7 @@ def build(name, width, classes, side, dropout=0.0):
 
 
 MODELS = ["forum", "classifier", "mixed", "cnn", "transformer",
-          "transformer-explicit", "norm"] + TORCHVISION
+          "transformer-explicit", "norm", "hard"] + TORCHVISION
 
 
 def is_token_model(name):

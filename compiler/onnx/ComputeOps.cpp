@@ -66,6 +66,36 @@ void OnnxReader::importActivation() {
     define(0, emit(uniqueName(nodeName), "add", {halfT, half}));
     return;
   }
+  if (op == "HardSigmoid" || op == "HardSwish") {
+    // max(0, min(1, alpha·x + beta)), HardSwish x times it with alpha 1/6
+    // and beta 0.5 (torch's relu6(x + 3) / 6): a clip of an affine map,
+    // made of graph ops that have kernels and gradients.
+    bool swish = op == "HardSwish";
+    int x = valueInput(0);
+    int alpha = scalarConstant(swish ? 1.0 / 6.0 : floatAttribute("alpha", 0.2),
+                               nodeName + "/alpha");
+    int beta = scalarConstant(swish ? 0.5 : floatAttribute("beta", 0.5),
+                              nodeName + "/beta");
+    int scaled = emit(uniqueName(nodeName + "/scale"), "mul", {x, alpha});
+    int shifted = emit(uniqueName(nodeName + "/shift"), "add", {scaled, beta});
+    int gate = emit(uniqueName(swish ? nodeName + "/gate" : nodeName), "clip",
+                    {shifted}, json{{"min", 0.0}, {"max", 1.0}});
+    define(0, swish ? emit(uniqueName(nodeName), "mul", {x, gate}) : gate);
+    return;
+  }
+  if (op == "LeakyRelu") {
+    // alpha·x + (1 - alpha)·relu(x): x where x > 0, alpha·x elsewhere, and
+    // the gradient 1 or alpha (relu's is 0 at 0, as torch's leaky_relu).
+    double slope = floatAttribute("alpha", 0.01);
+    int x = valueInput(0);
+    int alpha = scalarConstant(slope, nodeName + "/alpha");
+    int rest = scalarConstant(1.0 - slope, nodeName + "/rest");
+    int linear = emit(uniqueName(nodeName + "/linear"), "mul", {x, alpha});
+    int positive = emit(uniqueName(nodeName + "/relu"), "relu", {x});
+    int kept = emit(uniqueName(nodeName + "/kept"), "mul", {positive, rest});
+    define(0, emit(uniqueName(nodeName), "add", {linear, kept}));
+    return;
+  }
   if (op == "Softmax") {
     int x = valueInput(0);
     int64_t rank = int64_t(typeOf(x).shape.size());

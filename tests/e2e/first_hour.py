@@ -276,9 +276,25 @@ def file_kinds(remat, remat_run, work):
            "remat train")
 
 
+def wait_for_steps(p, log, steps, seconds, stopped):
+    """Waits until process `p` has logged `steps` lines to `log`; fails
+    with stopped() when it ends first, or when `seconds` pass (killing it).
+    """
+    import time
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if os.path.exists(log) and open(log).read().count("\n") >= steps:
+            return
+        if p.poll() is not None:
+            fail(stopped())
+        time.sleep(0.05)
+    p.kill()
+    fail(f"{os.path.basename(p.args[0])} logged no {steps} steps in "
+         f"{seconds} s")
+
+
 def interrupted(remat, remat_run, work):
     import signal
-    import time
     for sig in (signal.SIGINT, signal.SIGTERM):
         tmp = os.path.join(work, "tmp")
         os.mkdir(tmp)
@@ -290,16 +306,8 @@ def interrupted(remat, remat_run, work):
              "--save", os.path.join(out, "w.safetensors"), "--log", log],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             env=dict(os.environ, TMPDIR=tmp))
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if os.path.exists(log) and open(log).read().count("\n") >= 2:
-                break
-            if p.poll() is not None:
-                fail(f"train stopped by itself: {p.stderr.read()!r}")
-            time.sleep(0.1)
-        else:
-            p.kill()
-            fail("train logged no 2 steps in 120 s")
+        wait_for_steps(p, log, 2, 120,
+                       lambda: f"train stopped by itself: {p.stderr.read()!r}")
         p.send_signal(sig)
         rc = p.wait(timeout=60)
         if rc != -sig:
@@ -329,7 +337,6 @@ def proc_kib(pid, key):
 
 def runtime_small(remat, remat_run, work):
     import json
-    import time
     seed_mlp = os.path.join(ROOT, "models", "seed_mlp.json")
     plan = os.path.join(work, "tiny.plan")
     expect([remat, "compile", seed_mlp, "--preset", "tiny", "--emit=plan",
@@ -341,15 +348,8 @@ def runtime_small(remat, remat_run, work):
                               "100000000", "--log", log],
                              stdout=subprocess.DEVNULL, stderr=err)
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if os.path.exists(log) and open(log).read().count("\n") >= 3:
-                break
-            if p.poll() is not None:
-                fail(f"remat-run stopped: {open(stderr).read()!r}")
-            time.sleep(0.05)
-        else:
-            fail("remat-run logged no 3 steps in 60 s")
+        wait_for_steps(p, log, 3, 60,
+                       lambda: f"remat-run stopped: {open(stderr).read()!r}")
         with open(f"/proc/{p.pid}/maps") as f:
             maps = f.read()
         # The process's peak so far: the runtime resets VmHWM when the

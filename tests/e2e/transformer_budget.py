@@ -25,29 +25,14 @@ message on failure, 77 without PyTorch.
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 SKIP = 77
 TOLERANCE = 1e-5
-
-
-def read_safetensors(path):
-    import numpy as np
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], dtype=np.float32).reshape(
-            info["shape"])
-    return out
 
 
 def export(path, batch, seq):
@@ -94,6 +79,7 @@ def main():
     try:
         import numpy as np
         import torch  # noqa: F401
+        from torch_parity import read_safetensors
     except ImportError as e:
         print(f"skipped: PyTorch is not installed ({e})")
         return SKIP

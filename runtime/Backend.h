@@ -117,8 +117,8 @@ private:
 };
 
 /// A device's memory as its backend measures it (the CUDA backend:
-/// cudaMemGetInfo's used bytes),
-/// split by what took it. The budget counts arenaBytes + workspaceBytes;
+/// cudaMemGetInfo's used bytes), split by what took it. The budget counts
+/// arenaBytes + workspaceBytes;
 /// the rest is runtime overhead, measured where it arises: each of the
 /// backend's calls samples the used bytes on entry and exit, and the growth
 /// in between goes to the part that call's work belongs to. So

@@ -52,6 +52,13 @@ const std::map<std::string, std::set<std::string>> &onnxOpAttributes() {
       {"Concat", {"axis"}},
       {"Constant",
        {"value", "value_float", "value_floats", "value_int", "value_ints"}},
+      {"ConstantOfShape", {"value"}},
+      {"Expand", {}},
+      {"Mod", {"fmod"}},
+      {"Equal", {}},
+      {"Less", {}},
+      {"Greater", {}},
+      {"Where", {}},
       {"Div", {}},
       {"Dropout", {"seed"}},
       {"Erf", {}},
@@ -163,7 +170,9 @@ void OnnxReader::importNode() {
     return;
   }
   if (op == "Constant" || op == "Shape" || op == "Gather" ||
-      op == "Unsqueeze" || op == "Squeeze" || op == "Concat" || op == "Cast") {
+      op == "Unsqueeze" || op == "Squeeze" || op == "Concat" || op == "Cast" ||
+      op == "ConstantOfShape" || op == "Mod" || op == "Expand" ||
+      op == "Equal" || op == "Less" || op == "Greater" || op == "Where") {
     importShapeOp();
     return;
   }

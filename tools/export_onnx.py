@@ -43,6 +43,10 @@ docs/onnx.md, "Initializers: parameters and buffers").
   hard        the piecewise-linear activations: Linear, Hardswish, a
               Hardsigmoid gate (h * hardsigmoid(Linear(h))), Linear,
               LeakyReLU(0.1), Linear to `classes` logits
+  shapes      shape arithmetic on the batch: a parameter expanded to it
+              (Expand, ConstantOfShape, Equal, Where), torch.zeros of a
+              computed shape, a width rounded down with % (Mod), Slice and
+              Concat
   resnet18, resnet50, mobilenet_v2, vgg16, squeezenet1_0
               torchvision 0.14's models (python3-torchvision) with random
               weights (`weights=None`) and `classes` outputs, on 3 x `side`
@@ -126,6 +130,27 @@ class Hard(nn.Module):
         h = h * nn.functional.hardsigmoid(self.gate(h))
         h = nn.functional.leaky_relu(self.fc2(h), 0.1)
         return self.out(h)
+
+
+class Shapes(nn.Module):
+    """What the exporter writes for shape arithmetic on a batch: Expand of
+    a parameter to the batch (with its -1 handling: ConstantOfShape,
+    Equal, Where), torch.zeros of a computed shape (ConstantOfShape), a
+    width rounded down with % (Mod), Slice and Concat of the pieces."""
+
+    def __init__(self, side, width, classes):
+        super().__init__()
+        self.fc = nn.Linear(side, width)
+        self.bias = nn.Parameter(torch.randn(width) * 0.1)
+        self.out = nn.Linear(width, classes)
+
+    def forward(self, x):
+        h = torch.relu(self.fc(x))
+        b = self.bias.expand(x.shape[0], -1)
+        z = torch.zeros(x.shape[0], h.shape[1])
+        keep = h.shape[1] - h.shape[1] % 3
+        h = torch.cat([h[:, :keep], z[:, keep:]], dim=1)
+        return self.out(h + b + z)
 
 
 class Norm(nn.Module):
@@ -283,6 +308,8 @@ def build(name, width, classes, side, dropout=0.0):
         return Norm(side, width, classes), (side,)
     if name == "hard":
         return Hard(side, width, classes), (side,)
+    if name == "shapes":
+        return Shapes(side, width, classes), (side,)
     if name in TORCHVISION:
         return (torchvision_model(name, classes, side, dropout),
                 (3, side, side))
@@ -291,7 +318,7 @@ def build(name, width, classes, side, dropout=0.0):
 
 
 MODELS = ["forum", "classifier", "mixed", "cnn", "transformer",
-          "transformer-explicit", "norm", "hard"] + TORCHVISION
+          "transformer-explicit", "norm", "hard", "shapes"] + TORCHVISION
 
 
 def is_token_model(name):

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/onnx/OnnxReader.h"
+#include "ops/ShapeRules.h"
 
 #include <algorithm>
 #include <cmath>
@@ -60,8 +61,21 @@ ConstantData OnnxReader::foldElementwise(const ConstantData &a,
         failNode("integer division by zero in a shape computation");
       v = r.isFloat ? x / y : std::trunc(x / y);
     }
+    if (op == "Mod") {
+      // fmod=0 takes the divisor's sign (Python's %), fmod=1 the
+      // dividend's (C's fmod).
+      if (y == 0)
+        failNode("Mod by zero in a shape computation");
+      v = std::fmod(x, y);
+      if (intAttribute("fmod", 0) == 0 && v != 0 && (v < 0) != (y < 0))
+        v += y;
+    }
+    if (op == "Equal" || op == "Less" || op == "Greater")
+      v = op == "Equal" ? x == y : op == "Less" ? x < y : x > y;
     r.values.push_back(v);
   }
+  if (op == "Equal" || op == "Less" || op == "Greater")
+    r.isFloat = false;
   return r;
 }
 
@@ -196,6 +210,85 @@ void OnnxReader::importShapeOp() {
           r.values.push_back(p->values[size_t(o * block + k)]);
       }
     defineConstant(0, std::move(r));
+    return;
+  }
+  if (op == "ConstantOfShape") {
+    // A tensor of the (constant) shape filled with `value` (default 0.0f).
+    ConstantData r;
+    for (double d : requireConstant(0, "the shape").values) {
+      if (d < 0)
+        failNode("a negative dimension " + std::to_string(int64_t(d)));
+      r.shape.push_back(int64_t(d));
+    }
+    r.isFloat = true;
+    double fill = 0.0;
+    for (const onnx::AttributeProto &a : node->attribute())
+      if (a.name() == "value") {
+        ConstantData v = tensorConstant(a.t());
+        if (v.values.size() != 1)
+          failNode("value must hold one element");
+        r.isFloat = v.isFloat;
+        fill = v.values.front();
+      }
+    r.values.assign(size_t(product(r.shape, 0, r.shape.size())), fill);
+    defineConstant(0, std::move(r));
+    return;
+  }
+  if (op == "Mod" || op == "Equal" || op == "Less" || op == "Greater") {
+    // On constant data (shape arithmetic, the exporter's -1 handling).
+    const std::string what = op + " of computed tensors is not supported: input";
+    defineConstant(0, foldElementwise(requireConstant(0, what),
+                                      requireConstant(1, what)));
+    return;
+  }
+  if (op == "Where") {
+    // On constant data: condition ? x : y, broadcast.
+    const std::string what = "Where of computed tensors is not supported: input";
+    const ConstantData &c = requireConstant(0, what);
+    const ConstantData &x = requireConstant(1, what);
+    const ConstantData &y = requireConstant(2, what);
+    auto xy = ops::broadcastShapes(x.shape, y.shape);
+    auto shape = xy ? ops::broadcastShapes(c.shape, *xy) : std::nullopt;
+    if (!shape)
+      failNode("the shapes of Where's inputs do not broadcast");
+    ConstantData r;
+    r.isFloat = x.isFloat || y.isFloat;
+    r.shape = *shape;
+    int64_t count = product(r.shape, 0, r.shape.size());
+    for (int64_t i = 0; i < count; ++i)
+      r.values.push_back(
+          c.values[size_t(broadcastIndex(i, r.shape, c.shape))] != 0
+              ? x.values[size_t(broadcastIndex(i, r.shape, x.shape))]
+              : y.values[size_t(broadcastIndex(i, r.shape, y.shape))]);
+    defineConstant(0, std::move(r));
+    return;
+  }
+  if (op == "Expand") {
+    // x broadcast (NumPy rules, aligned on the right) with the constant
+    // shape: folded on constant data, else `broadcast_to`.
+    std::vector<int64_t> wanted;
+    for (double d : requireConstant(1, "the shape").values)
+      wanted.push_back(int64_t(d));
+    std::vector<int64_t> from = shapeOfInput(0);
+    auto shape = ops::broadcastShapes(from, wanted);
+    if (!shape)
+      failNode("cannot expand " + ops::formatShape(from) + " to " +
+               ops::formatShape(wanted));
+    if (const ConstantData *c = constantInput(0)) {
+      ConstantData r;
+      r.isFloat = c->isFloat;
+      r.shape = *shape;
+      int64_t count = product(r.shape, 0, r.shape.size());
+      for (int64_t i = 0; i < count; ++i)
+        r.values.push_back(
+            c->values[size_t(broadcastIndex(i, r.shape, c->shape))]);
+      defineConstant(0, std::move(r));
+      return;
+    }
+    int x = valueInput(0);
+    define(0, *shape == from ? x
+                             : emit(uniqueName(nodeName), "broadcast_to", {x},
+                                    json::object(), &*shape));
     return;
   }
   if (op == "Cast") {

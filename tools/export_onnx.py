@@ -47,6 +47,8 @@ docs/onnx.md, "Initializers: parameters and buffers").
               (Expand, ConstantOfShape, Equal, Where), torch.zeros of a
               computed shape, a width rounded down with % (Mod), Slice and
               Concat
+  pad         Conv, ReLU, constant padding by (1, 2) and (0, 3) with value
+              0.5 (Pad), Flatten, Linear on 3 x `side` x `side` images
   resnet18, resnet50, mobilenet_v2, vgg16, squeezenet1_0
               torchvision 0.14's models (python3-torchvision) with random
               weights (`weights=None`) and `classes` outputs, on 3 x `side`
@@ -151,6 +153,21 @@ class Shapes(nn.Module):
         keep = h.shape[1] - h.shape[1] % 3
         h = torch.cat([h[:, :keep], z[:, keep:]], dim=1)
         return self.out(h + b + z)
+
+
+class Pad(nn.Module):
+    """Constant padding of an activation (Pad, mode constant, value 0.5),
+    uneven on each side, as densenet's and inception's exports have it."""
+
+    def __init__(self, side, width, classes):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.fc = nn.Linear(4 * (side - 2 + 3) * (side - 2 + 3), classes)
+
+    def forward(self, x):
+        h = nn.functional.pad(torch.relu(self.conv(x)), (1, 2, 0, 3),
+                              value=0.5)
+        return self.fc(torch.flatten(h, 1))
 
 
 class Norm(nn.Module):
@@ -286,7 +303,7 @@ def torchvision_model(name, classes, side, dropout):
 
 def sample_shape(name, width, side):
     """The shape of one sample of model `name`'s input x."""
-    if name == "cnn" or name in TORCHVISION:
+    if name in ("cnn", "pad") or name in TORCHVISION:
         return (3, side, side)
     return {"forum": (width,)}.get(name, (side,))
 
@@ -310,6 +327,8 @@ def build(name, width, classes, side, dropout=0.0):
         return Hard(side, width, classes), (side,)
     if name == "shapes":
         return Shapes(side, width, classes), (side,)
+    if name == "pad":
+        return Pad(side, width, classes), (3, side, side)
     if name in TORCHVISION:
         return (torchvision_model(name, classes, side, dropout),
                 (3, side, side))
@@ -318,7 +337,7 @@ def build(name, width, classes, side, dropout=0.0):
 
 
 MODELS = ["forum", "classifier", "mixed", "cnn", "transformer",
-          "transformer-explicit", "norm", "hard", "shapes"] + TORCHVISION
+          "transformer-explicit", "norm", "hard", "shapes", "pad"] + TORCHVISION
 
 
 def is_token_model(name):

@@ -377,27 +377,9 @@ void OnnxReader::importReduceMean() {
 // Slices
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// The element of `values` (row-major `shape`) that element `index` of a
-/// slice with per-dim `starts` and `steps` and result `result` reads.
-int64_t slicedIndex(int64_t index, const std::vector<int64_t> &shape,
-                    const std::vector<int64_t> &result,
-                    const std::vector<int64_t> &starts,
-                    const std::vector<int64_t> &steps) {
-  int64_t source = 0, stride = 1;
-  for (size_t k = 0; k < shape.size(); ++k) {
-    size_t d = shape.size() - 1 - k;
-    int64_t i = index % result[d];
-    index /= result[d];
-    source += (starts[d] + i * steps[d]) * stride;
-    stride *= shape[d];
-  }
-  return source;
-}
-} // namespace
-
-/// Slice with constant starts/ends/axes/steps: folded on constant data,
-/// else `slice` (nothing when it keeps the whole tensor).
+/// Slice with constant starts/ends/axes/steps: folded on constant data
+/// (negative steps too), else `slice` with positive steps (nothing when it
+/// keeps the whole tensor).
 void OnnxReader::importSlice() {
   std::vector<int64_t> shape = shapeOfInput(0);
   int64_t rank = int64_t(shape.size());
@@ -416,6 +398,13 @@ void OnnxReader::importSlice() {
     failNode("starts, ends, axes and steps have different lengths");
   std::vector<int64_t> begin(size_t(rank), 0), end = shape,
                                                stride(size_t(rank), 1);
+  // Constant data: each axis's kept positions, in order (a negative step
+  // too, as the exporter's reversal of F.pad's pads).
+  const ConstantData *constant = constantInput(0);
+  std::vector<std::vector<int64_t>> kept(static_cast<size_t>(rank));
+  for (size_t d = 0; d < size_t(rank); ++d)
+    for (int64_t i = 0; i < shape[d]; ++i)
+      kept[d].push_back(i);
   std::set<int64_t> seen;
   for (size_t k = 0; k < n; ++k) {
     auto axis = normalizeAxis(int64_t(axes[k]), rank);
@@ -423,6 +412,24 @@ void OnnxReader::importSlice() {
       failNode("axis " + std::to_string(int64_t(axes[k])) +
                " is out of range or repeated");
     int64_t dim = shape[size_t(*axis)];
+    if (steps[k] <= -1 && constant) {
+      // ONNX: start clamped to [0, dim - 1], end to [-1, dim - 1].
+      auto position = [&](double v, double low) {
+        if (v < 0)
+          v += double(dim);
+        return int64_t(std::clamp(v, low, double(dim - 1)));
+      };
+      int64_t from = position(starts.values[k], 0.0);
+      int64_t to = position(ends.values[k], -1.0);
+      std::vector<int64_t> &positions = kept[size_t(*axis)];
+      positions.clear();
+      for (int64_t i = from; i > to; i += int64_t(steps[k]))
+        positions.push_back(i);
+      if (positions.empty())
+        failNode("the slice of axis " + std::to_string(*axis) +
+                 " is empty, which remat does not support");
+      continue;
+    }
     if (steps[k] < 1)
       failNode("step " + std::to_string(int64_t(steps[k])) + " on axis " +
                std::to_string(*axis) +
@@ -440,18 +447,28 @@ void OnnxReader::importSlice() {
     if (end[a] <= begin[a])
       failNode("the slice of axis " + std::to_string(*axis) +
                " is empty, which remat does not support");
+    kept[a].clear();
+    for (int64_t i = begin[a]; i < end[a]; i += stride[a])
+      kept[a].push_back(i);
   }
   std::vector<int64_t> result;
   for (size_t d = 0; d < size_t(rank); ++d)
-    result.push_back((end[d] - begin[d] + stride[d] - 1) / stride[d]);
-  if (const ConstantData *c = constantInput(0)) {
+    result.push_back(int64_t(kept[d].size()));
+  if (constant) {
     ConstantData r;
-    r.isFloat = c->isFloat;
+    r.isFloat = constant->isFloat;
     r.shape = result;
     int64_t count = product(result, 0, result.size());
-    for (int64_t i = 0; i < count; ++i)
-      r.values.push_back(
-          c->values[size_t(slicedIndex(i, shape, result, begin, stride))]);
+    for (int64_t i = 0; i < count; ++i) {
+      // Result index i -> source index through each axis's positions.
+      int64_t rest = i, source = 0, stride = 1;
+      for (size_t d = size_t(rank); d-- > 0;) {
+        source += kept[d][size_t(rest % result[d])] * stride;
+        rest /= result[d];
+        stride *= shape[d];
+      }
+      r.values.push_back(constant->values[size_t(source)]);
+    }
     defineConstant(0, std::move(r));
     return;
   }

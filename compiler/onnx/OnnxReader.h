@@ -136,6 +136,7 @@ private:
   void pruneToLoss();
   void readOptimizer();
   void warnOfEvalExport();
+  void importPad();
 
   std::string uniqueName(const std::string &wanted);
   int64_t elementCount(const onnx::TensorProto &t);

@@ -383,14 +383,43 @@ int OnnxReader::reshapeTo(int value, const std::vector<int64_t> &shape,
 
 /// Transpose by `perm` (default: the reversed dims).
 void OnnxReader::importTranspose() {
-  int x = valueInput(0);
-  int64_t rank = int64_t(typeOf(x).shape.size());
+  std::vector<int64_t> shape = shapeOfInput(0);
+  int64_t rank = int64_t(shape.size());
   std::vector<int64_t> perm;
   if (const onnx::AttributeProto *a = attribute("perm"))
     perm.assign(a->ints().begin(), a->ints().end());
   else
     for (int64_t k = rank - 1; k >= 0; --k)
       perm.push_back(k);
+  if (const ConstantData *c = constantInput(0)) {
+    // Folded on constant data (the exporter's reordering of F.pad's pads).
+    if (int64_t(perm.size()) != rank)
+      failNode("perm has " + std::to_string(perm.size()) +
+               " entries for a rank-" + std::to_string(rank) + " input");
+    ConstantData r;
+    r.isFloat = c->isFloat;
+    for (int64_t p : perm) {
+      if (p < 0 || p >= rank)
+        failNode("perm entry " + std::to_string(p) + " is out of range");
+      r.shape.push_back(shape[size_t(p)]);
+    }
+    int64_t count = product(r.shape, 0, r.shape.size());
+    for (int64_t i = 0; i < count; ++i) {
+      // Result index i: its coordinate d is the source's coordinate perm[d].
+      int64_t rest = i, source = 0;
+      std::vector<int64_t> at(static_cast<size_t>(rank));
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        at[size_t(perm[size_t(d)])] = rest % r.shape[size_t(d)];
+        rest /= r.shape[size_t(d)];
+      }
+      for (int64_t d = 0; d < rank; ++d)
+        source = source * shape[size_t(d)] + at[size_t(d)];
+      r.values.push_back(c->values[size_t(source)]);
+    }
+    defineConstant(0, std::move(r));
+    return;
+  }
+  int x = valueInput(0);
   define(0, emit(uniqueName(nodeName), "transpose", {x},
                  json{{"permutation", perm}}));
 }
@@ -430,6 +459,51 @@ void OnnxReader::importConcat() {
                   json{{"axis", *axis}});
   }
   define(0, joined);
+}
+
+/// Pad in constant mode with pads >= 0 (opset 11+: pads and the value as
+/// inputs; `axes` of opset 18 is past the opsets read): each padded axis of
+/// a computed x is a concat of constant blocks around it, whose gradient
+/// slices them off; constant data is not padded here (the exporter pads
+/// activations).
+void OnnxReader::importPad() {
+  const onnx::AttributeProto *modeAttr = attribute("mode");
+  std::string mode = modeAttr ? modeAttr->s() : "constant";
+  if (mode != "constant")
+    failNode("mode '" + mode + "' is not supported (only 'constant')");
+  std::vector<int64_t> shape = shapeOfInput(0);
+  size_t rank = shape.size();
+  std::vector<int64_t> pads;
+  for (double v : requireConstant(1, "pads").values)
+    pads.push_back(int64_t(v));
+  if (pads.size() != 2 * rank)
+    failNode("pads holds " + std::to_string(pads.size()) +
+             " values; a rank-" + std::to_string(rank) + " input needs " +
+             std::to_string(2 * rank));
+  double value = scalarInput(2, "the constant value", 0.0);
+  if (!std::isfinite(value))
+    failNode("the constant value must be finite");
+  int x = valueInput(0);
+  for (size_t axis = 0; axis < rank; ++axis) {
+    int64_t before = pads[axis], after = pads[axis + rank];
+    if (before < 0 || after < 0)
+      failNode("negative pads (cropping) are not supported");
+    // A block of `width` values along the axis, joined before or after x.
+    auto join = [&](int64_t width, bool first) {
+      std::vector<int64_t> block = typeOf(x).shape;
+      block[axis] = width;
+      int filler = uniformConstant(value, block, nodeName + "/fill");
+      x = emit(uniqueName(nodeName + "/pad"), "concat",
+               first ? std::vector<int>{filler, x}
+                     : std::vector<int>{x, filler},
+               json{{"axis", int64_t(axis)}});
+    };
+    if (before > 0)
+      join(before, true);
+    if (after > 0)
+      join(after, false);
+  }
+  define(0, x);
 }
 
 } // namespace remat::model::onnx_reader

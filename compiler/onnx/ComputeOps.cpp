@@ -400,7 +400,7 @@ void OnnxReader::importSlice() {
                                                stride(size_t(rank), 1);
   // Constant data: each axis's kept positions, in order (a negative step
   // too, as the exporter's reversal of F.pad's pads).
-  const ConstantData *constant = constantInput(0);
+  const ConstantData *data = constantInput(0);
   std::vector<std::vector<int64_t>> kept(static_cast<size_t>(rank));
   for (size_t d = 0; d < size_t(rank); ++d)
     for (int64_t i = 0; i < shape[d]; ++i)
@@ -412,7 +412,7 @@ void OnnxReader::importSlice() {
       failNode("axis " + std::to_string(int64_t(axes[k])) +
                " is out of range or repeated");
     int64_t dim = shape[size_t(*axis)];
-    if (steps[k] <= -1 && constant) {
+    if (steps[k] <= -1 && data) {
       // ONNX: start clamped to [0, dim - 1], end to [-1, dim - 1].
       auto position = [&](double v, double low) {
         if (v < 0)
@@ -454,9 +454,9 @@ void OnnxReader::importSlice() {
   std::vector<int64_t> result;
   for (size_t d = 0; d < size_t(rank); ++d)
     result.push_back(int64_t(kept[d].size()));
-  if (constant) {
+  if (data) {
     ConstantData r;
-    r.isFloat = constant->isFloat;
+    r.isFloat = data->isFloat;
     r.shape = result;
     int64_t count = product(result, 0, result.size());
     for (int64_t i = 0; i < count; ++i) {
@@ -467,7 +467,7 @@ void OnnxReader::importSlice() {
         rest /= result[d];
         stride *= shape[d];
       }
-      r.values.push_back(constant->values[size_t(source)]);
+      r.values.push_back(data->values[size_t(source)]);
     }
     defineConstant(0, std::move(r));
     return;

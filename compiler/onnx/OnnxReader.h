@@ -137,6 +137,9 @@ private:
   void readOptimizer();
   void warnOfEvalExport();
   void importPad();
+  /// `first` and `second` joined along `axis` (graph op concat), named
+  /// after `name`.
+  int joinAlong(int first, int second, int64_t axis, const std::string &name);
 
   std::string uniqueName(const std::string &wanted);
   int64_t elementCount(const onnx::TensorProto &t);

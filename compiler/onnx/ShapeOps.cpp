@@ -2,9 +2,10 @@
 //
 // The nodes of shape computations, evaluated when their inputs are
 // constant (Constant, Shape, Gather, Squeeze, Unsqueeze, Concat, Cast,
-// and the arithmetic of ComputeOps.cpp), and the layout ops: Reshape,
-// Flatten, Transpose, Identity, Concat, and Gather as an embedding
-// lookup.
+// ConstantOfShape, Expand, Mod, Equal, Less, Greater, Where, and the
+// arithmetic of ComputeOps.cpp), and the layout ops: Reshape, Flatten,
+// Transpose (folded on constant data too), Identity, Concat, Expand as
+// broadcast_to, and Gather as an embedding lookup.
 //
 //===----------------------------------------------------------------------===//
 
@@ -455,55 +456,15 @@ void OnnxReader::importConcat() {
     std::string name = i + 1 == node->input_size()
                            ? nodeName
                            : nodeName + "/concat" + std::to_string(i);
-    joined = emit(uniqueName(name), "concat", {joined, valueInput(i)},
-                  json{{"axis", *axis}});
+    joined = joinAlong(joined, valueInput(i), *axis, name);
   }
   define(0, joined);
 }
 
-/// Pad in constant mode with pads >= 0 (opset 11+: pads and the value as
-/// inputs; `axes` of opset 18 is past the opsets read): each padded axis of
-/// a computed x is a concat of constant blocks around it, whose gradient
-/// slices them off; constant data is not padded here (the exporter pads
-/// activations).
-void OnnxReader::importPad() {
-  const onnx::AttributeProto *modeAttr = attribute("mode");
-  std::string mode = modeAttr ? modeAttr->s() : "constant";
-  if (mode != "constant")
-    failNode("mode '" + mode + "' is not supported (only 'constant')");
-  std::vector<int64_t> shape = shapeOfInput(0);
-  size_t rank = shape.size();
-  std::vector<int64_t> pads;
-  for (double v : requireConstant(1, "pads").values)
-    pads.push_back(int64_t(v));
-  if (pads.size() != 2 * rank)
-    failNode("pads holds " + std::to_string(pads.size()) +
-             " values; a rank-" + std::to_string(rank) + " input needs " +
-             std::to_string(2 * rank));
-  double value = scalarInput(2, "the constant value", 0.0);
-  if (!std::isfinite(value))
-    failNode("the constant value must be finite");
-  int x = valueInput(0);
-  for (size_t axis = 0; axis < rank; ++axis) {
-    int64_t before = pads[axis], after = pads[axis + rank];
-    if (before < 0 || after < 0)
-      failNode("negative pads (cropping) are not supported");
-    // A block of `width` values along the axis, joined before or after x.
-    auto join = [&](int64_t width, bool first) {
-      std::vector<int64_t> block = typeOf(x).shape;
-      block[axis] = width;
-      int filler = uniformConstant(value, block, nodeName + "/fill");
-      x = emit(uniqueName(nodeName + "/pad"), "concat",
-               first ? std::vector<int>{filler, x}
-                     : std::vector<int>{x, filler},
-               json{{"axis", int64_t(axis)}});
-    };
-    if (before > 0)
-      join(before, true);
-    if (after > 0)
-      join(after, false);
-  }
-  define(0, x);
+int OnnxReader::joinAlong(int first, int second, int64_t axis,
+                          const std::string &name) {
+  return emit(uniqueName(name), "concat", {first, second},
+              json{{"axis", axis}});
 }
 
 } // namespace remat::model::onnx_reader

@@ -2,8 +2,9 @@
 //
 // Step 2 of the ONNX import and what every node's import uses: the graph's
 // inputs; initializers read (external data too) as parameters, state,
-// fixed inputs or constant data; a node's inputs and attributes; and the
-// graph ops made for a node, each typed by its rule (ops/ShapeRules.h).
+// fixed inputs or constant data; a node's inputs and attributes; the
+// graph ops made for a node, each typed by its rule (ops/ShapeRules.h);
+// and Pad, whose constant blocks are such ops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -571,6 +572,49 @@ void OnnxReader::define(int output, int value) {
 
 void OnnxReader::defineConstant(int output, ConstantData c) {
   symbols[node->output(output)] = Symbol{-1, std::move(c)};
+}
+
+/// Pad in constant mode with pads >= 0 (opset 11+: pads and the value as
+/// inputs; `axes` of opset 18 is past the opsets read): each padded axis of
+/// a computed x is joined with constant blocks around it, whose gradient
+/// slices them off; constant data is not padded here (the exporter pads
+/// activations).
+void OnnxReader::importPad() {
+  const onnx::AttributeProto *modeAttr = attribute("mode");
+  std::string mode = modeAttr ? modeAttr->s() : "constant";
+  if (mode != "constant")
+    failNode("mode '" + mode + "' is not supported (only 'constant')");
+  std::vector<int64_t> shape = shapeOfInput(0);
+  size_t rank = shape.size();
+  std::vector<int64_t> pads;
+  for (double v : requireConstant(1, "pads").values)
+    pads.push_back(int64_t(v));
+  if (pads.size() != 2 * rank)
+    failNode("pads holds " + std::to_string(pads.size()) +
+             " values; a rank-" + std::to_string(rank) + " input needs " +
+             std::to_string(2 * rank));
+  double value = scalarInput(2, "the constant value", 0.0);
+  if (!std::isfinite(value))
+    failNode("the constant value must be finite");
+  int x = valueInput(0);
+  for (size_t axis = 0; axis < rank; ++axis) {
+    int64_t before = pads[axis], after = pads[axis + rank];
+    if (before < 0 || after < 0)
+      failNode("negative pads (cropping) are not supported");
+    // A block of `width` values along the axis, joined before or after x.
+    auto join = [&](int64_t width, bool first) {
+      std::vector<int64_t> block = typeOf(x).shape;
+      block[axis] = width;
+      int filler = uniformConstant(value, block, nodeName + "/fill");
+      x = first ? joinAlong(filler, x, int64_t(axis), nodeName + "/pad")
+                : joinAlong(x, filler, int64_t(axis), nodeName + "/pad");
+    };
+    if (before > 0)
+      join(before, true);
+    if (after > 0)
+      join(after, false);
+  }
+  define(0, x);
 }
 
 } // namespace remat::model::onnx_reader

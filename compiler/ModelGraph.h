@@ -122,8 +122,9 @@ struct ModelGraph {
   /// author meant (a parameter no op reads), for the CLI to print.
   std::vector<std::string> warnings;
   /// An ONNX model's float initializers the step does not train, each with
-  /// why: "--frozen", or the importer's rule (docs/onnx.md, "Buffers"). The
-  /// report's `frozen` and the compile output list them.
+  /// why: "--frozen", or the importer's rule (docs/onnx.md, "Initializers:
+  /// parameters and buffers"). The report's `frozen` and the compile output
+  /// list them.
   std::map<std::string, std::string> frozen;
 
   int findValue(const std::string &name) const;

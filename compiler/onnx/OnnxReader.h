@@ -146,10 +146,12 @@ private:
   std::vector<float> initializerFloats(const onnx::TensorProto &t);
   ConstantData tensorConstant(const onnx::TensorProto &t);
   void checkFrozen();
-  /// Why the float initializer `t` is not trained, or nullopt when it is a
-  /// parameter (docs/onnx.md, "Buffers").
-  std::optional<std::string> frozenReason(const onnx::TensorProto &t);
-  int parameter(const onnx::TensorProto &t);
+  /// Why the float initializer `t` (of `values`) is not trained, or
+  /// nullopt when it is a parameter (docs/onnx.md, "Initializers:
+  /// parameters and buffers").
+  std::optional<std::string> frozenReason(const onnx::TensorProto &t,
+                                          const std::vector<float> &values);
+  int parameter(const onnx::TensorProto &t, const std::vector<float> &values);
   int fixedInput(const std::string &onnxName, const ConstantData &c);
 
   /// The node's input `i`: whether it is given, as constant data, as a value.

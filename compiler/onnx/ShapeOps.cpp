@@ -405,10 +405,10 @@ void OnnxReader::importTranspose() {
       r.shape.push_back(shape[size_t(p)]);
     }
     int64_t count = product(r.shape, 0, r.shape.size());
+    std::vector<int64_t> at(static_cast<size_t>(rank));
     for (int64_t i = 0; i < count; ++i) {
       // Result index i: its coordinate d is the source's coordinate perm[d].
       int64_t rest = i, source = 0;
-      std::vector<int64_t> at(static_cast<size_t>(rank));
       for (int64_t d = rank - 1; d >= 0; --d) {
         at[size_t(perm[size_t(d)])] = rest % r.shape[size_t(d)];
         rest /= r.shape[size_t(d)];

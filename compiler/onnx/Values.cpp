@@ -276,14 +276,14 @@ bool nonDifferentiableUse(const onnx::NodeProto &node, int index) {
 } // namespace
 
 std::optional<std::string>
-OnnxReader::frozenReason(const onnx::TensorProto &t) {
+OnnxReader::frozenReason(const onnx::TensorProto &t,
+                         const std::vector<float> &values) {
   const std::string &name = t.name();
   if (options.training.frozen.count(name))
     return std::string("--frozen");
   // torch's buffers are plain initializers in the file: a mask of -inf
   // (no trained parameter holds one), or data read only where no gradient
   // flows (a boolean mask's comparison, Where's condition).
-  std::vector<float> values = initializerFloats(t);
   if (!std::all_of(values.begin(), values.end(),
                    [](float x) { return std::isfinite(x); }))
     return std::string("holds inf or NaN: a buffer such as a mask");
@@ -305,8 +305,9 @@ OnnxReader::frozenReason(const onnx::TensorProto &t) {
   return "read only where no gradient flows (" + list + ")";
 }
 
-/// 2. A float initializer that is trained: a parameter with its values.
-int OnnxReader::parameter(const onnx::TensorProto &t) {
+/// 2. A float initializer that is trained: a parameter with its `values`.
+int OnnxReader::parameter(const onnx::TensorProto &t,
+                          const std::vector<float> &values) {
   const std::string &name = t.name();
   Value v;
   v.kind = ValueKind::Param;
@@ -321,7 +322,6 @@ int OnnxReader::parameter(const onnx::TensorProto &t) {
   v.pointer = "initializer '" + name + "'";
   if (names.count(name))
     failNode("initializer '" + name + "' has the name of another value");
-  std::vector<float> values = initializerFloats(t);
   names.insert(name);
   runtime::NamedTensor tensor{"F32", v.type.shape,
                               std::vector<char>(values.size() * 4)};
@@ -422,11 +422,13 @@ const Symbol &OnnxReader::symbolOf(int i) {
   // A float initializer is a trained parameter unless it is frozen
   // (--frozen, or the buffer rule of frozenReason); frozen and integer ones
   // are constant data.
+  // Its values are read once for both (a parameter's may be large).
   if (init->second->data_type() == onnx::TensorProto::FLOAT) {
-    if (std::optional<std::string> why = frozenReason(*init->second))
+    std::vector<float> values = initializerFloats(*init->second);
+    if (std::optional<std::string> why = frozenReason(*init->second, values))
       graph.frozen[name] = *why;
     else {
-      int id = parameter(*init->second);
+      int id = parameter(*init->second, values);
       return symbols[name] = Symbol{id, std::nullopt};
     }
   }

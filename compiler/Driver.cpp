@@ -8,6 +8,7 @@
 #include "passes/Passes.h"
 #include "runtime/plan/Ops.h"
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
@@ -106,9 +107,21 @@ void annotateKernelScratch(mlir::ModuleOp module,
       continue;
     ops::OpAttrs attrs =
         runtime::parseOpAttrs(*opKind, opAttributes(*op), name.str());
+    // The width of the op's float tensors (f64 under --precision fp64).
+    uint64_t elementBytes = 0;
+    auto widthOf = [&](mlir::TypeRange types) {
+      for (mlir::Type t : types)
+        if (auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(t);
+            tensor && !elementBytes &&
+            mlir::isa<mlir::FloatType>(tensor.getElementType()))
+          elementBytes = tensor.getElementTypeBitWidth() / 8;
+    };
+    widthOf(op->getResultTypes());
+    widthOf(op->getOperandTypes());
     int64_t bytes = info.opScratchBytes(*opKind, attrs,
                                         shapesOf(op->getOperands()),
-                                        shapesOf(op->getResults()));
+                                        shapesOf(op->getResults()),
+                                        elementBytes ? elementBytes : 4);
     if (bytes > 0)
       op->setAttr(kScratchBytesAttr, builder.getI64IntegerAttr(bytes));
   }

@@ -35,6 +35,8 @@ namespace {
 mlir::Type elementType(mlir::Builder &b, const std::string &dtype) {
   if (dtype == "f32")
     return b.getF32Type();
+  if (dtype == "f64")
+    return b.getF64Type();
   if (dtype == "f16")
     return b.getF16Type();
   if (dtype == "bf16")

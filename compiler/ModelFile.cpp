@@ -44,12 +44,27 @@ static std::string readText(const std::string &path) {
   return buffer.str();
 }
 
+namespace {
+
+/// `--precision fp64`: every f32 value of `graph` becomes f64 (the weights
+/// file keeps F32; the runtime widens what it loads into f64 buffers).
+ModelFile withPrecision(ModelFile file, const ModelOptions &options) {
+  if (options.precision == "fp64")
+    for (Value &v : file.graph.values)
+      if (v.type.dtype == "f32")
+        v.type.dtype = "f64";
+  return file;
+}
+
+} // namespace
+
 ModelFile readModelFile(const std::string &path, const ModelOptions &options) {
   // ONNX by its name or, under another name, by its first byte.
   if (isOnnxPath(path) || (path != "-" && runtime::looksLikeOnnx(path))) {
 #ifdef REMAT_HAVE_ONNX
     OnnxModel onnx = importOnnxFile(path, options);
-    return ModelFile{std::move(onnx.graph), std::move(onnx.weights)};
+    return withPrecision(ModelFile{std::move(onnx.graph), std::move(onnx.weights)},
+                         options);
 #else
     throw ModelError(path + ": this build of remat has no ONNX support "
                             "(build it where the ONNX library is installed: "
@@ -65,7 +80,8 @@ ModelFile readModelFile(const std::string &path, const ModelOptions &options) {
         "a JSON model declares its input shapes, loss and optimizer in the "
         "file (docs/model-format.md)");
   std::string source = path == "-" ? "<stdin>" : path;
-  return ModelFile{loadModel(readText(path), source, options), {}};
+  return withPrecision(
+      ModelFile{loadModel(readText(path), source, options), {}}, options);
 }
 
 std::string weightsPathForPlan(const std::string &planPath) {

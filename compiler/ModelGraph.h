@@ -180,6 +180,10 @@ struct ModelOptions {
   /// `--shard-optimizer`: each of the ranks keeps only its slice of the
   /// optimizer state (ZeRO-1); no effect with one rank.
   bool shardOptimizer = false;
+  /// `--precision fp64`: every f32 value of the model becomes f64, so the
+  /// whole step computes in float64 on the CPU backend (for testing against
+  /// a float64 reference: docs/cli.md). "fp32" (the default) or "fp64".
+  std::string precision = "fp32";
 };
 
 /// For each value of `graph` (by index), whether the loss needs it: one

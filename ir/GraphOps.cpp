@@ -87,7 +87,7 @@ LogicalResult addType(Operation *op, Value value, const std::string &label,
   std::optional<ops::DType> dtype = dtypeOf(type.getElementType());
   if (!dtype)
     return op->emitOpError()
-           << label << " must be a tensor of f32, f16, bf16, i32 or i64, got "
+           << label << " must be a tensor of f32, f16, bf16, i32, i64 or f64, got "
            << type;
   types.types.push_back({*dtype, ops::Shape(type.getShape())});
   types.labels.push_back(label);
@@ -114,6 +114,8 @@ void read(Attribute attr, std::vector<int64_t> &out) {
 std::optional<ops::DType> dtypeOf(Type element) {
   if (element.isF32())
     return ops::DType::F32;
+  if (element.isF64())
+    return ops::DType::F64;
   if (element.isF16())
     return ops::DType::F16;
   if (element.isBF16())

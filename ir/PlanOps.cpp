@@ -28,7 +28,7 @@ int64_t elementBytes(Type type) {
     return 4;
   if (type.isF16() || type.isBF16())
     return 2;
-  if (type.isSignlessInteger(64))
+  if (type.isSignlessInteger(64) || type.isF64())
     return 8;
   return 0;
 }
@@ -282,7 +282,7 @@ LogicalResult BufferOp::verify() {
   Type dtype = getDtype();
   int64_t elementSize = elementBytes(dtype);
   if (elementSize == 0)
-    return emitOpError("dtype must be f32, f16, bf16, i32 or i64, got ")
+    return emitOpError("dtype must be f32, f16, bf16, i32, i64 or f64, got ")
            << dtypeName(dtype);
   ArrayRef<int64_t> shape = getShape();
   for (auto [index, dim] : llvm::enumerate(shape))

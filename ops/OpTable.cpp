@@ -8,7 +8,8 @@ namespace remat::ops {
 
 namespace {
 
-constexpr const char *kDTypeNames[] = {"f32", "f16", "bf16", "i32", "i64"};
+constexpr const char *kDTypeNames[] = {"f32", "f16", "bf16", "i32", "i64",
+                                       "f64"};
 
 std::vector<OpInfo> buildTable() {
   std::vector<OpInfo> table;
@@ -94,13 +95,15 @@ uint64_t dtypeSize(DType dtype) {
   case DType::BF16:
     return 2;
   case DType::I64:
+  case DType::F64:
     return 8;
   }
   return 0;
 }
 
 bool isFloatDType(DType d) {
-  return d == DType::F32 || d == DType::F16 || d == DType::BF16;
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16 ||
+         d == DType::F64;
 }
 bool isIndexDType(DType d) { return d == DType::I32 || d == DType::I64; }
 

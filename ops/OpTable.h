@@ -17,7 +17,8 @@
 
 namespace remat::ops {
 
-enum class DType { F32, F16, BF16, I32, I64 };
+// F64: the CPU backend's float64 mode (--precision fp64, for testing).
+enum class DType { F32, F16, BF16, I32, I64, F64 };
 using Shape = std::vector<int64_t>;
 
 /// The dtype and shape of one operand or result.
@@ -28,7 +29,7 @@ struct TensorType {
 
 const char *dtypeName(DType dtype); ///< "f32", ...
 std::optional<DType> parseDType(const std::string &name);
-/// "f32|f16|bf16|i32|i64", for messages.
+/// "f32|f16|bf16|i32|i64|f64", for messages.
 std::string dtypeNames();
 uint64_t dtypeSize(DType dtype);
 bool isFloatDType(DType dtype);

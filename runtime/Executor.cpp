@@ -259,11 +259,19 @@ void Executor::loadWeights(const SafetensorsFile &file) {
     }
     if (b.role == BufferRole::Param ||
         (isPersistent(b.role) && file.contains(b.name))) {
-      file.getF32(b.name, b.shape);
+      // An f64 buffer (--precision fp64) takes F32 values widened.
+      bool widen = file.getFloat(b.name, b.shape, b.dtype).dtype == "F32" &&
+                   b.dtype == DType::F64;
       char *dst = static_cast<char *>(bufferAddress(i));
+      std::vector<char> wide;
       file.readData(b.name, kChunk,
                     [&](uint64_t offset, const char *bytes, uint64_t n) {
-                      backend.copyIn(dst + offset, bytes, n);
+                      if (!widen)
+                        return backend.copyIn(dst + offset, bytes, n);
+                      wide.clear();
+                      appendFloatsAs(DType::F64, bytes, n, wide);
+                      backend.copyIn(dst + 2 * offset, wide.data(),
+                                     wide.size());
                     });
     }
     // An input without a generator that the file holds: the same values
@@ -272,10 +280,9 @@ void Executor::loadWeights(const SafetensorsFile &file) {
     if (b.role == BufferRole::Input && !b.data && file.contains(b.name) &&
         !userData.count(i)) {
       const NamedTensor &t = file.tensors().at(b.name);
-      std::string want = b.dtype == DType::F32   ? "F32"
-                         : b.dtype == DType::I64 ? "I64"
-                         : b.dtype == DType::I32 ? "I32"
-                                                 : dtypeName(b.dtype);
+      // (An f64 input, --precision fp64, holds the file's F32 widened.)
+      bool widen = b.dtype == DType::F64 && t.dtype == "F32";
+      std::string want = widen ? "F32" : safetensorsDtype(b.dtype);
       if (t.dtype != want || t.shape != b.shape)
         throw PlanError(file.path() + ": tensor '" + b.name + "' is " +
                         t.dtype + formatShape(t.shape) +
@@ -283,9 +290,16 @@ void Executor::loadWeights(const SafetensorsFile &file) {
                         formatShape(b.shape));
       UserData data;
       data.array = NpyArray{b.dtype, b.shape, std::vector<char>(size_t(b.bytes))};
+      std::vector<char> wide;
       file.readData(b.name, kChunk,
                     [&](uint64_t offset, const char *bytes, uint64_t n) {
-                      std::memcpy(data.array.bytes.data() + offset, bytes, n);
+                      if (!widen)
+                        return (void)std::memcpy(
+                            data.array.bytes.data() + offset, bytes, n);
+                      wide.clear();
+                      appendFloatsAs(DType::F64, bytes, n, wide);
+                      std::memcpy(data.array.bytes.data() + 2 * offset,
+                                  wide.data(), wide.size());
                     });
       userData[i] = std::move(data);
     }
@@ -316,7 +330,8 @@ std::map<std::string, NamedTensor> Executor::stateTensors() const {
       out.emplace(b.name, std::move(t));
       continue;
     }
-    NamedTensor t{"F32", b.shape, std::vector<char>(b.bytes)};
+    NamedTensor t{safetensorsDtype(b.dtype), b.shape,
+                  std::vector<char>(b.bytes)};
     backend.copyOut(t.bytes.data(), bufferAddress(i), b.bytes);
     out.emplace(b.name, std::move(t));
   }
@@ -378,7 +393,19 @@ Executor::checkUserData(const std::string &name, DType dtype,
   return {*index, std::move(data)};
 }
 
+/// Whether `name` is an f64 input (--precision fp64) given f32 data,
+/// which it takes widened.
+bool Executor::widensInput(const std::string &name, DType dtype) const {
+  std::optional<size_t> index = findBuffer(name);
+  return index && dtype == DType::F32 &&
+         loaded.plan.buffers[*index].dtype == DType::F64;
+}
+
 void Executor::setInputData(const std::string &name, NpyArray array) {
+  if (widensInput(name, array.dtype)) {
+    array.bytes = floatsAs(DType::F64, std::move(array.bytes));
+    array.dtype = DType::F64;
+  }
   auto [index, data] = checkUserData(name, array.dtype, array.shape);
   data.array = std::move(array);
   userData[index] = std::move(data);
@@ -386,6 +413,9 @@ void Executor::setInputData(const std::string &name, NpyArray array) {
 }
 
 void Executor::setInputData(const std::string &name, NpyFile file) {
+  // Read whole and widened: the f64 mode is for tests.
+  if (widensInput(name, file.dtype()))
+    return setInputData(name, readNpy(file.path()));
   auto [index, data] = checkUserData(name, file.dtype(), file.shape());
   data.file = std::move(file);
   userData[index] = std::move(data);
@@ -571,13 +601,13 @@ StepResult Executor::runStep(bool prefetchNext) {
   }
   backend.synchronize();
   StepResult result;
-  float loss = readLoss();
+  double loss = readLoss();
   result.rankLoss = loss;
   double globalLoss = loss;
   if (ranks) {
     // Every rank's slice has batch samples: the global mean is the mean of
     // the ranks' means.
-    std::vector<double> sum = {double(loss)};
+    std::vector<double> sum = {loss};
     ranks->sum(sum);
     globalLoss = sum[0] / double(ranks->size());
   }
@@ -597,11 +627,16 @@ StepResult Executor::runStep(bool prefetchNext) {
   return result;
 }
 
-float Executor::readLoss() {
+double Executor::readLoss() {
   const BufferDesc &b = loaded.plan.buffers[size_t(loaded.plan.loss)];
   uint32_t bits = 0;
   float loss = 0;
   switch (b.dtype) {
+  case DType::F64: {
+    double wide = 0;
+    backend.copyOut(&wide, bufferAddress(size_t(loaded.plan.loss)), 8);
+    return wide;
+  }
   case DType::F32:
     backend.copyOut(&loss, bufferAddress(size_t(loaded.plan.loss)), 4);
     return loss;

@@ -171,7 +171,8 @@ private:
   /// elements) at 0-based training step `step`.
   SyntheticRequest syntheticRequest(const BufferDesc &b, uint64_t n,
                                     int64_t step) const;
-  float readLoss();
+  double readLoss();
+  bool widensInput(const std::string &name, DType dtype) const;
   void *bufferAddress(size_t index) const;
   /// Data-parallel runs: where gradient sums start and end (constructor).
   void planGradientSums();

@@ -43,6 +43,8 @@ std::string npyDescr(DType dtype) {
   switch (dtype) {
   case DType::F32:
     return "<f4";
+  case DType::F64:
+    return "<f8";
   case DType::I32:
     return "<i4";
   case DType::I64:
@@ -113,13 +115,15 @@ NpyLayout parseLayout(const char *c, uint64_t have, uint64_t fileSize,
   descr = descr.substr(1, descr.find(descr[0], 1) - 1);
   if (descr == "<f4")
     layout.dtype = DType::F32;
+  else if (descr == "<f8")
+    layout.dtype = DType::F64;
   else if (descr == "<i4")
     layout.dtype = DType::I32;
   else if (descr == "<i8")
     layout.dtype = DType::I64;
   else
     failAt(path, "unsupported .npy dtype '" + descr +
-                     "' (expected '<f4', '<i4' or '<i8')");
+                     "' (expected '<f4', '<f8', '<i4' or '<i8')");
 
   std::string fortran = valueOf(header, "fortran_order", path);
   if (fortran.rfind("True", 0) == 0)

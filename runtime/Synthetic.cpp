@@ -111,7 +111,7 @@ std::vector<char> initialValue(const BufferDesc &b, uint64_t seed) {
     });
     break;
   }
-  return bytes;
+  return floatsAs(b.dtype, std::move(bytes));
 }
 
 std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
@@ -129,13 +129,14 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
   if (d.kind == DataSpec::Kind::Randn) {
     bytes.resize(n * sizeof(float));
     fillNormal(s, n, d.mean, d.std, reinterpret_cast<float *>(bytes.data()));
-    return bytes;
+    return floatsAs(b.dtype, std::move(bytes));
   }
   std::vector<int64_t> values(n);
   if (d.kind == DataSpec::Kind::Teacher) {
     const BufferDesc &src = plan.buffers[d.of];
-    if (src.dtype != DType::F32)
-      throw PlanError("'" + b.name + "': data 'teacher' reads f32 inputs only");
+    if (src.dtype != DType::F32 && src.dtype != DType::F64)
+      throw PlanError("'" + b.name +
+                      "': data 'teacher' reads f32 or f64 inputs only");
     bool integer = isIndexDType(b.dtype);
     uint64_t features = uint64_t(src.shape.back());
     uint64_t outputs = integer ? uint64_t(d.classes) : uint64_t(b.shape.back());
@@ -144,7 +145,17 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
     std::vector<float> weights(features * outputs);
     fillNormal(Stream(seed, bufferStreamId(b.name), 0, kTeacherDomain),
                weights.size(), 0.0, 1.0, weights.data());
-    const float *x = reinterpret_cast<const float *>(sourceBytes->data());
+    // The source's row values (f32, or f64 under --precision fp64).
+    auto x = [&](uint64_t i) {
+      if (src.dtype == DType::F32) {
+        float f;
+        std::memcpy(&f, sourceBytes->data() + i * sizeof(f), sizeof(f));
+        return double(f);
+      }
+      double v;
+      std::memcpy(&v, sourceBytes->data() + i * sizeof(v), sizeof(v));
+      return v;
+    };
     std::vector<double> z(outputs);
     if (!integer)
       bytes.resize(n * sizeof(float));
@@ -154,7 +165,7 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
       std::fill(z.begin(), z.end(), 0.0);
       for (uint64_t f = 0; f < features; ++f)
         for (uint64_t k = 0; k < outputs; ++k)
-          z[k] += double(x[row * features + f]) *
+          z[k] += x(row * features + f) *
                   double(weights[f * outputs + k]);
       if (!integer) {
         for (uint64_t k = 0; k < outputs; ++k)
@@ -164,7 +175,7 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
       values[row] = int64_t(std::max_element(z.begin(), z.end()) - z.begin());
     }
     if (!integer)
-      return bytes;
+      return floatsAs(b.dtype, std::move(bytes));
   }
   switch (d.kind) {
   case DataSpec::Kind::Randint:
@@ -233,7 +244,7 @@ std::vector<char> syntheticInputRange(const Plan &plan, size_t index,
         if (i + k >= head && i + k - head < count)
           out[i + k - head] = v[k];
     }
-    return bytes;
+    return floatsAs(b.dtype, std::move(bytes));
   }
   if (d.kind != DataSpec::Kind::Randint)
     throw PlanError("syntheticInputRange: only randn and randint inputs");

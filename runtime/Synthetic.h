@@ -33,8 +33,9 @@ namespace remat::runtime {
 uint32_t bufferStreamId(const std::string &name);
 
 /// The initial value of a param/optimizer buffer, as host bytes of its
-/// dtype (f32 only; other float dtypes are rejected by the loader's backend
-/// check before this runs).
+/// dtype (f32, or f64: the f32 draw widened; other float dtypes are
+/// rejected by the loader's backend check before this runs). Every float
+/// result below is the same: f32 values, widened for an f64 buffer.
 std::vector<char> initialValue(const BufferDesc &buffer, uint64_t seed);
 
 /// The synthetic value of input buffer `index` at 0-based `step`. For

@@ -73,23 +73,6 @@ void checkSamePlan(Ranks &ranks, const std::string &planPath) {
     }
 }
 
-/// A safetensors dtype name ("F32", "I64", ...).
-std::string safetensorsDtype(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "F32";
-  case DType::F16:
-    return "F16";
-  case DType::BF16:
-    return "BF16";
-  case DType::I32:
-    return "I32";
-  case DType::I64:
-    return "I64";
-  }
-  return "F32";
-}
-
 /// --dump-values: for each plan step, the buffers to copy right after it
 /// in step 1: a named buffer after the first step that writes it, an input
 /// (which no step writes) after step 0. Only the step's values can be
@@ -322,9 +305,16 @@ int runCommand(const RunOptions &opt) {
       log = std::make_unique<OutputFile>(opt.logPath, OutputFile::Mode::InPlace);
 
     // --dump-grads: after the plan step that last writes each param grad in
-    // step 1, copy that grad out before a later step can reuse its bytes.
+    // step 1, copy that grad out before a later step can reuse its bytes,
+    // under the name of every param whose update reads it (the compiler
+    // computes identical gradients once: two biases added to one sum).
     const Plan &p = plan.plan;
     std::map<size_t, std::vector<size_t>> gradsFinalAfter;
+    std::map<size_t, std::vector<std::string>> gradParams;
+    for (size_t s = 0; s < p.steps.size(); ++s)
+      if (isOptimizerOp(plan.steps[s].op) && p.steps[s].inputs.size() >= 2)
+        gradParams[size_t(p.steps[s].inputs[1])].push_back(
+            p.buffers[size_t(p.steps[s].inputs[0])].name);
     std::map<std::string, NamedTensor> dumped;
     if (!opt.dumpGradsPath.empty() && lead) {
       for (size_t i = 0; i < p.buffers.size(); ++i) {
@@ -351,9 +341,16 @@ int runCommand(const RunOptions &opt) {
           return;
         if (auto it = gradsFinalAfter.find(stepIndex);
             it != gradsFinalAfter.end())
-          for (size_t b : it->second)
-            dumped[paramNameOfGrad(p.buffers[b].name)] =
-                NamedTensor{"F32", p.buffers[b].shape, exec.readBuffer(b)};
+          for (size_t b : it->second) {
+            NamedTensor t{safetensorsDtype(p.buffers[b].dtype),
+                          p.buffers[b].shape, exec.readBuffer(b)};
+            auto readers = gradParams.find(b);
+            if (readers == gradParams.end())
+              dumped[paramNameOfGrad(p.buffers[b].name)] = t;
+            else
+              for (const std::string &param : readers->second)
+                dumped[param] = t;
+          }
         if (auto it = valuesAfter.find(stepIndex); it != valuesAfter.end())
           for (size_t b : it->second)
             dumpedValues[p.buffers[b].name] =

@@ -3,6 +3,7 @@
 #include "runtime/plan/InputFile.h"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -478,6 +479,37 @@ std::optional<Phase> parsePhase(const std::string &name) {
 }
 const char *initKindName(InitSpec::Kind k) { return kInitKinds[int(k)]; }
 const char *dataKindName(DataSpec::Kind k) { return kDataKinds[int(k)]; }
+
+uint64_t floatElementBytes(const Plan &plan) {
+  for (const BufferDesc &b : plan.buffers)
+    if (b.dtype == DType::F64)
+      return 8;
+  return 4;
+}
+
+void appendFloatsAs(DType dtype, const char *f32Bytes, uint64_t bytes,
+                    std::vector<char> &out) {
+  if (dtype != DType::F64) {
+    out.insert(out.end(), f32Bytes, f32Bytes + bytes);
+    return;
+  }
+  size_t at = out.size();
+  out.resize(at + bytes / sizeof(float) * sizeof(double));
+  for (uint64_t i = 0; i < bytes / sizeof(float); ++i) {
+    float f;
+    std::memcpy(&f, f32Bytes + i * sizeof(float), sizeof(float));
+    double d = f;
+    std::memcpy(out.data() + at + i * sizeof(double), &d, sizeof(double));
+  }
+}
+
+std::vector<char> floatsAs(DType dtype, std::vector<char> f32Bytes) {
+  if (dtype != DType::F64)
+    return f32Bytes;
+  std::vector<char> out;
+  appendFloatsAs(dtype, f32Bytes.data(), f32Bytes.size(), out);
+  return out;
+}
 
 std::optional<uint64_t> checkedByteSize(const Shape &shape, DType dtype) {
   auto n = checkedNumElements(shape);

@@ -184,6 +184,16 @@ std::optional<Phase> parsePhase(const std::string &name);
 const char *initKindName(InitSpec::Kind kind);
 const char *dataKindName(DataSpec::Kind kind);
 
+/// The width of the plan's float tensors: 8 where its buffers are f64
+/// (`--precision fp64`), else 4.
+uint64_t floatElementBytes(const Plan &plan);
+/// f32 host bytes in `dtype`: unchanged for f32, each value widened to
+/// double for f64 (exact), the bytes of `f32Bytes` appended to `out`.
+void appendFloatsAs(DType dtype, const char *f32Bytes, uint64_t bytes,
+                    std::vector<char> &out);
+/// The same for a whole vector.
+std::vector<char> floatsAs(DType dtype, std::vector<char> f32Bytes);
+
 /// Element count times dtype size, or nullopt on overflow.
 std::optional<uint64_t> checkedByteSize(const Shape &shape, DType dtype);
 

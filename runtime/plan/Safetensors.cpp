@@ -183,17 +183,43 @@ bool SafetensorsFile::contains(const std::string &name) const {
 
 const NamedTensor &SafetensorsFile::getF32(const std::string &name,
                                            const Shape &shape) const {
+  return getFloat(name, shape, DType::F32);
+}
+
+const NamedTensor &SafetensorsFile::getFloat(const std::string &name,
+                                             const Shape &shape,
+                                             DType dtype) const {
   auto it = table.find(name);
   if (it == table.end())
     throw PlanError(filePath + ": missing tensor '" + name + "'");
-  if (it->second.dtype != "F32")
-    throw PlanError(filePath + ": tensor '" + name + "' has dtype " +
-                    it->second.dtype + " but the plan expects F32");
+  const std::string &have = it->second.dtype;
+  if (have != "F32" && !(dtype == DType::F64 && have == "F64"))
+    throw PlanError(filePath + ": tensor '" + name + "' has dtype " + have +
+                    " but the plan expects " +
+                    (dtype == DType::F64 ? "F32 or F64" : "F32"));
   if (it->second.shape != shape)
     throw PlanError(filePath + ": tensor '" + name + "' has shape " +
                     formatShape(it->second.shape) + " but the plan expects " +
                     formatShape(shape));
   return it->second;
+}
+
+std::string safetensorsDtype(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "F32";
+  case DType::F64:
+    return "F64";
+  case DType::F16:
+    return "F16";
+  case DType::BF16:
+    return "BF16";
+  case DType::I32:
+    return "I32";
+  case DType::I64:
+    return "I64";
+  }
+  return "F32";
 }
 
 void writeSafetensors(std::ostream &out,

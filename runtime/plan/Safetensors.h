@@ -59,6 +59,10 @@ public:
   /// than `shape` is a PlanError ("w.safetensors: tensor 'w1' has shape
   /// [3,4] but the plan expects [4,3]").
   const NamedTensor &getF32(const std::string &name, const Shape &shape) const;
+  /// The named tensor for a float buffer of `dtype`: F32 (an f64 buffer
+  /// takes F32 or F64); the same errors otherwise.
+  const NamedTensor &getFloat(const std::string &name, const Shape &shape,
+                              DType dtype) const;
 
   const std::map<std::string, NamedTensor> &tensors() const { return table; }
   const std::string &path() const { return filePath; }
@@ -76,6 +80,9 @@ private:
   std::map<std::string, uint64_t> fileOffsets;
   bool lazy = false;
 };
+
+/// The safetensors spelling of a plan dtype ("F32", "F64", "I64", ...).
+std::string safetensorsDtype(DType dtype);
 
 /// Writes tensors (sorted by name) to `path`; throws PlanError on I/O error.
 void writeSafetensors(const std::string &path,

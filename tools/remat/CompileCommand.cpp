@@ -376,6 +376,7 @@ static const char *kProfileHelp =
     "  --backend NAME     the backend to time (default cpu)\n"
     "  --preset NAME, --set NAME=VALUE   model configuration\n"
     "  --ranks N          time one rank's step of an N-rank plan\n"
+    "  --precision NAME   fp32 (default) or fp64 (see remat compile --help)\n"
     "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X,\n"
     "  --frozen NAME,...  an ONNX model's training step (docs/onnx.md)\n"
     "  -h, --help         this text\n";
@@ -422,7 +423,8 @@ int profileMain(int argc, char **argv) {
       } else if (arg.size() > 1 && arg[0] == '-') {
         std::vector<std::string> flags = {"-o",       "--steps", "--warmup",
                                           "--backend", "--preset", "--set",
-                                          "--ranks",  "--help"};
+                                          "--ranks",  "--precision",
+                                          "--help"};
         for (const std::string &f : trainingFlagNames())
           flags.push_back(f);
         return usageError("profile", unknownOption(arg, flags));

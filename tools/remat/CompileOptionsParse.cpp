@@ -97,7 +97,11 @@ static const std::string kCompileHelp = std::string(
     "  --shard-optimizer  with --ranks N > 1: each rank keeps 1/N of every\n"
     "                     optimizer state tensor and updates 1/N of each\n"
     "                     param, then the params are all-gathered (ZeRO-1;\n"
-    "                     docs/distributed.md); no effect with one rank\n") +
+    "                     docs/distributed.md); no effect with one rank\n"
+    "  --precision NAME   fp32 (default), or fp64: every float tensor of the\n"
+    "                     step in float64, for checking against a float64\n"
+    "                     reference (cpu backend; convolutions take its\n"
+    "                     im2col path)\n") +
     kTrainingFlagsHelp +
     "  -h, --help         this text\n";
 
@@ -108,7 +112,7 @@ static const std::string kTrainHelp = std::string(
     "`remat compile MODEL --emit=plan -o P` then `remat run P`.\n"
     "\n"
     "compile options: --preset NAME, --set NAME=VALUE, --ranks N,\n"
-    "  --update-lag K, --shard-optimizer,\n"
+    "  --update-lag K, --shard-optimizer, --precision NAME,\n"
     "  --budget BYTES,\n"
     "  --workspace-reserve BYTES, --backend NAME (the plan's and the run's),\n"
     "  --solver NAME, --time-limit S, --progress, --no-reorder,\n"
@@ -134,7 +138,7 @@ std::vector<std::string> flagNames(bool train) {
       "--solver",     "--time-limit", "--progress",
       "--no-reorder", "--reorder",    "--device-profile",
       "--preset",     "--set",        "--ranks",             "--update-lag",
-      "--help",       "--shard-optimizer"};
+      "--help",       "--shard-optimizer", "--precision"};
   for (const std::string &flag : trainingFlagNames())
     names.push_back(flag);
   if (!train) {
@@ -350,6 +354,13 @@ bool takeModelFlag(int argc, char **argv, int &i,
       throw std::invalid_argument("--ranks needs a rank count in [1, 2^20], "
                                   "got '" + value + "'");
     options.ranks = n;
+    return true;
+  }
+  if (takeValue(argc, argv, i, "--precision", value)) {
+    if (value != "fp32" && value != "fp64")
+      throw std::invalid_argument(
+          "--precision: " + unknownName("precision", value, {"fp32", "fp64"}));
+    options.precision = value;
     return true;
   }
   return false;

@@ -89,6 +89,7 @@ static const char *kPlanHelp =
     "                     (docs/planner.md; remat profile writes one), or\n"
     "                     measure: time the model's ops on --backend first\n"
     "  --preset NAME, --set NAME=VALUE   model configuration\n"
+    "  --precision NAME   fp32 (default) or fp64 (see remat compile --help)\n"
     "  --ranks N          plan each of N data-parallel ranks: the config's\n"
     "                     batch is the global batch, the budget per rank\n"
     "                     (docs/distributed.md)\n"
@@ -135,7 +136,7 @@ const std::vector<std::string> kPlanFlags = {
     "--graph",  "--budget-frac", "--reorder",  "--no-reorder",
     "--solver", "--time-limit",  "--progress", "--device-profile",
     "--preset", "--set",         "--ranks",         "--json",     "--svg",      "--help",
-    "--shard-optimizer"};
+    "--shard-optimizer", "--precision"};
 
 std::vector<std::string> planFlagNames() {
   std::vector<std::string> names = kPlanFlags;

@@ -39,11 +39,18 @@ uint64_t physicalMemoryBytes() {
 CpuBackend::~CpuBackend() = default;
 
 void CpuBackend::checkSupport(const LoadedPlan &plan) const {
+  // Every float buffer f32, or every one f64 (--precision fp64): the
+  // kernels compute in float or in double.
+  DType floats = floatElementBytes(plan.plan) == 8 ? DType::F64 : DType::F32;
   for (size_t i = 0; i < plan.plan.buffers.size(); ++i) {
     DType d = plan.plan.buffers[i].dtype;
     if (d == DType::F16 || d == DType::BF16)
       throw PlanError(plan.bufferPlace(i) + ": dtype " + dtypeName(d) +
-                      " is not supported by the cpu backend (f32 only)");
+                      " is not supported by the cpu backend (f32 or f64)");
+    if (isFloatDType(d) && d != floats)
+      throw PlanError(plan.bufferPlace(i) + ": dtype " + dtypeName(d) +
+                      " in a plan with f64 buffers: the cpu backend runs a "
+                      "plan whose floats are all f32 or all f64");
   }
   // Refuse what cannot fit in host memory before allocating any of it: a
   // huge-but-valid arena would otherwise fail in posix_memalign (or be
@@ -101,10 +108,12 @@ void CpuBackend::freeArena(void *base) { std::free(base); }
 
 void CpuBackend::prepare(const LoadedPlan &plan) {
   scratch = cpuStepScratch(plan.plan);
-  workspace.assign(cpuSideWorkspaceBytes(scratch, plan.plan,
-                                         plan.budgetBytes().value_or(0)) /
-                       sizeof(float),
-                   0.0f);
+  inDouble = floatElementBytes(plan.plan) == sizeof(double);
+  workspace.assign((cpuSideWorkspaceBytes(scratch, plan.plan,
+                                          plan.budgetBytes().value_or(0)) +
+                    sizeof(double) - 1) /
+                       sizeof(double),
+                   0.0);
   moments = sharedMomentsEnabled() ? cpu::planSharedMoments(plan)
                                    : cpu::SharedMoments();
   momentSlots.assign(moments.slotChannels.size(), {});
@@ -132,6 +141,13 @@ void CpuBackend::copyOut(void *dst, const void *src, uint64_t bytes) {
 }
 
 void CpuBackend::runStep(const KernelCall &call) {
+  if (inDouble)
+    runAs<double>(call);
+  else
+    runAs<float>(call);
+}
+
+template <typename T> void CpuBackend::runAs(const KernelCall &call) {
   ++runs;
   if (lastStep == SIZE_MAX || call.stepIndex != lastStep + 1)
     sequenceStart = runs;
@@ -143,7 +159,7 @@ void CpuBackend::runStep(const KernelCall &call) {
     if (moments.fills[call.stepIndex]) {
       shared.filled = false;
       slotFilledAt[size_t(slot)] = 0;
-      cpu::runWithMoments<float>(call, shared);
+      cpu::runWithMoments<T>(call, shared);
       slotFilledAt[size_t(slot)] = runs;
       return;
     }
@@ -152,17 +168,18 @@ void CpuBackend::runStep(const KernelCall &call) {
     if (slotFilledAt[size_t(slot)] >= sequenceStart &&
         slotFilledAt[size_t(slot)] > 0) {
       shared.filled = true;
-      cpu::runWithMoments<float>(call, shared);
+      cpu::runWithMoments<T>(call, shared);
       ++numSharedReads;
       return;
     }
   }
   auto [offset, bytes] = arenaScratch(call.stepIndex);
   if (bytes > 0 && arenaBase)
-    cpu::runKernel<float>(call, reinterpret_cast<float *>(arenaBase + offset),
-                          bytes / sizeof(float));
+    cpu::runKernel<T>(call, reinterpret_cast<T *>(arenaBase + offset),
+                      bytes / sizeof(T));
   else
-    cpu::runKernel<float>(call, workspace.data(), workspace.size());
+    cpu::runKernel<T>(call, reinterpret_cast<T *>(workspace.data()),
+                      workspace.size() * sizeof(double) / sizeof(T));
 }
 
 std::unique_ptr<Backend> createCpuBackend() {

@@ -55,7 +55,12 @@ private:
   uint64_t lastArenaSize = 0;
   char *arenaBase = nullptr;
   StepScratch scratch; ///< from prepare()
-  std::vector<float> workspace;
+  /// The kernels compute in double: the plan's floats are f64
+  /// (`--precision fp64`); else in float.
+  bool inDouble = false;
+  std::vector<double> workspace; ///< holds floats or doubles
+  /// Runs `call` with the kernels instantiated for T.
+  template <typename T> void runAs(const KernelCall &call);
   /// Batch-norm moments shared between steps (SharedMoments.h): the
   /// grouping from prepare(), a slot per concurrent group, and the run
   /// (counted from 1) in which each slot was last filled.

@@ -15,10 +15,12 @@ class CpuKernelInfo final : public KernelInfo {
 public:
   int64_t opScratchBytes(ops::OpKind op, const ops::OpAttrs &attrs,
                          const std::vector<ops::Shape> &inputs,
-                         const std::vector<ops::Shape> &outputs) const override {
-    // The CPU backend computes f32 plans in float (CpuBackend.cpp).
-    uint64_t bytes = cpu::cpuWorkspaceBytes(
-        cpu::cpuWorkspaceElements(op, attrs, inputs, outputs), sizeof(float));
+                         const std::vector<ops::Shape> &outputs,
+                         uint64_t elementBytes) const override {
+    // The CPU backend computes f32 plans in float, f64 plans in double
+    // (CpuBackend.cpp).
+    uint64_t bytes = cpu::cpuStepScratchBytes(op, attrs, inputs, outputs,
+                                              elementBytes, /*least=*/false);
     return bytes > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(bytes);
   }
 

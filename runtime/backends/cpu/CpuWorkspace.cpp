@@ -71,4 +71,15 @@ uint64_t cpuWorkspaceBytes(uint64_t elements, uint64_t elementBytes) {
   return elements * elementBytes;
 }
 
+uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
+                             const std::vector<Shape> &inputs,
+                             const std::vector<Shape> &outputs,
+                             uint64_t elementBytes, bool least) {
+  bool own = least || elementBytes != sizeof(float);
+  return cpuWorkspaceBytes(
+      own ? cpuMinimumWorkspaceElements(op, attrs, inputs, outputs)
+          : cpuWorkspaceElements(op, attrs, inputs, outputs),
+      elementBytes);
+}
+
 } // namespace remat::runtime::cpu

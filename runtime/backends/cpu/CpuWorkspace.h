@@ -81,6 +81,15 @@ uint64_t cpuBudgetedWorkspaceBytes(uint64_t wanted, uint64_t least,
 /// at a time).
 uint64_t cpuWorkspaceBytes(uint64_t elements, uint64_t elementBytes);
 
+/// The scratch bytes of `op` in a plan whose float tensors are
+/// `elementBytes` wide (4: the kernels compute in float; 8: in double,
+/// where oneDNN takes no part): what it wants, or with `least` the least
+/// it runs with.
+uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
+                             const std::vector<Shape> &inputs,
+                             const std::vector<Shape> &outputs,
+                             uint64_t elementBytes, bool least);
+
 } // namespace remat::runtime::cpu
 
 #endif // REMAT_RUNTIME_BACKENDS_CPU_CPUWORKSPACE_H

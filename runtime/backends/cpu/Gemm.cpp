@@ -46,12 +46,27 @@ void loopGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   }
 }
 
+#ifdef REMAT_HAVE_OPENBLAS
+void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
+              float alpha, const float *a, int lda, const float *b, int ldb,
+              float beta, float *c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+              ldc);
+}
+void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
+              double alpha, const double *a, int lda, const double *b, int ldb,
+              double beta, double *c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+              ldc);
+}
+#endif
+
 } // namespace
 
-template <>
-void gemm<float>(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                 float alpha, const float *a, int64_t lda, const float *b,
-                 int64_t ldb, float beta, float *c, int64_t ldc) {
+template <typename T>
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
+          const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
+          int64_t ldc) {
 #ifdef REMAT_HAVE_OPENBLAS
   if (m > 0 && n > 0 && k > 0) {
     // OpenBLAS sizes its internal packing buffer with M; row blocks keep
@@ -61,25 +76,24 @@ void gemm<float>(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     constexpr int64_t kRowBlock = 4096;
     for (int64_t i0 = 0; i0 < m; i0 += kRowBlock) {
       int64_t rows = std::min(kRowBlock, m - i0);
-      const float *aBlock = transA ? a + i0 : a + i0 * lda;
-      cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-                  transB ? CblasTrans : CblasNoTrans, int(rows), int(n),
-                  int(k), alpha, aBlock, int(lda), b, int(ldb), beta,
-                  c + i0 * ldc, int(ldc));
+      const T *aBlock = transA ? a + i0 : a + i0 * lda;
+      blasGemm(transA ? CblasTrans : CblasNoTrans,
+               transB ? CblasTrans : CblasNoTrans, int(rows), int(n), int(k),
+               alpha, aBlock, int(lda), b, int(ldb), beta, c + i0 * ldc,
+               int(ldc));
     }
     return;
   }
 #endif
-  loopGemm<float>(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  loopGemm<T>(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-template <>
-void gemm<double>(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-                  double alpha, const double *a, int64_t lda, const double *b,
-                  int64_t ldb, double beta, double *c, int64_t ldc) {
-  loopGemm<double>(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                   ldc);
-}
+template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float,
+                          const float *, int64_t, const float *, int64_t,
+                          float, float *, int64_t);
+template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double,
+                           const double *, int64_t, const double *, int64_t,
+                           double, double *, int64_t);
 
 bool gemmUsesBlas() {
 #ifdef REMAT_HAVE_OPENBLAS

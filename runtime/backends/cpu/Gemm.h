@@ -1,9 +1,9 @@
 //===- Gemm.h - Row-major GEMM for the CPU backend ------------------------===//
 //
 // C = alpha * op(A) * op(B) + beta * C, row-major, op = transpose or not.
-// float goes to OpenBLAS cblas_sgemm where built with REMAT_HAVE_OPENBLAS
-// (deterministic for fixed shapes); otherwise, and for double (tests' f64
-// references), a plain i-k-j loop that accumulates in k order.
+// float and double go to OpenBLAS (cblas_sgemm, cblas_dgemm) where built
+// with REMAT_HAVE_OPENBLAS (deterministic for fixed shapes); otherwise to
+// a plain i-k-j loop that accumulates in k order.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_GEMM_H
@@ -18,7 +18,7 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
           const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
           int64_t ldc);
 
-/// Whether float GEMMs use OpenBLAS in this build.
+/// Whether GEMMs use OpenBLAS in this build.
 bool gemmUsesBlas();
 /// The threads OpenBLAS runs float GEMMs on (openblas_get_num_threads:
 /// OPENBLAS_NUM_THREADS, at most one a core); 0 without OpenBLAS.

@@ -71,6 +71,7 @@ bool cpuScratchInArena() {
 
 StepScratch cpuStepScratch(const Plan &plan) {
   std::vector<uint64_t> wanted, least;
+  uint64_t elementBytes = floatElementBytes(plan);
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const StepDesc &step = plan.steps[s];
     std::optional<OpKind> kind = parseOpKind(step.op);
@@ -87,13 +88,12 @@ StepScratch cpuStepScratch(const Plan &plan) {
     OpAttrs attrs =
         parseOpAttrs(*kind, step.attrs,
                      "/steps/" + std::to_string(s) + " '" + step.op + "'");
-    // The CPU backend computes f32 plans in float (CpuBackend.cpp).
-    wanted.push_back(cpu::cpuWorkspaceBytes(
-        cpu::cpuWorkspaceElements(*kind, attrs, inputs, outputs),
-        sizeof(float)));
-    least.push_back(cpu::cpuWorkspaceBytes(
-        cpu::cpuMinimumWorkspaceElements(*kind, attrs, inputs, outputs),
-        sizeof(float)));
+    // The CPU backend computes in float, or in double where the plan's
+    // floats are f64 (CpuBackend.cpp).
+    for (bool atLeast : {false, true})
+      (atLeast ? least : wanted)
+          .push_back(cpu::cpuStepScratchBytes(*kind, attrs, inputs, outputs,
+                                              elementBytes, atLeast));
   }
   return placeStepScratch(plan, wanted, least, cpuScratchInArena());
 }

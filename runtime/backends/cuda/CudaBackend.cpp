@@ -156,7 +156,7 @@ void CudaBackend::checkSupport(const LoadedPlan &plan) const {
   const Plan &p = plan.plan;
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     DType d = p.buffers[i].dtype;
-    if (d == DType::F16 || d == DType::BF16)
+    if (d == DType::F16 || d == DType::BF16 || d == DType::F64)
       throw PlanError(plan.bufferPlace(i) + ": dtype " + dtypeName(d) +
                       " is not supported by the cuda backend (f32 only)");
     // Offsets are multiples of the alignment only: below the element size

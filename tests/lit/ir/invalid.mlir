@@ -28,10 +28,10 @@ func.func @case2(%x: tensor<2x3xi32>) {
 
 // -----
 
-// Float ops reject other float types (f64).
-func.func @case3(%x: tensor<2x3xf64>) {
-  // expected-error @+1 {{'x' must be a tensor of f32, f16, bf16, i32 or i64, got 'tensor<2x3xf64>'}}
-  %0 = graph.tanh %x : tensor<2x3xf64> -> tensor<2x3xf64>
+// Float ops reject other float types (f80).
+func.func @case3(%x: tensor<2x3xf80>) {
+  // expected-error @+1 {{'x' must be a tensor of f32, f16, bf16, i32, i64 or f64, got 'tensor<2x3xf80>'}}
+  %0 = graph.tanh %x : tensor<2x3xf80> -> tensor<2x3xf80>
   return
 }
 
@@ -48,7 +48,7 @@ func.func @case4(%t: tensor<10x4xf32>, %i: tensor<2xf32>) {
 
 // Embedding indices must be i32 or i64, not i16.
 func.func @case5(%t: tensor<10x4xf32>, %i: tensor<2xi16>) {
-  // expected-error @+1 {{'indices' must be a tensor of f32, f16, bf16, i32 or i64, got 'tensor<2xi16>'}}
+  // expected-error @+1 {{'indices' must be a tensor of f32, f16, bf16, i32, i64 or f64, got 'tensor<2xi16>'}}
   %0 = graph.embedding %t, %i : tensor<10x4xf32>, tensor<2xi16> -> tensor<2x4xf32>
   return
 }
@@ -57,7 +57,7 @@ func.func @case5(%t: tensor<10x4xf32>, %i: tensor<2xi16>) {
 
 // Data-movement ops take float or i32/i64 tensors, not i8.
 func.func @case6(%x: tensor<6xi8>) {
-  // expected-error @+1 {{'x' must be a tensor of f32, f16, bf16, i32 or i64, got 'tensor<6xi8>'}}
+  // expected-error @+1 {{'x' must be a tensor of f32, f16, bf16, i32, i64 or f64, got 'tensor<6xi8>'}}
   %0 = graph.reshape %x : tensor<6xi8> -> tensor<2x3xi8>
   return
 }

@@ -90,8 +90,8 @@ plan.arena bytes(64) alignment(64) {
 
 // So are dtypes.
 plan.arena bytes(64) alignment(64) {
-  // expected-error @+1 {{'plan.buffer' op dtype must be f32, f16, bf16, i32 or i64, got f64}}
-  plan.buffer @h "activation" : f64 [4] offset 0 bytes 32
+  // expected-error @+1 {{'plan.buffer' op dtype must be f32, f16, bf16, i32, i64 or f64, got f80}}
+  plan.buffer @h "activation" : f80 [4] offset 0 bytes 32
 }
 
 // -----

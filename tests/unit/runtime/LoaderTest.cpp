@@ -185,8 +185,8 @@ TEST_CASE("loader rejects an unknown op, role or dtype", "[runtime]") {
   p["buffers"][4]["role"] = "status";
   expectRejected(p, "unknown role 'status'");
   p = tinyJson();
-  p["buffers"][4]["dtype"] = "f64";
-  expectRejected(p, "unknown dtype 'f64'");
+  p["buffers"][4]["dtype"] = "c64";
+  expectRejected(p, "unknown dtype 'c64'");
   p = tinyJson();
   p["steps"][3]["phase"] = "sideways";
   expectRejected(p, "unknown phase 'sideways'");
@@ -224,7 +224,34 @@ TEST_CASE("cpu backend rejects f16 plans with a clear message", "[runtime]") {
   CpuBackend cpu;
   CHECK_THROWS_WITH(cpu.checkSupport(lp),
                     "half.plan: /buffers/0 'x': dtype f16 is not supported by "
-                    "the cpu backend (f32 only)");
+                    "the cpu backend (f32 or f64)");
+}
+
+TEST_CASE("cpu backend takes a plan whose floats are all f64; the loader "
+          "refuses one whose op mixes f32 and f64",
+          "[runtime]") {
+  json p = tinyJson();
+  for (json &b : p["buffers"])
+    if (b["dtype"] == "f32") {
+      b["dtype"] = "f64";
+      b["bytes"] = b["bytes"].get<int64_t>() * 2;
+    }
+  // Offsets of the doubled buffers, laid out one after another.
+  uint64_t offset = 0;
+  for (json &b : p["buffers"]) {
+    b["offset"] = offset;
+    offset += (b["bytes"].get<uint64_t>() + 63) / 64 * 64;
+  }
+  p["arena_bytes"] = offset;
+  LoadedPlan lp = loadPlanText(p.dump(), "wide.plan");
+  CpuBackend cpu;
+  CHECK_NOTHROW(cpu.checkSupport(lp));
+  CHECK(floatElementBytes(lp.plan) == 8);
+  p["buffers"][0]["dtype"] = "f32";
+  p["buffers"][0]["bytes"] = p["buffers"][0]["bytes"].get<int64_t>() / 2;
+  CHECK_THROWS_WITH(loadPlanText(p.dump(), "mixed.plan"),
+                    "mixed.plan: /steps/0 'matmul': input 1 has dtype f64 but "
+                    "expects f32");
 }
 
 TEST_CASE("loader rejects missing, unknown and mistyped attributes",

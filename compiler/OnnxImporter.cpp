@@ -60,6 +60,9 @@ const std::map<std::string, std::set<std::string>> &onnxOpAttributes() {
       {"Less", {}},
       {"Greater", {}},
       {"Where", {}},
+      {"Range", {}},
+      {"Not", {}},
+      {"ScatterND", {"reduction"}},
       {"Div", {}},
       {"Dropout", {"seed"}},
       {"Erf", {}},
@@ -173,7 +176,8 @@ void OnnxReader::importNode() {
   if (op == "Constant" || op == "Shape" || op == "Gather" ||
       op == "Unsqueeze" || op == "Squeeze" || op == "Concat" || op == "Cast" ||
       op == "ConstantOfShape" || op == "Mod" || op == "Expand" ||
-      op == "Equal" || op == "Less" || op == "Greater" || op == "Where") {
+      op == "Equal" || op == "Less" || op == "Greater" || op == "Where" ||
+      op == "Range" || op == "ScatterND" || op == "Not") {
     importShapeOp();
     return;
   }
@@ -379,6 +383,9 @@ OnnxModel OnnxReader::read() {
       graph.batch = v.type.shape.front();
       break;
     }
+  // --ranks N: the inputs' batch dim was divided by N (checkAndInferShapes).
+  graph.ranks = options.ranks;
+  graph.shardOptimizer = options.shardOptimizer && options.ranks > 1;
   // 3.
   for (const onnx::NodeProto &n : proto.graph().node()) {
     node = &n;
@@ -440,9 +447,6 @@ OnnxModel importOnnxFile(const std::string &path,
   if (!options.preset.empty() || !options.overrides.empty())
     throw OptionError(path + ": --preset and --set configure JSON models; an "
                              "ONNX model has no config (use --input-shape)");
-  if (options.ranks > 1)
-    throw OptionError(path + ": --ranks is not supported for ONNX models "
-                             "yet (JSON models only; docs/distributed.md)");
   return onnx_reader::OnnxReader(path, options).read();
 }
 

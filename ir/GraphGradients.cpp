@@ -338,6 +338,21 @@ LogicalResult ResizeNearestOp::buildGradient(
   return success();
 }
 
+/// dx = resize_linear_grad(dy): each dy element's weighted shares back
+/// to the four x elements it blends.
+LogicalResult ResizeLinearOp::buildGradient(
+    OpBuilder &b, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0])
+    return noGradients(getOperation(), operandGrads);
+  auto x = llvm::cast<RankedTensorType>(getX().getType());
+  operandGrads.push_back(b.create<ResizeLinearGradOp>(
+      getLoc(), x, resultGrads[0],
+      b.getDenseI64ArrayAttr({x.getShape()[2], x.getShape()[3]}),
+      getAlignCornersAttr()));
+  return success();
+}
+
 /// dtable = embedding_grad(indices, dy); indices get none.
 LogicalResult EmbeddingOp::buildGradient(OpBuilder &b,
                                          ArrayRef<Value> resultGrads,

@@ -249,6 +249,57 @@ def Graph_ResizeNearestGradOp : Graph_Op<"resize_nearest_grad", [OwnFlops]> {
   let flops = [{ return elements(getDy()); }];
 }
 
+def Graph_ResizeLinearOp : Graph_ForwardOp<"resize_linear", [OwnFlops]> {
+  let kernelFamily = "Resize";
+  let shapeRule = "ResizeLinear";
+  let summary = "bilinear resizing of the last two dims of NCHW";
+  let description = [{
+    `x` is [N, C, H, W] and `y` [N, C, size[0], size[1]]. Along each of
+    the two axes, output position o of O reads source position
+    s = (o + 0.5)·I/O - 0.5 clamped below at 0 (ONNX's
+    pytorch_half_pixel; torch's F.interpolate with mode bilinear) or,
+    with `align_corners`, s = o·(I - 1)/(O - 1) (0 when O is 1), and
+    blends x at ⌊s⌋ and ⌊s⌋ + 1 (the last row or column itself at the
+    edge) with weights 1 - (s - ⌊s⌋) and s - ⌊s⌋, the weights computed in
+    double. FLOPs: 9 per element of `y`.
+
+    ```mlir
+    %y = graph.resize_linear %x {size = array<i64: 8, 8>}
+        : tensor<1x2x3x3xf32> -> tensor<1x2x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x, DenseI64ArrayAttr:$size,
+                   Graph_FalseBool:$align_corners);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+  // Two lerps of two products along W, one along H: 6 multiplies, 3 adds.
+  let flops = [{ return times(elements(getY()), 9); }];
+}
+
+def Graph_ResizeLinearGradOp : Graph_Op<"resize_linear_grad", [OwnFlops]> {
+  let kernelFamily = "Resize";
+  let shapeRule = "ResizeLinear";
+  let summary = "gradient of resize_linear: scatters dy by the weights";
+  let description = [{
+    `dy` is [N, C, O_H, O_W] and `dx` [N, C, size[0], size[1]] (x's
+    spatial size): each dy element adds its four weighted shares to the
+    dx elements resize_linear read, plane by plane in dy's row-major
+    order (the CUDA kernel adds in the same order). FLOPs: 8 per element
+    of `dy`.
+
+    ```mlir
+    %dx = graph.resize_linear_grad %dy {size = array<i64: 3, 3>}
+        : tensor<1x2x8x8xf32> -> tensor<1x2x3x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$dy, DenseI64ArrayAttr:$size,
+                   Graph_FalseBool:$align_corners);
+  let results = (outs Graph_Tensor:$dx);
+  let assemblyFormat = "$dy attr-dict `:` type($dy) `->` type($dx)";
+  // Four products and four adds per element of dy.
+  let flops = [{ return times(elements(getDy()), 8); }];
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer ops
 //===----------------------------------------------------------------------===//

@@ -1,7 +1,8 @@
 //===- WindowShapeRules.cpp - Type rules of window ops --------------------===//
 //
 // The type rules of convolution and pooling (NCHW windows), per-channel
-// normalization, nearest-neighbour upsampling and running statistics.
+// normalization, nearest-neighbour upsampling, bilinear resizing and
+// running statistics.
 //
 //===----------------------------------------------------------------------===//
 #include "ops/ShapeRuleBase.h"
@@ -33,6 +34,7 @@ private:
   Shape poolOutput(const Shape &x) const;
   std::vector<Expected> channelNormalize(bool grad);
   std::vector<Expected> upsample(bool grad);
+  std::vector<Expected> resizeLinear();
   std::vector<Expected> runningStat();
 };
 
@@ -58,6 +60,8 @@ std::optional<std::vector<Expected>> WindowRule::tryApply() {
     return upsample(false);
   case ShapeRule::UpsampleGrad:
     return upsample(true);
+  case ShapeRule::ResizeLinear:
+    return resizeLinear();
   case ShapeRule::RunningStat:
     return runningStat();
   default:
@@ -286,6 +290,21 @@ std::vector<Expected> WindowRule::upsample(bool grad) {
   }
   return {{{in(0).dtype, y}, grad ? "dy's shape divided by the scales"
                                   : "x's shape times the scales"}};
+}
+
+/// x [N, C, H, W] -> [N, C, size[0], size[1]] (resize_linear, and its
+/// gradient from dy to x's size).
+std::vector<Expected> WindowRule::resizeLinear() {
+  expectFloat(0);
+  expectRank4(0, "[N, C, H, W]");
+  const std::vector<int64_t> &size = attrs.size;
+  if (size.size() != 2 || size[0] < 1 || size[1] < 1 ||
+      size[0] > (int64_t(1) << 30) || size[1] > (int64_t(1) << 30))
+    fail("attribute 'size' " + formatShape(size) +
+         " must be two dims in [1, 2^30]");
+  const Shape &x = in(0).shape;
+  return {{{in(0).dtype, {x[0], x[1], size[0], size[1]}},
+           "[N, C] of " + inLabel(0) + " and the two dims of 'size'"}};
 }
 
 /// running [C], x [N, C, ...] -> running' [C].

@@ -126,11 +126,13 @@ class Hard(nn.Module):
         self.gate = nn.Linear(width, width)
         self.fc2 = nn.Linear(width, width)
         self.out = nn.Linear(width, classes)
+        self.leaky = nn.LeakyReLU(0.1)
+        self.hardsigmoid = nn.Hardsigmoid()
 
     def forward(self, x):
         h = nn.functional.hardswish(self.fc1(x))
-        h = h * nn.functional.hardsigmoid(self.gate(h))
-        h = nn.functional.leaky_relu(self.fc2(h), 0.1)
+        h = h * self.hardsigmoid(self.gate(h))
+        h = self.leaky(self.fc2(h))
         return self.out(h)
 
 
@@ -343,6 +345,51 @@ MODELS = ["forum", "classifier", "mixed", "cnn", "transformer",
 def is_token_model(name):
     """Whether the model's input `x` holds int64 token ids."""
     return name.startswith("transformer")
+
+
+def as_exported(module):
+    """`module` with the normalization constants its ONNX export holds.
+    The file stores them as float32 attributes (LeakyReLU's slope too):
+    epsilon 1e-5 as
+    float32(1e-5), 2.5e-8 relative from it, and batch norm's momentum
+    0.1 as 1 - momentum = float32(0.9), so the exported model updates its
+    running statistics with 1 - float32(0.9), 2.4e-7 from 0.1. A float64
+    reference compared with remat below that uses what the file says."""
+    import numpy as np
+
+    def f32(v):
+        return float(np.float32(v))
+    for m in module.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.eps = f32(m.eps)
+            if m.momentum:
+                m.momentum = 1.0 - f32(1.0 - m.momentum)
+        elif isinstance(m, (nn.LayerNorm, nn.GroupNorm,
+                            nn.modules.instancenorm._InstanceNorm)):
+            m.eps = f32(m.eps)
+        elif isinstance(m, nn.LeakyReLU):
+            m.negative_slope = f32(m.negative_slope)
+    return module
+
+
+class ExactHardsigmoid(nn.Module):
+    """relu6(x + 3) / 6 through autograd: PyTorch 1.13's CPU hardsigmoid
+    backward multiplies by float32(1/6) in float64 too (the gradient at 0
+    is 0.1666666716337204), 3e-8 from the exact 1/6, so a float64
+    reference compared below that uses this form."""
+
+    def forward(self, x):
+        return nn.functional.relu6(x + 3.0) / 6.0
+
+
+def float64_reference(module):
+    """`module` (a float64 copy) with every nn.Hardsigmoid exact
+    (ExactHardsigmoid)."""
+    for name, m in list(module.named_modules()):
+        for child_name, child in list(m.named_children()):
+            if isinstance(child, nn.Hardsigmoid):
+                setattr(m, child_name, ExactHardsigmoid())
+    return module
 
 
 def export(name, path, batch=8, width=16, classes=4, side=4, opset=17,

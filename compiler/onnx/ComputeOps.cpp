@@ -68,32 +68,47 @@ void OnnxReader::importActivation() {
   }
   if (op == "HardSigmoid" || op == "HardSwish") {
     // max(0, min(1, alpha·x + beta)), HardSwish x times it with alpha 1/6
-    // and beta 0.5 (torch's relu6(x + 3) / 6): a clip of an affine map,
-    // made of graph ops that have kernels and gradients.
+    // and beta 0.5: a clip of an affine map, made of graph ops that have
+    // kernels and gradients. With alpha 1/6 (HardSwish, or HardSigmoid
+    // whose float attribute is float32(1/6), as torch exports
+    // F.hardsigmoid) and beta 0.5 the map is relu6(x + 3) / 6, torch's
+    // own form, whose constants are exact in any precision.
     bool swish = op == "HardSwish";
-    int x = valueInput(0);
-    int alpha = scalarConstant(swish ? 1.0 / 6.0 : floatAttribute("alpha", 0.2),
-                               nodeName + "/alpha");
-    int beta = scalarConstant(swish ? 0.5 : floatAttribute("beta", 0.5),
-                              nodeName + "/beta");
-    int scaled = emit(uniqueName(nodeName + "/scale"), "mul", {x, alpha});
-    int shifted = emit(uniqueName(nodeName + "/shift"), "add", {scaled, beta});
-    int gate = emit(uniqueName(swish ? nodeName + "/gate" : nodeName), "clip",
-                    {shifted}, json{{"min", 0.0}, {"max", 1.0}});
+    double slope = swish ? 1.0 / 6.0 : floatAttribute("alpha", 0.2);
+    double offset = swish ? 0.5 : floatAttribute("beta", 0.5);
+    bool sixth = float(slope) == float(1.0 / 6.0) && offset == 0.5;
+    int x = valueInput(0), gate = -1;
+    std::string gateName = uniqueName(swish ? nodeName + "/gate" : nodeName);
+    if (sixth) {
+      int three = scalarConstant(3.0, nodeName + "/three");
+      int six = scalarConstant(6.0, nodeName + "/six");
+      int shifted = emit(uniqueName(nodeName + "/shift"), "add", {x, three});
+      int relu6 = emit(uniqueName(nodeName + "/relu6"), "clip", {shifted},
+                       json{{"min", 0.0}, {"max", 6.0}});
+      gate = emit(gateName, "div", {relu6, six});
+    } else {
+      int alpha = scalarConstant(slope, nodeName + "/alpha");
+      int beta = scalarConstant(offset, nodeName + "/beta");
+      int scaled = emit(uniqueName(nodeName + "/scale"), "mul", {x, alpha});
+      int shifted = emit(uniqueName(nodeName + "/shift"), "add", {scaled, beta});
+      gate = emit(gateName, "clip", {shifted}, json{{"min", 0.0}, {"max", 1.0}});
+    }
     define(0, swish ? emit(uniqueName(nodeName), "mul", {x, gate}) : gate);
     return;
   }
   if (op == "LeakyRelu") {
-    // alpha·x + (1 - alpha)·relu(x): x where x > 0, alpha·x elsewhere, and
-    // the gradient 1 or alpha (relu's is 0 at 0, as torch's leaky_relu).
-    double slope = floatAttribute("alpha", 0.01);
+    // relu(x) + alpha·(x - relu(x)): x itself where x > 0 (the second
+    // term is 0 there), alpha·x elsewhere, and the gradient 1 or alpha
+    // (relu's is 0 at 0, as torch's leaky_relu).
     int x = valueInput(0);
-    int alpha = scalarConstant(slope, nodeName + "/alpha");
-    int rest = scalarConstant(1.0 - slope, nodeName + "/rest");
-    int linear = emit(uniqueName(nodeName + "/linear"), "mul", {x, alpha});
+    int alpha = scalarConstant(floatAttribute("alpha", 0.01),
+                               nodeName + "/alpha");
     int positive = emit(uniqueName(nodeName + "/relu"), "relu", {x});
-    int kept = emit(uniqueName(nodeName + "/kept"), "mul", {positive, rest});
-    define(0, emit(uniqueName(nodeName), "add", {linear, kept}));
+    int negative = emit(uniqueName(nodeName + "/negative"), "sub",
+                        {x, positive});
+    int scaled = emit(uniqueName(nodeName + "/scaled"), "mul",
+                      {negative, alpha});
+    define(0, emit(uniqueName(nodeName), "add", {positive, scaled}));
     return;
   }
   if (op == "Softmax") {
@@ -425,9 +440,6 @@ void OnnxReader::importSlice() {
       positions.clear();
       for (int64_t i = from; i > to; i += int64_t(steps[k]))
         positions.push_back(i);
-      if (positions.empty())
-        failNode("the slice of axis " + std::to_string(*axis) +
-                 " is empty, which remat does not support");
       continue;
     }
     if (steps[k] < 1)
@@ -444,9 +456,6 @@ void OnnxReader::importSlice() {
     begin[a] = clampPosition(starts.values[k]);
     end[a] = clampPosition(ends.values[k]);
     stride[a] = int64_t(steps[k]);
-    if (end[a] <= begin[a])
-      failNode("the slice of axis " + std::to_string(*axis) +
-               " is empty, which remat does not support");
     kept[a].clear();
     for (int64_t i = begin[a]; i < end[a]; i += stride[a])
       kept[a].push_back(i);
@@ -454,6 +463,16 @@ void OnnxReader::importSlice() {
   std::vector<int64_t> result;
   for (size_t d = 0; d < size_t(rank); ++d)
     result.push_back(int64_t(kept[d].size()));
+  if (product(result, 0, result.size()) == 0) {
+    // An empty slice (torch.roll by 0 writes one): empty constant data,
+    // which Concat leaves out; any other reader refuses it.
+    ConstantData r;
+    r.isFloat = data ? data->isFloat
+                     : model::isFloatDType(typeOf(valueInput(0)).dtype);
+    r.shape = result;
+    defineConstant(0, std::move(r));
+    return;
+  }
   if (data) {
     ConstantData r;
     r.isFloat = data->isFloat;
@@ -479,6 +498,54 @@ void OnnxReader::importSlice() {
   }
   define(0, emit(uniqueName(nodeName), "slice", {x},
                  json{{"starts", begin}, {"ends", end}, {"steps", stride}}));
+}
+
+/// Gather by constant indices along an axis: each run of consecutive
+/// indices a `slice`, the runs joined along the axis (joinAlong); a
+/// scalar index then drops the axis (reshapeTo), as the exporter writes
+/// x[:, 0] and qkv[1].
+void OnnxReader::importGatherConstant() {
+  std::vector<int64_t> shape = shapeOfInput(0);
+  int64_t rank = int64_t(shape.size());
+  auto axis = normalizeAxis(intAttribute("axis", 0), rank);
+  if (!axis)
+    failNode("axis " + std::to_string(intAttribute("axis", 0)) +
+             " is out of range for data " + ops::formatShape(shape));
+  const ConstantData &indices = *constantInput(1);
+  if (indices.shape.size() > 1 || indices.values.empty())
+    failNode("Gather by indices of shape " + ops::formatShape(indices.shape) +
+             " known at import is not supported (a scalar or a non-empty "
+             "list)");
+  int64_t size = shape[size_t(*axis)];
+  std::vector<int64_t> picked;
+  for (double v : indices.values) {
+    int64_t i = int64_t(v);
+    if (i < -size || i >= size)
+      failNode("index " + std::to_string(i) + " is out of range for " +
+               std::to_string(size) + " entries on axis " +
+               std::to_string(*axis));
+    picked.push_back(i < 0 ? i + size : i);
+  }
+  int x = valueInput(0), joined = -1;
+  std::vector<int64_t> begin(size_t(rank), 0), end = shape,
+                                               steps(size_t(rank), 1);
+  for (size_t k = 0; k < picked.size();) {
+    size_t run = k + 1;
+    while (run < picked.size() && picked[run] == picked[run - 1] + 1)
+      ++run;
+    begin[size_t(*axis)] = picked[k];
+    end[size_t(*axis)] = picked[run - 1] + 1;
+    int part = emit(uniqueName(nodeName + "/slice"), "slice", {x},
+                    json{{"starts", begin}, {"ends", end}, {"steps", steps}});
+    joined = joined < 0 ? part : joinAlong(joined, part, *axis, nodeName);
+    k = run;
+  }
+  std::vector<int64_t> result = shape;
+  if (indices.shape.empty())
+    result.erase(result.begin() + *axis);
+  else
+    result[size_t(*axis)] = int64_t(picked.size());
+  define(0, reshapeTo(joined, result, uniqueName(nodeName)));
 }
 
 /// Split into consecutive parts along an axis: one `slice` per output.
@@ -601,16 +668,16 @@ void OnnxReader::importBatchNormalization() {
 /// asymmetric with nearest_mode floor (torch's nn.Upsample), half_pixel or
 /// pytorch_half_pixel with rounding to the nearest.
 void OnnxReader::importResize() {
-  auto text = [&](const std::string &name, const std::string &fallback) {
-    const onnx::AttributeProto *a = attribute(name);
-    return a ? a->s() : fallback;
-  };
-  std::string mode = text("mode", "nearest");
+  std::string mode = stringAttribute("mode", "nearest");
   std::string transform =
-      text("coordinate_transformation_mode", "half_pixel");
-  std::string rounding = text("nearest_mode", "round_prefer_floor");
+      stringAttribute("coordinate_transformation_mode", "half_pixel");
+  std::string rounding = stringAttribute("nearest_mode", "round_prefer_floor");
+  if (mode == "linear") {
+    importResizeLinear(transform);
+    return;
+  }
   if (mode != "nearest")
-    failNode("mode '" + mode + "' is not supported (only 'nearest')");
+    failNode("mode '" + mode + "' is not supported ('nearest' or 'linear')");
   bool asymmetricFloor = transform == "asymmetric" && rounding == "floor";
   bool halfPixelRound =
       (transform == "half_pixel" || transform == "pytorch_half_pixel") &&
@@ -653,6 +720,58 @@ void OnnxReader::importResize() {
   }
   define(0, emit(uniqueName(nodeName), "resize_nearest", {x},
                  json{{"scales", scales}}));
+}
+
+/// Resize with mode linear of NCHW's last two dims: `resize_linear` to
+/// the sizes (from `sizes`, or `scales` that give whole sizes).
+void OnnxReader::importResizeLinear(const std::string &transform) {
+  bool align = transform == "align_corners";
+  if (!align && transform != "pytorch_half_pixel" && transform != "half_pixel")
+    failNode("mode 'linear' with coordinate_transformation_mode '" +
+             transform + "' is not supported (pytorch_half_pixel, "
+             "half_pixel or align_corners, as torch's F.interpolate "
+             "exports bilinear resizing)");
+  int x = valueInput(0);
+  const std::vector<int64_t> &in = typeOf(x).shape;
+  if (in.size() != 4)
+    failNode("mode 'linear' of a rank-" + std::to_string(in.size()) +
+             " input is not supported (NCHW, rank 4)");
+  std::vector<int64_t> out;
+  if (hasInput(2) && !requireConstant(2, "scales").values.empty()) {
+    const ConstantData &c = requireConstant(2, "scales");
+    if (c.values.size() != 4)
+      failNode("scales has " + std::to_string(c.values.size()) +
+               " entries for an input of rank 4");
+    for (size_t d = 0; d < 4; ++d) {
+      double size = double(in[d]) * c.values[d];
+      if (!(size >= 1.0) || size != std::floor(size) || size > 1e9)
+        failNode("scale " + std::to_string(c.values[d]) + " of dim " +
+                 std::to_string(d) + " does not give a whole size");
+      out.push_back(int64_t(size));
+    }
+  } else if (hasInput(3)) {
+    const ConstantData &c = requireConstant(3, "sizes");
+    if (c.values.size() != 4)
+      failNode("sizes has " + std::to_string(c.values.size()) +
+               " entries for an input of rank 4");
+    for (double v : c.values)
+      out.push_back(int64_t(v));
+  } else {
+    failNode("neither scales nor sizes is given");
+  }
+  if (out[0] != in[0] || out[1] != in[1])
+    failNode("mode 'linear' resizes H and W only (sizes " +
+             ops::formatShape(out) + " for an input " + ops::formatShape(in) +
+             ")");
+  // pytorch_half_pixel puts the one sample of a size of 1 at 0 where
+  // torch (and half_pixel) put it at the middle: ambiguous, refused.
+  if (transform == "pytorch_half_pixel" &&
+      ((out[2] == 1 && in[2] > 1) || (out[3] == 1 && in[3] > 1)))
+    failNode("mode 'linear' to a size of 1 with 'pytorch_half_pixel' is not "
+             "supported (ONNX places that one sample at 0, torch at the "
+             "middle; half_pixel is torch's)");
+  define(0, emit(uniqueName(nodeName), "resize_linear", {x},
+                 json{{"size", {out[2], out[3]}}, {"align_corners", align}}));
 }
 
 } // namespace remat::model::onnx_reader

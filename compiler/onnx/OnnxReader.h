@@ -191,6 +191,8 @@ private:
   const onnx::AttributeProto *attribute(const std::string &name) const;
   int64_t intAttribute(const std::string &name, int64_t fallback) const;
   double floatAttribute(const std::string &name, double fallback) const;
+  std::string stringAttribute(const std::string &name,
+                              const std::string &fallback) const;
 
   // Shape folding and layout ops (ShapeOps.cpp).
   ConstantData foldElementwise(const ConstantData &a, const ConstantData &b);
@@ -199,6 +201,7 @@ private:
   void importReshape();
   void importTranspose();
   void importEmbedding();
+  void importGatherConstant();
   void importConcat();
 
   // Arithmetic, activations, linear algebra, convolution and pooling,
@@ -215,6 +218,7 @@ private:
   void importLayerNorm();
   void importBatchNormalization();
   void importResize();
+  void importResizeLinear(const std::string &transform);
   void importSlice();
   void importSplit();
 };

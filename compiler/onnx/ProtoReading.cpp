@@ -260,6 +260,20 @@ void OnnxReader::checkAndInferShapes() {
     onnx::TensorShapeProto *shape =
         input.mutable_type()->mutable_tensor_type()->mutable_shape();
     auto given = options.training.inputShapes.find(input.name());
+    // --ranks N: dim 0 is the global batch, dynamic in the file (the
+    // exporter bakes a fixed batch into every Reshape), given by
+    // --input-shape; each rank's step is built for a 1/N share of it.
+    if (options.ranks > 1 &&
+        (shape->dim_size() == 0 ||
+         (shape->dim(0).has_dim_value() && shape->dim(0).dim_value() > 0) ||
+         given == options.training.inputShapes.end()))
+      throw OptionError(
+          graph.sourceName + ": --ranks " + std::to_string(options.ranks) +
+          " needs the batch dimension of input '" + input.name() +
+          "' dynamic in the file and the global batch given with "
+          "--input-shape " + input.name() +
+          "=B,...: export with dynamic_axes={'" + input.name() +
+          "': {0: 'batch'}} (docs/onnx.md, \"Data-parallel ranks\")");
     if (given == options.training.inputShapes.end()) {
       for (int d = 0; d < shape->dim_size(); ++d)
         if (!shape->dim(d).has_dim_value() || shape->dim(d).dim_value() <= 0) {
@@ -280,7 +294,15 @@ void OnnxReader::checkAndInferShapes() {
         }
       continue;
     }
-    const std::vector<int64_t> &dims = given->second;
+    std::vector<int64_t> dims = given->second;
+    if (options.ranks > 1) {
+      if (dims.empty() || dims[0] % options.ranks != 0)
+        throw OptionError(graph.sourceName + ": --ranks " +
+                          std::to_string(options.ranks) +
+                          " does not divide the global batch of --input-shape " +
+                          input.name() + "=" + dimsText(dims));
+      dims[0] /= options.ranks;
+    }
     if (int(dims.size()) != shape->dim_size())
       throw OptionError(graph.sourceName + ": --input-shape " + input.name() +
                         "=" + dimsText(dims) + ": input '" + input.name() +

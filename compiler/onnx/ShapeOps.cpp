@@ -235,6 +235,75 @@ void OnnxReader::importShapeOp() {
     defineConstant(0, std::move(r));
     return;
   }
+  if (op == "ScatterND") {
+    // On constant data (a mask built by index assignment, as swin's
+    // shifted windows): data with the updates written at the indices.
+    const std::string what =
+        "ScatterND of computed tensors is not supported: input";
+    ConstantData r = requireConstant(0, what);
+    const ConstantData &indices = requireConstant(1, what);
+    const ConstantData &updates = requireConstant(2, what);
+    if (stringAttribute("reduction", "none") != "none")
+      failNode("ScatterND with a reduction is not supported");
+    size_t rank = r.shape.size();
+    if (indices.shape.empty() || size_t(indices.shape.back()) > rank)
+      failNode("ScatterND's indices have shape " +
+               ops::formatShape(indices.shape) + " for data " +
+               ops::formatShape(r.shape));
+    size_t k = size_t(indices.shape.back());
+    int64_t block = product(r.shape, k, rank);
+    int64_t tuples = product(indices.shape, 0, indices.shape.size() - 1);
+    if (int64_t(updates.values.size()) != tuples * block)
+      failNode("ScatterND's updates have shape " +
+               ops::formatShape(updates.shape) + ", not indices' and data's");
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t at = 0;
+      for (size_t d = 0; d < k; ++d) {
+        int64_t i = int64_t(indices.values[size_t(t) * k + d]);
+        int64_t dim = r.shape[d];
+        if (i < -dim || i >= dim)
+          failNode("ScatterND index " + std::to_string(i) +
+                   " is out of range");
+        at = at * dim + (i < 0 ? i + dim : i);
+      }
+      for (int64_t e = 0; e < block; ++e)
+        r.values[size_t(at * block + e)] = updates.values[size_t(t * block + e)];
+    }
+    defineConstant(0, std::move(r));
+    return;
+  }
+  if (op == "Not") {
+    // On constant data (a mask's complement).
+    ConstantData r = requireConstant(
+        0, "Not of a computed tensor is not supported: input");
+    for (double &v : r.values)
+      v = v == 0;
+    r.isFloat = false;
+    defineConstant(0, std::move(r));
+    return;
+  }
+  if (op == "Range") {
+    // On constant data: start, start + delta, ... before limit (torch.arange
+    // of sizes the exporter knows).
+    const std::string what = "Range of computed bounds is not supported: input";
+    const ConstantData &start = requireConstant(0, what);
+    const ConstantData &limit = requireConstant(1, what);
+    const ConstantData &delta = requireConstant(2, what);
+    if (start.values.size() != 1 || limit.values.size() != 1 ||
+        delta.values.size() != 1 || delta.values[0] == 0)
+      failNode("Range needs scalar start, limit and a non-zero delta");
+    double first = start.values[0], step = delta.values[0];
+    double count = std::ceil((limit.values[0] - first) / step);
+    if (!(count < double(int64_t(1) << 24)))
+      failNode("Range of more than 2^24 values is not supported");
+    ConstantData r;
+    r.isFloat = start.isFloat;
+    for (int64_t i = 0; i < int64_t(std::max(0.0, count)); ++i)
+      r.values.push_back(first + double(i) * step);
+    r.shape = {int64_t(r.values.size())};
+    defineConstant(0, std::move(r));
+    return;
+  }
   if (op == "Mod" || op == "Equal" || op == "Less" || op == "Greater") {
     // On constant data (shape arithmetic, the exporter's -1 handling).
     const std::string what = op + " of computed tensors is not supported: input";
@@ -427,14 +496,20 @@ void OnnxReader::importTranspose() {
 
 /// Gather of rows of a table (a parameter, or computed) by integer
 /// indices: `embedding`. Indices that are a model input without a
-/// generator get randint in [0, rows).
+/// generator get randint in [0, rows). Constant indices along any axis
+/// (x[:, 0], qkv[1]) are slices instead (importGatherConstant).
 void OnnxReader::importEmbedding() {
   std::vector<int64_t> table = shapeOfInput(0);
   int64_t rank = int64_t(table.size());
   int64_t axis = intAttribute("axis", 0);
+  if (constantInput(1)) {
+    importGatherConstant();
+    return;
+  }
   if (rank != 2 || (axis != 0 && axis != -2))
-    failNode("Gather of a computed tensor or parameter is supported as an "
-             "embedding lookup only: data of rank 2, axis 0 (got " +
+    failNode("Gather of a computed tensor or parameter by computed indices "
+             "is supported as an embedding lookup only: data of rank 2, axis "
+             "0 (got " +
              ops::formatShape(table) + ", axis " + std::to_string(axis) + ")");
   int data = valueInput(0), indices = valueInput(1);
   Value &ids = graph.values[size_t(indices)];
@@ -451,12 +526,20 @@ void OnnxReader::importConcat() {
   if (!axis)
     failNode("axis " + std::to_string(intAttribute("axis", 0)) +
              " is out of range");
-  int joined = valueInput(0);
-  for (int i = 1; i < node->input_size(); ++i) {
-    std::string name = i + 1 == node->input_size()
+  // Empty parts (an empty Slice: importSlice) add nothing.
+  std::vector<int> parts;
+  for (int i = 0; i < node->input_size(); ++i)
+    if (const ConstantData *c = constantInput(i);
+        !c || product(c->shape, 0, c->shape.size()) != 0)
+      parts.push_back(i);
+  if (parts.empty())
+    failNode("every input is empty");
+  int joined = valueInput(parts[0]);
+  for (size_t k = 1; k < parts.size(); ++k) {
+    std::string name = k + 1 == parts.size()
                            ? nodeName
-                           : nodeName + "/concat" + std::to_string(i);
-    joined = joinAlong(joined, valueInput(i), *axis, name);
+                           : nodeName + "/concat" + std::to_string(k);
+    joined = joinAlong(joined, valueInput(parts[k]), *axis, name);
   }
   define(0, joined);
 }

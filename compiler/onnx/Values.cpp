@@ -510,6 +510,16 @@ int64_t OnnxReader::intAttribute(const std::string &name,
   return a->i();
 }
 
+std::string OnnxReader::stringAttribute(const std::string &name,
+                                        const std::string &fallback) const {
+  const onnx::AttributeProto *a = attribute(name);
+  if (!a)
+    return fallback;
+  if (a->type() != onnx::AttributeProto::STRING)
+    failNode("attribute '" + name + "' must be a string");
+  return a->s();
+}
+
 double OnnxReader::floatAttribute(const std::string &name,
                                   double fallback) const {
   const onnx::AttributeProto *a = attribute(name);
@@ -582,8 +592,7 @@ void OnnxReader::defineConstant(int output, ConstantData c) {
 /// slices them off; constant data is not padded here (the exporter pads
 /// activations).
 void OnnxReader::importPad() {
-  const onnx::AttributeProto *modeAttr = attribute("mode");
-  std::string mode = modeAttr ? modeAttr->s() : "constant";
+  std::string mode = stringAttribute("mode", "constant");
   if (mode != "constant")
     failNode("mode '" + mode + "' is not supported (only 'constant')");
   std::vector<int64_t> shape = shapeOfInput(0);

@@ -132,6 +132,16 @@ def errors(remat, work):
            "(Elu, opset 13)", "unsupported op 'Elu'",
            "supported: Add,")
 
+    # --ranks needs a dynamic batch and a global batch it divides.
+    expect(run(remat, "compile", good, "--ranks", "2"), 2,
+           "--ranks 2 needs the batch dimension of input 'x' dynamic",
+           "dynamic_axes={'x': {0: 'batch'}}")
+    dynamic = os.path.join(work, "dynamic.onnx")
+    export_onnx.export("classifier", dynamic, batch=4, dynamic_batch=True)
+    expect(run(remat, "compile", dynamic, "--ranks", "3", "--input-shape",
+               "x=4,4"), 2,
+           "--ranks 3 does not divide the global batch of --input-shape x=4,4")
+
     # A 1-D convolution: the node, its op type and opset, and why.
     conv1d = os.path.join(work, "conv1d.onnx")
     torch.onnx.export(torch.nn.Conv1d(2, 3, 3), torch.randn(2, 2, 8), conv1d,
@@ -336,22 +346,49 @@ def errors(remat, work):
                "-o", os.devnull), 0, "node 'drop' (Dropout, ratio 0.3",
            "is in inference mode, so the step runs without it")
 
-    class Bilinear(torch.nn.Module):
-        def __init__(self):
+    class Resized(torch.nn.Module):
+        def __init__(self, mode, size=None):
             super().__init__()
             self.fc = torch.nn.Linear(4, 4)
+            self.mode, self.size = mode, size
 
         def forward(self, x):
             h = self.fc(x).reshape(-1, 1, 2, 2)
-            return torch.nn.functional.interpolate(
-                h, scale_factor=2, mode="bilinear").flatten(1)
+            if self.size:
+                h = torch.nn.functional.interpolate(h, size=self.size,
+                                                    mode=self.mode)
+            else:
+                h = torch.nn.functional.interpolate(h, scale_factor=2,
+                                                    mode=self.mode)
+            return h.flatten(1)
 
-    bilinear = os.path.join(work, "bilinear.onnx")
-    torch.onnx.export(Bilinear(), torch.randn(2, 4), bilinear,
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=13)
-    expect(run(remat, "compile", bilinear), 1, "(Resize, opset 13)",
-           "mode 'linear' is not supported (only 'nearest')")
+    def resized(name, *args):
+        path = os.path.join(work, name + ".onnx")
+        torch.onnx.export(Resized(*args), torch.randn(2, 4), path,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=13)
+        return path
+
+    # Bilinear resizing compiles (to a size of 1 too: the exporter writes
+    # half_pixel there); bicubic, and a size of 1 under pytorch_half_pixel
+    # (which ONNX and torch place differently), are refused.
+    expect(run(remat, "compile", resized("bilinear", "bilinear"), "--emit",
+               "graph", "-o", os.devnull), 0)
+    expect(run(remat, "compile", resized("bicubic", "bicubic")), 1,
+           "(Resize, opset 13)",
+           "mode 'cubic' is not supported ('nearest' or 'linear')")
+    to_one = resized("to_one", "bilinear", (1, 2))
+    expect(run(remat, "compile", to_one, "--emit", "graph", "-o",
+               os.devnull), 0)
+    model = onnx.load(to_one)
+    for node in model.graph.node:
+        for a in node.attribute:
+            if a.name == "coordinate_transformation_mode":
+                a.s = b"pytorch_half_pixel"
+    onnx.save(model, to_one)
+    expect(run(remat, "compile", to_one), 1, "(Resize, opset 13)",
+           "mode 'linear' to a size of 1 with 'pytorch_half_pixel' is not "
+           "supported")
     return 0
 
 

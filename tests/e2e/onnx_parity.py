@@ -29,12 +29,19 @@ float64 (so the ties cannot hide a remat error). The model
 "maxpool-ties" (tests/e2e/maxpool_ties.py) has a near-tie that float32
 breaks the other way in every sample.
 
+With --precision fp64 remat compiles and runs the step in float64
+(`remat compile --precision fp64`) and every tensor must be within
+max(1e-8, 4 x E x 2^-29) of PyTorch float64 (relative L2), E PyTorch
+float32's own error on it scaled to float64's unit roundoff (tests/e2e/
+onnx_zoo.py).
+
 Exit codes: 0 parity holds, 1 it does not (or remat failed), 77 PyTorch is
 not installed or this remat has no ONNX support (ctest: skipped).
 
 usage: onnx_parity.py --remat REMAT --model MODEL (tools/export_onnx.py)
            [--batch N] [--width W] [--classes C] [--side S] [--opset K]
            [--loss L] [--dynamic-batch] [--tie-aware] [--seed N]
+           [--precision fp32|fp64]
 """
 import argparse
 import json
@@ -52,29 +59,46 @@ from torch_parity import read_safetensors, relative_error  # noqa: E402
 import workdir  # noqa: E402
 
 SKIP = 77
+# remat in float64 against PyTorch float64 (--precision fp64): relative L2
+# error per tensor.
+FP64_TOLERANCE = 1e-8
+FP64_OVER_FP32 = 2.0 ** -29
 
 
-def torch_step(module, x, labels, loss_kind, dtype, pool_inputs=None):
+def fp64_tolerance(spread):
+    """The float64 rule's tolerance on a tensor whose PyTorch float32
+    error is `spread` (tests/e2e/onnx_zoo.py)."""
+    return max(FP64_TOLERANCE, 4 * spread * FP64_OVER_FP32)
+
+
+def torch_step(module, x, labels, loss_kind, dtype, pool_inputs=None,
+               mkldnn=True):
     """Loss, gradients by parameter name and the running statistics
     (BatchNorm buffers) after one step in `dtype`. pool_inputs: a dict whose
-    keys name submodules; each gets its forward input (float64 numpy)."""
+    keys name submodules; each gets its forward input (float64 numpy).
+    mkldnn: PyTorch's oneDNN convolutions (False: its native ones)."""
     import copy
     import torch
     import torch.nn.functional as F
-    m = copy.deepcopy(module).to(dtype)
+    import export_onnx
+    m = export_onnx.as_exported(copy.deepcopy(module).to(dtype))
+    if dtype == torch.float64:
+        m = export_onnx.float64_reference(m)
+    m.train()
     m.zero_grad()
     for name in pool_inputs or {}:
         def hook(_, inputs, name=name):
             pool_inputs[name] = inputs[0].detach().to(torch.float64).numpy()
         m.get_submodule(name).register_forward_pre_hook(hook)
     inputs = torch.from_numpy(x)
-    y = m(inputs if x.dtype == np.int64 else inputs.to(dtype))
-    if loss_kind == "cross_entropy":
-        loss = F.cross_entropy(y.reshape(-1, y.shape[-1]),
-                               torch.from_numpy(labels).reshape(-1))
-    else:
-        loss = F.mse_loss(y, torch.from_numpy(labels).to(dtype))
-    loss.backward()
+    with torch.backends.mkldnn.flags(enabled=mkldnn):
+        y = m(inputs if x.dtype == np.int64 else inputs.to(dtype))
+        if loss_kind == "cross_entropy":
+            loss = F.cross_entropy(y.reshape(-1, y.shape[-1]),
+                                   torch.from_numpy(labels).reshape(-1))
+        else:
+            loss = F.mse_loss(y, torch.from_numpy(labels).to(dtype))
+        loss.backward()
     grads = {name: p.grad.detach().to(torch.float64).numpy()
              for name, p in m.named_parameters()}
     stats = {name: b.detach().to(torch.float64).numpy()
@@ -106,6 +130,9 @@ def main():
     p.add_argument("--seed", type=int, default=1234,
                    help="seed of the batch (images or tokens, and labels); "
                         "the weights are the export's (default: 1234)")
+    p.add_argument("--precision", choices=["fp32", "fp64"], default="fp32",
+                   help="fp64: remat computes in float64 and must match "
+                        "PyTorch float64 (the rule above)")
     p.add_argument("--workdir")
     args = p.parse_args()
     try:
@@ -160,7 +187,8 @@ def run_comparison(args, work):
     np.save(os.path.join(work, "labels.npy"), labels)
 
     plan = os.path.join(work, "m.plan")
-    compile_cmd = [args.remat, "compile", onnx_path, "--emit=plan", "-o", plan]
+    compile_cmd = [args.remat, "compile", onnx_path, "--emit=plan", "-o", plan,
+                   "--precision", args.precision]
     if args.loss:
         compile_cmd += ["--loss", args.loss]
     # torch's float buffers are initializers that torch does not train.
@@ -271,7 +299,8 @@ def run_comparison(args, work):
               f"{'tolerance':>10}")
         failed = []
         for name, err, e32 in rows:
-            tolerance = max(1e-4, 4 * e32)
+            tolerance = (fp64_tolerance(e32) if args.precision == "fp64"
+                         else max(1e-4, 4 * e32))
             flag = "" if err <= tolerance else "  FAIL"
             print(f"{name:<{width}}  {err:10.3e}  {e32:10.3e}  "
                   f"{tolerance:10.3e}{flag}")

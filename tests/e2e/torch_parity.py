@@ -50,9 +50,12 @@ def write_safetensors(path, tensors):
 def read_safetensors(path):
     out = {}
     for name, info, data in safetensors_entries(path):
-        if info["dtype"] != "F32":
-            raise ValueError(f"{path}: {name} is {info['dtype']}, expected F32")
-        out[name] = np.frombuffer(data, dtype=np.float32).reshape(info["shape"])
+        types = {"F32": np.float32, "F64": np.float64}
+        if info["dtype"] not in types:
+            raise ValueError(f"{path}: {name} is {info['dtype']}, expected "
+                             f"F32 or F64")
+        out[name] = np.frombuffer(data, dtype=types[info["dtype"]]).reshape(
+            info["shape"])
     return out
 
 
@@ -215,6 +218,10 @@ def torch_step(flat, weights, inputs):
                              eps=attrs["epsilon"])
         elif kind == "clip":
             r = F.hardtanh(a[0], attrs["min"], attrs["max"])
+        elif kind == "resize_linear":
+            r = F.interpolate(a[0], size=tuple(attrs["size"]),
+                              mode="bilinear",
+                              align_corners=attrs.get("align_corners", False))
         elif kind == "resize_nearest":
             r = a[0]
             for d, s in enumerate(attrs["scales"]):

@@ -35,7 +35,9 @@ SKIP = 77
 TOLERANCE = 1e-5
 
 
-def export(path, batch, seq):
+def export(path, batch, seq, dynamic_batch=False):
+    """Exports the model at `batch` x `seq` tokens; dynamic_batch leaves
+    the batch dim dynamic (what `--ranks` needs, docs/onnx.md)."""
     import torch
     from torch import nn
 
@@ -56,9 +58,12 @@ def export(path, batch, seq):
     torch.manual_seed(0)
     model = LanguageModel()
     x = torch.randint(0, 512, (batch, seq))
+    dynamic = ({"x": {0: "batch"}, "y": {0: "batch"}} if dynamic_batch
+               else None)
     torch.onnx.export(model, x, path, input_names=["x"], output_names=["y"],
                       training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=17)
+                      do_constant_folding=False, opset_version=17,
+                      dynamic_axes=dynamic)
 
 
 def run(argv, what):

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Mutation fuzzer for remat's ONNX importer (docs/onnx.md#fuzzing).
 
-Exports small seed models with tools/export_onnx.py (PyTorch), mutates
+Exports small seed models with tools/export_onnx.py and four models of
+the zoo (tools/zoo_models.py: vit, swin, gpt2_like, mobilenet_v3_small;
+PyTorch and torchvision), mutates
 them with the onnx Python module (python3-onnx) in these classes:
 
   flip       1 to 16 random bytes of the file changed
@@ -79,6 +81,13 @@ SEEDS = [
      dict(batch=2, width=8, classes=8, side=4, opset=17), ["--frozen", "mask"]),
     ("mixed", "mixed", dict(batch=2, width=8, side=4, opset=15,
                             dynamic_batch=True), ["--input-shape", "x=2,4"]),
+    # Models of the zoo (tools/zoo_models.py), at batch 2: attention with a
+    # mask buffer, Gather by constant indices, the shifted-window mask's
+    # folded ScatterND/Range/Not, HardSwish and squeeze-excitation.
+    ("vit", "zoo:vit", dict(batch=2), []),
+    ("swin", "zoo:swin", dict(batch=2), []),
+    ("gpt2_like", "zoo:gpt2_like", dict(batch=2), []),
+    ("mobilenet_v3_small", "zoo:mobilenet_v3_small", dict(batch=2), []),
 ]
 
 HUGE = [2**31, 2**32 + 1, 2**40, 2**62, 2**63 - 1, -1, -2, -2**63, 0]
@@ -95,7 +104,17 @@ def export_seeds(folder, names=None):
         if names and stem not in names:
             continue
         path = os.path.join(folder, stem + ".onnx")
-        export_onnx.export(model, path, **kwargs)
+        if model.startswith("zoo:"):
+            name = model[len("zoo:"):]
+            try:
+                import zoo_models
+                zoo_models.export(name, path, zoo_models.build(name),
+                                  kwargs["batch"])
+            except ImportError as e:  # no torchvision: the other seeds
+                print(f"fuzz_onnx: seed {stem} left out: {e}")
+                continue
+        else:
+            export_onnx.export(model, path, **kwargs)
         with open(path, "rb") as f:
             seeds.append((stem, f.read(), flags))
     return seeds

@@ -331,3 +331,16 @@ func.func @resize_nearest(%x: tensor<1x2x3x3xf32>) {
   %0 = graph.resize_nearest %x {scales = array<i64: 1, 1, 2, 2>} : tensor<1x2x3x3xf32> -> tensor<1x2x6x6xf32>
   return
 }
+
+// -----
+
+// resize_linear: the gradient scatters back to x's spatial size, with the
+// forward's coordinate mode.
+// CHECK-LABEL: func.func @resize_linear
+// CHECK-SAME: (%[[X:.*]]: tensor<1x2x3x3xf32>)
+// CHECK: %[[Y:.*]] = graph.resize_linear %[[X]]
+// CHECK-NEXT: graph.resize_linear_grad %[[Y]] {align_corners = true, size = array<i64: 3, 3>} : tensor<1x2x7x5xf32> -> tensor<1x2x3x3xf32>
+func.func @resize_linear(%x: tensor<1x2x3x3xf32>) {
+  %0 = graph.resize_linear %x {size = array<i64: 7, 5>, align_corners = true} : tensor<1x2x3x3xf32> -> tensor<1x2x7x5xf32>
+  return
+}

@@ -222,7 +222,8 @@ func.func @conv_pool(%x: tensor<2x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %dy: tens
 }
 
 // batch_norm over NC and NCHW, its gradient, the running-statistics
-// updates, clip and clip_grad, resize_nearest and its gradient.
+// updates, clip and clip_grad, resize_nearest, resize_linear and their
+// gradients.
 // CHECK-LABEL: func.func @batch_norm_clip_resize
 // CHECK-SAME: (%[[X:.*]]: tensor<4x3x2x2xf32>, %[[V:.*]]: tensor<5x3xf32>, %[[C:.*]]: tensor<3xf32>)
 func.func @batch_norm_clip_resize(%x: tensor<4x3x2x2xf32>, %v: tensor<5x3xf32>, %c: tensor<3xf32>) {
@@ -244,5 +245,9 @@ func.func @batch_norm_clip_resize(%x: tensor<4x3x2x2xf32>, %v: tensor<5x3xf32>, 
   %7 = graph.resize_nearest %x {scales = array<i64: 1, 1, 2, 3>} : tensor<4x3x2x2xf32> -> tensor<4x3x4x6xf32>
   // CHECK: graph.resize_nearest_grad %{{.*}} {scales = array<i64: 1, 1, 2, 3>} : tensor<4x3x4x6xf32> -> tensor<4x3x2x2xf32>
   %8 = graph.resize_nearest_grad %7 {scales = array<i64: 1, 1, 2, 3>} : tensor<4x3x4x6xf32> -> tensor<4x3x2x2xf32>
+  // CHECK: graph.resize_linear %[[X]] {align_corners = true, size = array<i64: 5, 3>} : tensor<4x3x2x2xf32> -> tensor<4x3x5x3xf32>
+  %9 = graph.resize_linear %x {size = array<i64: 5, 3>, align_corners = true} : tensor<4x3x2x2xf32> -> tensor<4x3x5x3xf32>
+  // CHECK: graph.resize_linear_grad %{{.*}} {size = array<i64: 2, 2>} : tensor<4x3x5x3xf32> -> tensor<4x3x2x2xf32>
+  %10 = graph.resize_linear_grad %9 {size = array<i64: 2, 2>} : tensor<4x3x5x3xf32> -> tensor<4x3x2x2xf32>
   return
 }

@@ -434,3 +434,43 @@ TEST_CASE("resize_nearest_grad sums the copies and matches finite "
                                {typeOf({2, 2, 2, 3})})[0];
   checkAgainstFD(dx, OpKind::ResizeNearest, attrs, {x}, {typeOf(ys)}, {w}, 0);
 }
+
+TEST_CASE("resize_linear_grad matches finite differences, up and down, "
+          "with and without align_corners",
+          "[runtime]") {
+  std::mt19937 rng(44);
+  for (bool align : {false, true})
+    for (Shape ys : {Shape{2, 3, 7, 5}, Shape{2, 3, 2, 3}, Shape{2, 3, 1, 4}}) {
+      INFO("align_corners " << align << ", y " << formatShape(ys));
+      OpAttrs attrs;
+      attrs.size = {ys[2], ys[3]};
+      attrs.alignCorners = align;
+      HostTensor x = randomTensor({2, 3, 3, 4}, rng);
+      HostTensor w = randomTensor(ys, rng);
+      OpAttrs back = attrs;
+      back.size = {3, 4};
+      HostTensor dx = runOp<float>(OpKind::ResizeLinearGrad, back, {w},
+                                   {typeOf({2, 3, 3, 4})})[0];
+      checkAgainstFD(dx, OpKind::ResizeLinear, attrs, {x}, {typeOf(ys)}, {w},
+                     0);
+    }
+}
+
+TEST_CASE("resize_linear blends as torch's bilinear interpolation",
+          "[runtime]") {
+  // x = [[0, 1], [2, 3]] to 4 x 4: half-pixel sources -0.25 (clamped to
+  // 0), 0.25, 0.75, 1.25 (the last row itself past the edge).
+  OpAttrs attrs;
+  attrs.size = {4, 4};
+  HostTensor x = tensorOf({1, 1, 2, 2}, {0, 1, 2, 3});
+  HostTensor y = runOp<double>(OpKind::ResizeLinear, attrs, {x},
+                               {typeOf({1, 1, 4, 4})})[0];
+  CHECK(y.values == std::vector<double>{0, 0.25, 0.75, 1,   0.5, 0.75,
+                                        1.25, 1.5, 1.5, 1.75, 2.25, 2.5,
+                                        2, 2.25, 2.75, 3});
+  attrs.alignCorners = true;
+  attrs.size = {3, 3};
+  y = runOp<double>(OpKind::ResizeLinear, attrs, {x}, {typeOf({1, 1, 3, 3})})[0];
+  CHECK(y.values ==
+        std::vector<double>{0, 0.5, 1, 1, 1.5, 2, 2, 2.5, 3});
+}

@@ -19,7 +19,7 @@ json attrValue(const std::string &name) {
       {"starts", {1, 0, 2}}, {"ends", {4, 6, 5}}, {"steps", {2, 1, 2}},
       {"strides", {2, 1}}, {"pads", {1, 0, 0, 1}}, {"dilations", {1, 2}},
       {"kernel_shape", {3, 2}}, {"min", -1.0}, {"max", 1.5},
-      {"scales", {1, 2, 1, 3}}};
+      {"scales", {1, 2, 1, 3}}, {"size", {5, 7}}};
   return values.value(name, json());
 }
 
@@ -174,6 +174,9 @@ std::optional<OpSample> sampleFor(OpKind op, std::mt19937 &rng) {
     break;
   case ShapeRule::UpsampleGrad:
     random({2, 6, 2, 9});
+    break;
+  case ShapeRule::ResizeLinear:
+    random({2, 3, 3, 4});
     break;
   case ShapeRule::RunningStat:
     random({3}, 0.0, 2.0);

@@ -12,7 +12,8 @@ Exit codes: 0 parity holds, 1 it does not (or remat failed), 77 PyTorch is
 not installed (ctest reports the test as skipped).
 
 usage: torch_parity.py --remat BUILD/tools/remat/remat --model M.json
-                       [--preset P] [--set k=v ...] [--workdir DIR]
+                       [--preset P] [--set k=v ...] [--tolerance T]
+                       [--precision fp32|fp64] [--workdir DIR]
 """
 import argparse
 import json
@@ -155,7 +156,11 @@ def torch_step(flat, weights, inputs):
 
     for op in flat["ops"]:
         a = [env[n] for n in op["inputs"]]
-        attrs, kind = op["attrs"], op["op"]
+        # The format's float attributes are f32 (docs/plan-format.md): the
+        # reference uses their float32 values (epsilon float32(1e-5)).
+        attrs = {k: float(np.float32(v)) if isinstance(v, float) else v
+                 for k, v in op["attrs"].items()}
+        kind = op["op"]
         if kind == "matmul":
             r = matmul(a[0], a[1], attrs)
         elif kind in ("add", "sub", "mul", "div"):
@@ -257,6 +262,10 @@ def main():
     parser.add_argument("--preset")
     parser.add_argument("--set", action="append", default=[])
     parser.add_argument("--tolerance", type=float, default=1e-4)
+    parser.add_argument("--precision", choices=["fp32", "fp64"],
+                        default="fp32",
+                        help="remat's --precision (fp64: the step in "
+                             "float64; give a --tolerance to match)")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--workdir")
     args = parser.parse_args()
@@ -272,7 +281,7 @@ def main():
 
 def run_comparison(args, work):
     """Runs the comparison in the folder `work`: 0 parity holds, 1 not."""
-    config = []
+    config = ["--precision", args.precision]
     if args.preset:
         config += ["--preset", args.preset]
     for s in args.set:

@@ -49,6 +49,9 @@ docs/onnx.md, "Initializers: parameters and buffers").
               Concat
   pad         Conv, ReLU, constant padding by (1, 2) and (0, 3) with value
               0.5 (Pad), Flatten, Linear on 3 x `side` x `side` images
+  padmodes    Conv, ReLU, reflect padding by (1, 2) and (0, 3), replicate
+              padding by (2, 1) and (1, 0) (Pad, modes reflect and edge),
+              Flatten, Linear
   resnet18, resnet50, mobilenet_v2, vgg16, squeezenet1_0
               torchvision 0.14's models (python3-torchvision) with random
               weights (`weights=None`) and `classes` outputs, on 3 x `side`
@@ -169,6 +172,23 @@ class Pad(nn.Module):
     def forward(self, x):
         h = nn.functional.pad(torch.relu(self.conv(x)), (1, 2, 0, 3),
                               value=0.5)
+        return self.fc(torch.flatten(h, 1))
+
+
+class PadModes(nn.Module):
+    """Reflect and replicate padding (Pad, modes reflect and edge), uneven,
+    as CycleGAN-style generators and segmentation models pad."""
+
+    def __init__(self, side, width, classes):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        inner = side - 2
+        self.fc = nn.Linear(4 * (inner + 3 + 3) * (inner + 3 + 1), classes)
+
+    def forward(self, x):
+        h = torch.relu(self.conv(x))
+        h = nn.functional.pad(h, (1, 2, 0, 3), mode="reflect")
+        h = nn.functional.pad(h, (2, 1, 1, 0), mode="replicate")
         return self.fc(torch.flatten(h, 1))
 
 
@@ -305,7 +325,7 @@ def torchvision_model(name, classes, side, dropout):
 
 def sample_shape(name, width, side):
     """The shape of one sample of model `name`'s input x."""
-    if name in ("cnn", "pad") or name in TORCHVISION:
+    if name in ("cnn", "pad", "padmodes") or name in TORCHVISION:
         return (3, side, side)
     return {"forum": (width,)}.get(name, (side,))
 
@@ -331,6 +351,8 @@ def build(name, width, classes, side, dropout=0.0):
         return Shapes(side, width, classes), (side,)
     if name == "pad":
         return Pad(side, width, classes), (3, side, side)
+    if name == "padmodes":
+        return PadModes(side, width, classes), (3, side, side)
     if name in TORCHVISION:
         return (torchvision_model(name, classes, side, dropout),
                 (3, side, side))
@@ -339,7 +361,8 @@ def build(name, width, classes, side, dropout=0.0):
 
 
 MODELS = ["forum", "classifier", "mixed", "cnn", "transformer",
-          "transformer-explicit", "norm", "hard", "shapes", "pad"] + TORCHVISION
+          "transformer-explicit", "norm", "hard", "shapes", "pad",
+          "padmodes"] + TORCHVISION
 
 
 def is_token_model(name):

@@ -527,16 +527,12 @@ void OnnxReader::importGatherConstant() {
     picked.push_back(i < 0 ? i + size : i);
   }
   int x = valueInput(0), joined = -1;
-  std::vector<int64_t> begin(size_t(rank), 0), end = shape,
-                                               steps(size_t(rank), 1);
   for (size_t k = 0; k < picked.size();) {
     size_t run = k + 1;
     while (run < picked.size() && picked[run] == picked[run - 1] + 1)
       ++run;
-    begin[size_t(*axis)] = picked[k];
-    end[size_t(*axis)] = picked[run - 1] + 1;
-    int part = emit(uniqueName(nodeName + "/slice"), "slice", {x},
-                    json{{"starts", begin}, {"ends", end}, {"steps", steps}});
+    int part = sliceAlong(x, *axis, picked[k], picked[run - 1] + 1,
+                          nodeName + "/slice");
     joined = joined < 0 ? part : joinAlong(joined, part, *axis, nodeName);
     k = run;
   }
@@ -546,6 +542,16 @@ void OnnxReader::importGatherConstant() {
   else
     result[size_t(*axis)] = int64_t(picked.size());
   define(0, reshapeTo(joined, result, uniqueName(nodeName)));
+}
+
+int OnnxReader::sliceAlong(int value, int64_t axis, int64_t begin,
+                           int64_t end, const std::string &name) {
+  std::vector<int64_t> shape = typeOf(value).shape;
+  std::vector<int64_t> starts(shape.size(), 0), steps(shape.size(), 1);
+  starts[size_t(axis)] = begin;
+  shape[size_t(axis)] = end;
+  return emit(uniqueName(name), "slice", {value},
+              json{{"starts", starts}, {"ends", shape}, {"steps", steps}});
 }
 
 /// Split into consecutive parts along an axis: one `slice` per output.

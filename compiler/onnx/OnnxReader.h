@@ -202,6 +202,9 @@ private:
   void importTranspose();
   void importEmbedding();
   void importGatherConstant();
+  /// Positions [begin, end) of `value` along `axis`.
+  int sliceAlong(int value, int64_t axis, int64_t begin, int64_t end,
+                 const std::string &name);
   void importConcat();
 
   // Arithmetic, activations, linear algebra, convolution and pooling,

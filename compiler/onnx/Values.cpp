@@ -586,15 +586,18 @@ void OnnxReader::defineConstant(int output, ConstantData c) {
   symbols[node->output(output)] = Symbol{-1, std::move(c)};
 }
 
-/// Pad in constant mode with pads >= 0 (opset 11+: pads and the value as
-/// inputs; `axes` of opset 18 is past the opsets read): each padded axis of
-/// a computed x is joined with constant blocks around it, whose gradient
-/// slices them off; constant data is not padded here (the exporter pads
-/// activations).
+/// Pad with pads >= 0 (opset 11+: pads and the value as inputs; `axes` of
+/// opset 18 is past the opsets read): each padded axis of a computed x is
+/// joined with blocks around it: constant ones (mode constant, whose
+/// gradient slices them off), or one-position slices of x (edge: the edge
+/// repeated; reflect: the positions next to it in mirror order), whose
+/// gradients add into x's; constant data is not padded here (the exporter
+/// pads activations).
 void OnnxReader::importPad() {
   std::string mode = stringAttribute("mode", "constant");
-  if (mode != "constant")
-    failNode("mode '" + mode + "' is not supported (only 'constant')");
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    failNode("mode '" + mode + "' is not supported (constant, edge or "
+             "reflect)");
   std::vector<int64_t> shape = shapeOfInput(0);
   size_t rank = shape.size();
   std::vector<int64_t> pads;
@@ -604,7 +607,9 @@ void OnnxReader::importPad() {
     failNode("pads holds " + std::to_string(pads.size()) +
              " values; a rank-" + std::to_string(rank) + " input needs " +
              std::to_string(2 * rank));
-  double value = scalarInput(2, "the constant value", 0.0);
+  double value = mode == "constant"
+                     ? scalarInput(2, "the constant value", 0.0)
+                     : 0.0;
   if (!std::isfinite(value))
     failNode("the constant value must be finite");
   int x = valueInput(0);
@@ -612,11 +617,33 @@ void OnnxReader::importPad() {
     int64_t before = pads[axis], after = pads[axis + rank];
     if (before < 0 || after < 0)
       failNode("negative pads (cropping) are not supported");
-    // A block of `width` values along the axis, joined before or after x.
+    int64_t size = typeOf(x).shape[axis];
+    if (mode == "reflect" && (before >= size || after >= size))
+      failNode("reflect pads of " + std::to_string(std::max(before, after)) +
+               " on axis " + std::to_string(axis) + " of size " +
+               std::to_string(size) + " (each must be below the size)");
+    // A block of `width` values along the axis, joined before or after x:
+    // the constant; the edge position repeated; or the positions next to
+    // the edge in mirror order (reflect, the edge itself left out).
+    int source = x; // this axis's positions before it is padded
     auto join = [&](int64_t width, bool first) {
-      std::vector<int64_t> block = typeOf(x).shape;
-      block[axis] = width;
-      int filler = uniformConstant(value, block, nodeName + "/fill");
+      int filler = -1;
+      if (mode == "constant") {
+        std::vector<int64_t> block = typeOf(x).shape;
+        block[axis] = width;
+        filler = uniformConstant(value, block, nodeName + "/fill");
+      }
+      for (int64_t k = 0; mode != "constant" && k < width; ++k) {
+        // The k-th position out from the edge.
+        int64_t at = mode == "edge" ? (first ? 0 : size - 1)
+                     : first        ? width - k
+                                    : size - 2 - k;
+        int part = sliceAlong(source, int64_t(axis), at, at + 1,
+                              nodeName + "/" + mode);
+        filler = filler < 0 ? part
+                            : joinAlong(filler, part, int64_t(axis),
+                                        nodeName + "/" + mode);
+      }
       x = first ? joinAlong(filler, x, int64_t(axis), nodeName + "/pad")
                 : joinAlong(x, filler, int64_t(axis), nodeName + "/pad");
     };

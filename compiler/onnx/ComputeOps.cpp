@@ -413,11 +413,13 @@ void OnnxReader::importSlice() {
     failNode("starts, ends, axes and steps have different lengths");
   std::vector<int64_t> begin(size_t(rank), 0), end = shape,
                                                stride(size_t(rank), 1);
-  // Constant data: each axis's kept positions, in order (a negative step
-  // too, as the exporter's reversal of F.pad's pads).
+  // Constant data (bounded: folded at import): each axis's kept positions,
+  // in order (a negative step too, as the exporter's reversal of F.pad's
+  // pads). A computed tensor's axes are begin, end and stride only: its
+  // dims may be huge.
   const ConstantData *data = constantInput(0);
   std::vector<std::vector<int64_t>> kept(static_cast<size_t>(rank));
-  for (size_t d = 0; d < size_t(rank); ++d)
+  for (size_t d = 0; data && d < size_t(rank); ++d)
     for (int64_t i = 0; i < shape[d]; ++i)
       kept[d].push_back(i);
   std::set<int64_t> seen;
@@ -456,13 +458,18 @@ void OnnxReader::importSlice() {
     begin[a] = clampPosition(starts.values[k]);
     end[a] = clampPosition(ends.values[k]);
     stride[a] = int64_t(steps[k]);
+    if (!data)
+      continue;
     kept[a].clear();
     for (int64_t i = begin[a]; i < end[a]; i += stride[a])
       kept[a].push_back(i);
   }
   std::vector<int64_t> result;
   for (size_t d = 0; d < size_t(rank); ++d)
-    result.push_back(int64_t(kept[d].size()));
+    result.push_back(data ? int64_t(kept[d].size())
+                     : end[d] > begin[d]
+                         ? (end[d] - begin[d] + stride[d] - 1) / stride[d]
+                         : 0);
   if (product(result, 0, result.size()) == 0) {
     // An empty slice (torch.roll by 0 writes one): empty constant data,
     // which Concat leaves out; any other reader refuses it.

@@ -43,6 +43,9 @@ struct Symbol {
   std::optional<ConstantData> constantData;
 };
 
+/// The most elements a tensor folded at import may have (2^24).
+inline constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
+
 /// The product of dims [begin, end).
 inline int64_t product(const std::vector<int64_t> &dims, size_t begin,
                        size_t end) {
@@ -202,6 +205,10 @@ private:
   void importTranspose();
   void importEmbedding();
   void importGatherConstant();
+  /// The element count of data folded at import to `shape`; a count past
+  /// kMaxFoldedElements (or that overflows) fails the node: a huge input
+  /// dim reaching a mask's shape must not allocate it.
+  int64_t foldedCount(const std::vector<int64_t> &shape);
   /// Positions [begin, end) of `value` along `axis`.
   int sliceAlong(int value, int64_t axis, int64_t begin, int64_t end,
                  const std::string &name);

@@ -23,6 +23,7 @@
 #include <fstream>
 
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace remat::model::onnx_reader {
@@ -139,7 +140,8 @@ void OnnxReader::checkStrings() {
 /// Runs `work` in a child process and returns what it wrote: libonnx's
 /// checker and shape inference functions can crash on a malformed model
 /// (an input without a type, a rank they assume; onnx/onnx#6180, #6185),
-/// and such a crash must be an error about the file, not a crash of remat.
+/// and such a crash must be an error about the file, not a crash of remat
+/// (the child's stderr is discarded).
 /// `work` returns its result, or throws for an error (whose message is
 /// returned with `failed` set).
 std::string OnnxReader::isolated(const std::string &what,
@@ -157,6 +159,14 @@ std::string OnnxReader::isolated(const std::string &what,
   }
   if (pid == 0) {
     close(fds[0]);
+    // The library's own output when it crashes (a sanitizer's report of
+    // its fault in an instrumented build) is not remat's: the parent
+    // reports the crash as an error about the file.
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) {
+      dup2(devnull, STDERR_FILENO);
+      close(devnull);
+    }
     std::string result;
     try {
       result = "O" + work();

@@ -36,6 +36,19 @@ static int64_t broadcastIndex(int64_t index, const std::vector<int64_t> &to,
   return source;
 }
 
+int64_t OnnxReader::foldedCount(const std::vector<int64_t> &shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      failNode("a negative dimension in " + ops::formatShape(shape));
+    if (d != 0 && count > kMaxFoldedElements / d)
+      failNode("folding it at import would make a tensor of shape " +
+               ops::formatShape(shape) + ", more than 2^24 elements");
+    count *= d;
+  }
+  return count;
+}
+
 ConstantData OnnxReader::foldElementwise(const ConstantData &a,
                                          const ConstantData &b) {
   ConstantData r;
@@ -51,7 +64,7 @@ ConstantData OnnxReader::foldElementwise(const ConstantData &a,
     r.shape[rank - 1 - k] = da == 1 ? db : da;
   }
   const std::string &op = node->op_type();
-  int64_t count = product(r.shape, 0, rank);
+  int64_t count = foldedCount(r.shape);
   for (int64_t i = 0; i < count; ++i) {
     double x = a.values[size_t(broadcastIndex(i, r.shape, a.shape))];
     double y = b.values[size_t(broadcastIndex(i, r.shape, b.shape))];
@@ -231,7 +244,7 @@ void OnnxReader::importShapeOp() {
         r.isFloat = v.isFloat;
         fill = v.values.front();
       }
-    r.values.assign(size_t(product(r.shape, 0, r.shape.size())), fill);
+    r.values.assign(size_t(foldedCount(r.shape)), fill);
     defineConstant(0, std::move(r));
     return;
   }
@@ -294,7 +307,7 @@ void OnnxReader::importShapeOp() {
       failNode("Range needs scalar start, limit and a non-zero delta");
     double first = start.values[0], step = delta.values[0];
     double count = std::ceil((limit.values[0] - first) / step);
-    if (!(count < double(int64_t(1) << 24)))
+    if (!(count <= double(kMaxFoldedElements)))
       failNode("Range of more than 2^24 values is not supported");
     ConstantData r;
     r.isFloat = start.isFloat;
@@ -324,7 +337,7 @@ void OnnxReader::importShapeOp() {
     ConstantData r;
     r.isFloat = x.isFloat || y.isFloat;
     r.shape = *shape;
-    int64_t count = product(r.shape, 0, r.shape.size());
+    int64_t count = foldedCount(r.shape);
     for (int64_t i = 0; i < count; ++i)
       r.values.push_back(
           c.values[size_t(broadcastIndex(i, r.shape, c.shape))] != 0
@@ -348,7 +361,7 @@ void OnnxReader::importShapeOp() {
       ConstantData r;
       r.isFloat = c->isFloat;
       r.shape = *shape;
-      int64_t count = product(r.shape, 0, r.shape.size());
+      int64_t count = foldedCount(r.shape);
       for (int64_t i = 0; i < count; ++i)
         r.values.push_back(
             c->values[size_t(broadcastIndex(i, r.shape, c->shape))]);

@@ -37,6 +37,7 @@ PyTorch or without ONNX support in this remat.
 """
 import json
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -639,6 +640,45 @@ def fuzz_found(remat, work):
         m.graph.output[0].type.tensor_type.shape.dim[0].dim_value = 2**40
     expect(run(remat, "compile", mutant("input.onnx", huge_input)), 1,
            "input.onnx", "input 'x'", "more than 2^62")
+
+    # Found with the zoo's swin as a seed: a huge input dim reaching a
+    # shape computation. Data folded at import stays bounded (a mask of
+    # 2^40 elements is refused, not allocated), and a slice of a huge
+    # computed tensor needs no memory of the dim's size (it took 8 GB).
+    from onnx import TensorProto, helper, numpy_helper
+    import numpy as np
+
+    def graph_model(name, nodes, inputs, outputs, inits=()):
+        path = os.path.join(work, name)
+        onnx.save(helper.make_model(
+            helper.make_graph(nodes, name, inputs, outputs, list(inits)),
+            opset_imports=[helper.make_opsetid("", 17)]), path)
+        return path
+    shape = numpy_helper.from_array(np.array([2**20, 2**20], np.int64),
+                                    "shape")
+    mask = graph_model(
+        "mask.onnx",
+        [helper.make_node("ConstantOfShape", ["shape"], ["zeros"]),
+         helper.make_node("Add", ["x", "zeros"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                       [2**20, 2**20])], [shape])
+    expect(run(remat, "compile", mask), 1, "mask.onnx",
+           "(ConstantOfShape, opset 17)", "more than 2^24 elements")
+    bounds = [numpy_helper.from_array(np.array([v], np.int64), n)
+              for n, v in (("b", 0), ("e", 4), ("a", 1))]
+    sliced = graph_model(
+        "sliced.onnx", [helper.make_node("Slice", ["x", "b", "e", "a"],
+                                         ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2**31])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        bounds)
+    r = subprocess.run([remat, "compile", sliced, "--loss", "mse",
+                        "--emit=graph", "-o", os.devnull],
+                       capture_output=True, text=True,
+                       preexec_fn=lambda: resource.setrlimit(
+                           resource.RLIMIT_AS, (2 << 30, 2 << 30)))
+    expect(r, 0)
 
     # A plan far past the machine's memory: the run refuses it, with an
     # error that names the model (not remat train's temporary plan).

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <new>
 
 namespace remat::runtime {
@@ -230,6 +231,28 @@ void Executor::writeBuffer(size_t index, const std::vector<char> &bytes) {
   backend.copyIn(bufferAddress(index), bytes.data(), bytes.size());
 }
 
+namespace {
+
+/// Hands tensor `name`'s bytes to sink(offset, bytes, n) through pieces of
+/// 1 MiB, each F32 value widened to an f64 one where `widen` (offsets are
+/// then the f64 buffer's).
+void readWidened(
+    const SafetensorsFile &file, const std::string &name, bool widen,
+    const std::function<void(uint64_t, const char *, uint64_t)> &sink) {
+  constexpr uint64_t kChunk = 1 << 20; // a multiple of 4: whole values
+  std::vector<char> wide;
+  file.readData(name, kChunk,
+                [&](uint64_t offset, const char *bytes, uint64_t n) {
+                  if (!widen)
+                    return sink(offset, bytes, n);
+                  wide.clear();
+                  appendFloatsAs(DType::F64, bytes, n, wide);
+                  sink(2 * offset, wide.data(), wide.size());
+                });
+}
+
+} // namespace
+
 void Executor::loadWeights(const SafetensorsFile &file) {
   const auto &buffers = loaded.plan.buffers;
   // From an opened file, through a buffer of 1 MiB: the run's peak RSS
@@ -263,16 +286,10 @@ void Executor::loadWeights(const SafetensorsFile &file) {
       bool widen = file.getFloat(b.name, b.shape, b.dtype).dtype == "F32" &&
                    b.dtype == DType::F64;
       char *dst = static_cast<char *>(bufferAddress(i));
-      std::vector<char> wide;
-      file.readData(b.name, kChunk,
-                    [&](uint64_t offset, const char *bytes, uint64_t n) {
-                      if (!widen)
-                        return backend.copyIn(dst + offset, bytes, n);
-                      wide.clear();
-                      appendFloatsAs(DType::F64, bytes, n, wide);
-                      backend.copyIn(dst + 2 * offset, wide.data(),
-                                     wide.size());
-                    });
+      readWidened(file, b.name, widen,
+                  [&](uint64_t offset, const char *bytes, uint64_t n) {
+                    backend.copyIn(dst + offset, bytes, n);
+                  });
     }
     // An input without a generator that the file holds: the same values
     // every step (an imported model's constant tensors), unless --data
@@ -290,17 +307,10 @@ void Executor::loadWeights(const SafetensorsFile &file) {
                         formatShape(b.shape));
       UserData data;
       data.array = NpyArray{b.dtype, b.shape, std::vector<char>(size_t(b.bytes))};
-      std::vector<char> wide;
-      file.readData(b.name, kChunk,
-                    [&](uint64_t offset, const char *bytes, uint64_t n) {
-                      if (!widen)
-                        return (void)std::memcpy(
-                            data.array.bytes.data() + offset, bytes, n);
-                      wide.clear();
-                      appendFloatsAs(DType::F64, bytes, n, wide);
-                      std::memcpy(data.array.bytes.data() + 2 * offset,
-                                  wide.data(), wide.size());
-                    });
+      readWidened(file, b.name, widen,
+                  [&](uint64_t offset, const char *bytes, uint64_t n) {
+                    std::memcpy(data.array.bytes.data() + offset, bytes, n);
+                  });
       userData[i] = std::move(data);
     }
   }

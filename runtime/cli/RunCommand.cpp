@@ -311,12 +311,12 @@ int runCommand(const RunOptions &opt) {
     const Plan &p = plan.plan;
     std::map<size_t, std::vector<size_t>> gradsFinalAfter;
     std::map<size_t, std::vector<std::string>> gradParams;
-    for (size_t s = 0; s < p.steps.size(); ++s)
-      if (isOptimizerOp(plan.steps[s].op) && p.steps[s].inputs.size() >= 2)
-        gradParams[size_t(p.steps[s].inputs[1])].push_back(
-            p.buffers[size_t(p.steps[s].inputs[0])].name);
     std::map<std::string, NamedTensor> dumped;
     if (!opt.dumpGradsPath.empty() && lead) {
+      for (size_t s = 0; s < p.steps.size(); ++s)
+        if (isOptimizerOp(plan.steps[s].op) && p.steps[s].inputs.size() >= 2)
+          gradParams[size_t(p.steps[s].inputs[1])].push_back(
+              p.buffers[size_t(p.steps[s].inputs[0])].name);
       for (size_t i = 0; i < p.buffers.size(); ++i) {
         if (p.buffers[i].role != BufferRole::Grad)
           continue;

@@ -235,6 +235,8 @@ def exit_codes(remat, work):
          "unknown config variable 'n_layr'; did you mean 'n_layer'?"),
         ([remat, "compile", model, "--device-profile", "h20"],
          "did you mean 'h200'?"),
+        ([remat, "compile", model, "--precision", "fp46"],
+         "--precision: unknown precision 'fp46'; did you mean 'fp64'?"),
         ([remat, "compile", model, "--budgte", "1MB"],
          "remat compile: unknown option '--budgte'; did you mean '--budget'?"),
         ([remat, "plan", model, "--sweeep"],

@@ -641,10 +641,10 @@ def fuzz_found(remat, work):
     expect(run(remat, "compile", mutant("input.onnx", huge_input)), 1,
            "input.onnx", "input 'x'", "more than 2^62")
 
-    # Found with the zoo's swin as a seed: a huge input dim reaching a
-    # shape computation. Data folded at import stays bounded (a mask of
-    # 2^40 elements is refused, not allocated), and a slice of a huge
-    # computed tensor needs no memory of the dim's size (it took 8 GB).
+    # A huge input dim reaching a shape computation (fuzzing the zoo's
+    # swin): data folded at import stays bounded (a mask of 2^40 elements
+    # is refused, not allocated), and a slice of a huge computed tensor
+    # needs no memory of the dim's size (2 GiB of address space suffice).
     from onnx import TensorProto, helper, numpy_helper
     import numpy as np
 

@@ -338,7 +338,7 @@ void OnnxReader::pruneToLoss() {
   size_t dropped = 0;
   for (Op &op : graph.ops) {
     if (!needed[size_t(op.result)]) {
-      ++dropped;
+      dropped += replaced.count(op.name) ? 0 : 1;
       continue;
     }
     for (int &v : op.operands)

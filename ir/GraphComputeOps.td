@@ -120,6 +120,13 @@ def Graph_GeluOp : Graph_UnaryOp<"gelu",
   // 0.5·x hoisted).
   let flops = [{ return times(8, elements(getX())); }];
 }
+def Graph_GeluExactOp : Graph_UnaryOp<"gelu_exact",
+    "0.5·x·(1 + erf(x/√2)) (GELU, the erf form of nn.GELU())",
+    "3 per element, erf counted as one (see getFlops)", [OwnFlops]> {
+  // 3 per element: x·(1/√2) (1), erf (1, counted as one op), 0.5·x·(1 + e)
+  // (1, with 0.5·x hoisted and the add folded in, as for gelu).
+  let flops = [{ return times(3, elements(getX())); }];
+}
 def Graph_TanhOp : Graph_UnaryOp<"tanh", "tanh(x)",
     "1 per element (tanh counted as one)", [ElementwiseCost]>;
 def Graph_ExpOp : Graph_UnaryOp<"exp", "exp(x)",
@@ -468,6 +475,17 @@ def Graph_GeluGradOp : Graph_UnaryGradOp<"gelu_grad", "x",
   // plus the derivative 0.5·(1+t) + 0.5·x·(1-t²)·√(2/π)·(1+3·0.044715·x²) (9)
   // and the product with dy (1).
   let flops = [{ return times(16, elements(getX())); }];
+}
+def Graph_GeluExactGradOp : Graph_UnaryGradOp<"gelu_exact_grad", "x",
+    "dy·(Φ(x) + x·φ(x)), Φ(x) = 0.5·(1 + erf(x/√2)), " #
+    "φ(x) = exp(-x²/2)/√(2π) (gelu_exact's derivative)"> {
+  let arguments = (ins Graph_Tensor:$x, Graph_Tensor:$dy);
+  let assemblyFormat = [{
+    $x `,` $dy attr-dict `:` type($x) `,` type($dy) `->` type($dx)
+  }];
+  // 8 per element: Φ (3, erf counted as one), φ (3: x², exp, the scale),
+  // Φ + x·φ (2); the product with dy is folded into the count.
+  let flops = [{ return times(8, elements(getX())); }];
 }
 def Graph_TanhGradOp : Graph_UnaryGradOp<"tanh_grad", "y",
     "dy·(1 - y²), from the output y"> {

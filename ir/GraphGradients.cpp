@@ -242,6 +242,16 @@ LogicalResult GeluOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+LogicalResult GeluExactOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0])
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(b.create<GeluExactGradOp>(
+      getLoc(), getX().getType(), getX(), resultGrads[0]));
+  return success();
+}
+
 LogicalResult SiluOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   if (!resultGrads[0])

@@ -120,6 +120,18 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
   for (size_t k = 0; k < graph.ops.size(); ++k)
     if (sharedWith[k] >= 0)
       problem.nodes[sharedWith[k]].recomputable = false;
+  // The other reusing ops (elementwise, in place over a dying operand of
+  // their size): the arena's lower bound counts their output once.
+  for (size_t k = 0; k < graph.ops.size(); ++k) {
+    const memory::StepOp &op = graph.ops[k];
+    if (op.reusableOperand < 0 || op.results.size() != 1)
+      continue;
+    const memory::StepValue &in = graph.values[op.operands[op.reusableOperand]];
+    problem.nodes[k].mayReuseOperand =
+        !in.isArgument() &&
+        memory::alignUp(in.bytes, alignment) ==
+            memory::alignUp(graph.values[op.results[0]].bytes, alignment);
+  }
   // A state update (running statistics) writes persistent state in place:
   // running it twice would apply it twice.
   for (size_t k = 0; k < graph.ops.size(); ++k)
@@ -383,14 +395,15 @@ bool fitsWithFastSolvers(const planner::Problem &problem,
 }
 
 std::pair<int64_t, std::string>
-lowerBoundOverOrders(const planner::Problem &problem, bool reorder) {
-  planner::LowerBound bound = planner::computeLowerBound(problem);
+lowerBoundOverOrders(const planner::Problem &problem, bool reorder,
+                     bool arena) {
+  planner::LowerBound bound = planner::computeLowerBound(problem, arena);
   int64_t bytes = bound.bytes;
   std::string reason = bound.describe(problem);
   if (reorder)
     for (const planner::NodeOrder &order : planner::candidateOrders(problem)) {
       planner::Problem permuted = planner::permuteProblem(problem, order.order);
-      planner::LowerBound other = planner::computeLowerBound(permuted);
+      planner::LowerBound other = planner::computeLowerBound(permuted, arena);
       if (other.bytes < bytes) {
         bytes = other.bytes;
         reason = other.describe(permuted) + " in the " + order.name + " order";
@@ -405,7 +418,7 @@ StepMinimum minimumFeasibleBudget(const planner::Problem &problem,
   auto start = std::chrono::steady_clock::now();
   StepMinimum m;
   std::tie(m.lowerBoundBytes, m.lowerBoundReason) =
-      lowerBoundOverOrders(problem, reorder);
+      lowerBoundOverOrders(problem, reorder, /*arena=*/true);
   // Probes use the fast solvers only (the heuristic, then per-block);
   // `auto` falls back to the same ones, so it meets the reported minimum.
   // Fixed settings, not the command's: the same answer everywhere.
@@ -557,7 +570,7 @@ RematOutcome rematerializeTrainStep(mlir::ModuleOp module, TrainStep &step,
   auto [lowerBound, lowerReason] =
       minimum ? std::make_pair(minimum->lowerBoundBytes,
                                minimum->lowerBoundReason)
-              : lowerBoundOverOrders(problem, reorder);
+              : lowerBoundOverOrders(problem, reorder, /*arena=*/true);
   RematOutcome out;
   out.solver = result.stats.solverName;
   out.status = result.stats.status;

@@ -95,9 +95,12 @@ struct StepMinimum {
 /// solve in: the given one and, with `reorder`, each candidate order (a
 /// schedule in another order may peak below the given order's bound), the
 /// least of them; and its reason, naming the order where it is not the
-/// given one.
+/// given one. With `arena`, the bound on the arena after layout (an
+/// elementwise result over a dying operand counted once), which reports
+/// and the minimum's search use; without, the bound on the solvers' count.
 std::pair<int64_t, std::string>
-lowerBoundOverOrders(const planner::Problem &problem, bool reorder);
+lowerBoundOverOrders(const planner::Problem &problem, bool reorder,
+                     bool arena = false);
 StepMinimum minimumFeasibleBudget(const planner::Problem &problem,
                                   const TrainStep &step, bool reorder,
                                   int64_t alignment);

@@ -10,6 +10,7 @@ the module, the input it is exported and trained at, and its loss.
 
   python3 tools/zoo_models.py            lists the zoo
 """
+import math
 import sys
 
 import torch
@@ -27,11 +28,14 @@ class Entry:
     tested at (batch norm is well conditioned from 8 up)."""
 
     def __init__(self, family, build, shape, batch=8, tokens=False,
-                 loss="cross_entropy", note="", seed=0):
+                 loss="cross_entropy", note="", seed=0, graph=None):
         self.family, self.build, self.shape = family, build, shape
         self.batch, self.tokens, self.loss, self.note = (batch, tokens, loss,
                                                          note)
         self.seed = seed  # added to the run's seed (weights and batch)
+        # {graph op: count} that `remat compile --emit=graph` must show (0:
+        # none): the patterns the importer reads as one op (docs/onnx.md).
+        self.graph = graph or {}
 
 
 def no_dropout(module):
@@ -208,6 +212,50 @@ class GPT2Like(nn.Module):
         return self.head(self.ln_f(h))
 
 
+class HandAttention(nn.Module):
+    """Attention written out by hand on [B, H, S, Dh]: q and k each scaled
+    by Dh^-1/4, scores plus a mask computed in forward from positions
+    ("causal": float32's minimum above the diagonal, as Hugging Face code
+    adds; "bias": -0.01 (i - j)^2, no causal mask; "none"), softmax, the
+    product with v; then a feed-forward layer whose GELU is written out as
+    0.5 x (1 + erf(x / sqrt 2)) in another grouping than nn.GELU()'s."""
+
+    def __init__(self, mask, width=32, heads=2):
+        super().__init__()
+        self.mask, self.heads = mask, heads
+        self.tok = nn.Embedding(VOCAB, width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.fc = nn.Linear(width, 2 * width)
+        self.head = nn.Linear(2 * width, VOCAB)
+
+    def forward(self, x):
+        h = self.tok(x)
+        b, s, e = h.shape
+        q, k, v = (t.reshape(b, s, self.heads, e // self.heads).transpose(1, 2)
+                   for t in self.qkv(h).split(e, dim=-1))
+        c = (e // self.heads) ** -0.25
+        scores = (q * c) @ (k * c).transpose(-2, -1)
+        i = torch.arange(s)
+        if self.mask == "causal":
+            scores = scores + torch.where(
+                i[None, :] > i[:, None],
+                torch.tensor(torch.finfo(torch.float32).min), torch.tensor(0.0))
+        elif self.mask == "bias":
+            scores = scores - 0.01 * (i[None, :] - i[:, None]).float() ** 2
+        a = torch.softmax(scores, dim=-1) @ v
+        h = h + self.proj(a.transpose(1, 2).reshape(b, s, e))
+        f = self.fc(h)
+        return self.head(0.5 * f * (1.0 + torch.erf(f * (1 / math.sqrt(2)))))
+
+
+# The layers of the transformers below: attention and nn.GELU() read as one
+# op each, no softmax or erf left.
+def fused(layers, gelu):
+    return {"attention": layers, "gelu_exact": layers if gelu else 0,
+            "softmax": 0, "erf": 0}
+
+
 IMAGE = (3, 64, 64)
 ZOO = {
     "resnet18": Entry("resnet", lambda: tv("resnet18"), IMAGE),
@@ -255,9 +303,11 @@ ZOO = {
     "convnext": Entry("convnext", convnext, IMAGE,
                       note="convnext_tiny's stages, 1 block each, width 24"),
     "swin": Entry("swin", swin, (3, 32, 32),
-                  note="swin_t: 2 stages of 2 blocks, width 24, window 4"),
+                  note="swin_t: 2 stages of 2 blocks, width 24, window 4",
+                  graph={"attention": 0, "softmax": 4, "gelu_exact": 4}),
     "vit": Entry("vit", vit, (3, 32, 32),
-                 note="vit_b: patch 8, 2 layers, width 32"),
+                 note="vit_b: patch 8, 2 layers, width 32",
+                 graph=fused(2, True)),
     "maxvit": Entry("maxvit", maxvit, IMAGE,
                     note="maxvit_t: 2 stages of 1 block, width 16"),
     "fcn_resnet50": Entry("fcn", lambda: Segmentation("fcn_resnet50"),
@@ -274,27 +324,46 @@ ZOO = {
         "im2col paths pass, float64 matches to 1e-13)"),
     "encoder_post_relu": Entry("transformer", lambda: EncoderLM(
         False, "relu"), (SEQ,), tokens=True,
-        note="nn.TransformerEncoder, post-LN, relu"),
+        note="nn.TransformerEncoder, post-LN, relu", graph=fused(2, False)),
     "encoder_pre_gelu": Entry("transformer", lambda: EncoderLM(
         True, "gelu"), (SEQ,), tokens=True,
-        note="nn.TransformerEncoder, pre-LN, gelu"),
+        note="nn.TransformerEncoder, pre-LN, gelu", graph=fused(2, True)),
     "seq2seq": Entry("transformer", Seq2Seq, (SEQ,), tokens=True,
-                     note="nn.Transformer, 1 + 1 layers"),
+                     note="nn.Transformer, 1 + 1 layers",
+                     graph=fused(3, False)),
     "gpt2_like": Entry("transformer", GPT2Like, (SEQ,), tokens=True,
-                       note="tied embeddings"),
+                       note="tied embeddings",
+                       graph=dict(fused(2, True), transpose=12)),
+}
+
+# Not in the zoo's table: the patterns of docs/onnx.md ("Patterns read as
+# one op") written by hand, each checked like a zoo model
+# (`onnx_zoo.py --models patterns`).
+PATTERNS = {
+    "attention_causal_4d": Entry(
+        "pattern", lambda: HandAttention("causal"), (SEQ,), tokens=True,
+        note="causal mask of float32's minimum, 4-D heads",
+        graph=dict(fused(1, True), transpose=4)),
+    "attention_unmasked_4d": Entry(
+        "pattern", lambda: HandAttention("none"), (SEQ,), tokens=True,
+        note="no mask", graph=fused(1, True)),
+    "attention_bias": Entry(
+        "pattern", lambda: HandAttention("bias"), (SEQ,), tokens=True,
+        note="a bias that is no causal mask: not fused",
+        graph={"attention": 0, "softmax": 1, "gelu_exact": 1}),
 }
 
 
 def build(name, seed=0):
     """The zoo model `name` (float32, seeded)."""
     torch.manual_seed(seed)
-    return ZOO[name].build()
+    return {**ZOO, **PATTERNS}[name].build()
 
 
 def export(name, path, module, batch, opset=17):
     """Exports `module` as docs/onnx.md tells users to: training mode, no
     constant folding, input x, output y."""
-    e = ZOO[name]
+    e = {**ZOO, **PATTERNS}[name]
     if e.tokens:
         x = torch.randint(0, VOCAB, (batch, *e.shape))
     else:

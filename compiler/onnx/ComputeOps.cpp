@@ -1,9 +1,9 @@
 //===- ComputeOps.cpp - ONNX ops that compute -----------------------------===//
 //
 // The nodes mapped onto graph ops that compute: Add, Sub, Mul, Div (folded
-// on constant data), the activations, Pow, Clip, Dropout, MatMul and Gemm,
-// Conv and the pools, ReduceMean, LayerNormalization, BatchNormalization
-// and Resize; and Slice and Split, strided slices of a tensor.
+// on constant data; nn.GELU()'s spelled-out product read as one op), the
+// activations, Pow, Clip, Dropout, MatMul and Gemm (the attention the
+// exporter spells out read as one op), Conv and the pools, ReduceMean.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +32,83 @@ void OnnxReader::importArithmetic() {
   std::string kind = op == "Add" ? "add" : op == "Sub" ? "sub"
                                      : op == "Mul" ? "mul" : "div";
   int lhs = valueInput(0), rhs = valueInput(1);
+  if (kind == "mul" && fuseGelu(lhs, rhs))
+    return;
   define(0, emit(uniqueName(nodeName), kind, {lhs, rhs}));
+}
+
+/// nn.GELU() as the exporter writes it, x·(1 + erf(x/√2))·0.5 (the
+/// factors in any order and grouping, x/√2 as a division by √2 or a product
+/// with 1/√2, each constant as float32 rounds it): one `gelu_exact` op,
+/// which computes it as PyTorch does, with 1/√2 to the float type's
+/// precision, and whose backward keeps x alone instead of every factor.
+bool OnnxReader::fuseGelu(int lhs, int rhs) {
+  auto near = [](std::optional<double> c, double want) {
+    return c && std::abs(*c - want) <= 1e-7 * want;
+  };
+  // The three factors: {lhs, rhs} with one of them split if it is a product.
+  std::vector<std::pair<std::vector<int>, std::vector<std::string>>> splits;
+  for (int side = 0; side < 2; ++side) {
+    int whole = side ? lhs : rhs, split = side ? rhs : lhs;
+    const Op *op = producerOf(split);
+    if (op && op->kind == "mul")
+      splits.push_back({{whole, op->operands[0], op->operands[1]}, {op->name}});
+  }
+  for (auto &[factors, chain] : splits) {
+    // 0.5, and 1 + erf(z) with z = x/√2 or x·(1/√2).
+    int half = -1, cdf = -1;
+    const Op *sum = nullptr, *erf = nullptr, *scaled = nullptr;
+    for (int f : factors) {
+      if (near(uniformValue(f), 0.5)) {
+        half = f;
+        continue;
+      }
+      const Op *op = producerOf(f);
+      for (int k = 0; op && op->kind == "add" && cdf < 0 && k < 2; ++k) {
+        const Op *e = producerOf(op->operands[size_t(k)]);
+        if (e && e->kind == "erf" &&
+            near(uniformValue(op->operands[size_t(1 - k)]), 1.0)) {
+          cdf = f;
+          sum = op;
+          erf = e;
+          scaled = producerOf(e->operands[0]);
+        }
+      }
+    }
+    if (half < 0 || cdf < 0 || !scaled)
+      continue;
+    int x = -1;
+    if (scaled->kind == "div" &&
+        near(uniformValue(scaled->operands[1]), std::sqrt(2.0)))
+      x = scaled->operands[0];
+    for (int k = 0; k < 2 && scaled->kind == "mul" && x < 0; ++k)
+      if (near(uniformValue(scaled->operands[size_t(1 - k)]),
+               std::sqrt(0.5)))
+        x = scaled->operands[size_t(k)];
+    // The remaining factor is x itself.
+    int rest = -1;
+    for (int f : factors)
+      if (f != half && f != cdf)
+        rest = f;
+    // The product has x's shape: the other factors are scalars or x-sized.
+    bool shaped = x >= 0;
+    for (int f : factors)
+      shaped &= shaped && (typeOf(f).shape == typeOf(x).shape ||
+                           (f == half && typeOf(f).numElements() == 1));
+    if (rest != x || !shaped)
+      continue;
+    replaced.insert(chain.begin(), chain.end());
+    for (const Op *op : {sum, erf, scaled})
+      replaced.insert(op->name);
+    // The constants 0.5, 1 and √2 (or 1/√2).
+    for (int c : {half, sum->operands[0], sum->operands[1],
+                  scaled->operands[0], scaled->operands[1]})
+      if (const Op *op = producerOf(c); op && uniformValue(c))
+        replaced.insert(op->name);
+    define(0, emit(uniqueName(nodeName), "gelu_exact", {x}));
+    return true;
+  }
+  return false;
 }
 
 /// Erf, Sqrt, Relu, Tanh, Sigmoid and Softmax: elementwise graph ops (Sqrt
@@ -199,7 +275,171 @@ void OnnxReader::importMatMul() {
   int a = valueInput(0), b = valueInput(1);
   if (typeOf(a).shape.size() < 2 || typeOf(b).shape.size() < 2)
     failNode("MatMul of a 1-D operand is not supported yet");
-  define(0, emit(uniqueName(nodeName), "matmul", {a, b}));
+  if (fuseAttention(a, b))
+    return;
+  // A 2-D operand that is a transposed matrix (nn.Linear's weight under
+  // torch.matmul, a tied embedding) is read as it is stored, with the
+  // product's transpose flag, instead of a transposed copy.
+  bool flags[2] = {false, false};
+  int *operands[2] = {&a, &b};
+  for (int side = 0; side < 2; ++side)
+    if (std::optional<Permuted> p = permutedFrom(*operands[side]);
+        p && p->permutation == std::vector<int64_t>{1, 0}) {
+      replaced.insert(graph.values[size_t(*operands[side])].name);
+      *operands[side] = p->source;
+      flags[side] = true;
+    }
+  define(0, emit(uniqueName(nodeName), "matmul", {a, b},
+                 json{{"transpose_a", flags[0]}, {"transpose_b", flags[1]}}));
+}
+
+int OnnxReader::stripScaling(int value, double &scale,
+                             std::vector<std::string> &chain) {
+  for (;;) {
+    const Op *op = producerOf(value);
+    if (!op || (op->kind != "mul" && op->kind != "div"))
+      return value;
+    int found = -1, factorValue = -1;
+    double factor = 1.0;
+    for (int side = 0; side < 2 && found < 0; ++side) {
+      if (side == 0 && op->kind == "div")
+        continue; // c / x scales nothing
+      std::optional<double> c = uniformValue(op->operands[size_t(side)]);
+      int other = op->operands[size_t(1 - side)];
+      if (c && *c > 0.0 && std::isfinite(*c) &&
+          typeOf(other).shape == typeOf(value).shape) {
+        found = other;
+        factorValue = op->operands[size_t(side)];
+        factor = op->kind == "mul" ? *c : 1.0 / *c;
+      }
+    }
+    if (found < 0)
+      return value;
+    scale *= factor;
+    chain.push_back(op->name);
+    chain.push_back(producerOf(factorValue)->name);
+    value = found;
+  }
+}
+
+std::optional<bool>
+OnnxReader::attentionMask(int mask, const std::vector<int64_t> &scores) {
+  const std::vector<int64_t> &shape = typeOf(mask).shape;
+  if (std::optional<double> c = uniformValue(mask))
+    return *c == 0.0 ? std::optional<bool>(false) : std::nullopt;
+  int64_t s = scores.back();
+  if (shape.size() < 2 || shape.size() > scores.size() ||
+      shape[shape.size() - 1] != s || shape[shape.size() - 2] != s ||
+      product(shape, 0, shape.size() - 2) != 1)
+    return std::nullopt;
+  std::optional<std::vector<float>> data = fixedFloats(mask);
+  if (!data || int64_t(data->size()) != s * s)
+    return std::nullopt;
+  // 0 on and below the diagonal; above it -inf, or a value so negative
+  // (HuggingFace's float32 minimum) that exp() of it is 0 as it is of -inf.
+  bool zeros = true;
+  for (int64_t i = 0; i < s; ++i)
+    for (int64_t j = 0; j < s; ++j) {
+      float m = (*data)[size_t(i * s + j)];
+      if (j <= i ? m != 0.0f : !(m <= -1e30f))
+        return std::nullopt;
+      zeros &= m == 0.0f;
+    }
+  return !zeros;
+}
+
+/// What the exporter writes for nn.MultiheadAttention (PyTorch 1.13):
+///   p = softmax(c·(q·kᵀ) + mask), y = p·v
+/// with q, k, v of shape [B·H, S, Dh] (or [B, H, S, Dh]), kᵀ a
+/// permutation of k, c scalar factors on q, k or the scores (1/sqrt(Dh),
+/// baddbmm's alpha) and the mask absent, zeros or causal. As one
+/// attention op (models/gpt2.json's), the backward recomputes p from q and
+/// k instead of keeping the [B·H, S, S] tensors, which is what lets a
+/// transformer's plan hold no score tensor between its passes. The ops the
+/// fused op replaces are left to pruneToLoss, which drops them once
+/// nothing reads them (`replaced` keeps them out of its warning).
+bool OnnxReader::fuseAttention(int probabilities, int v) {
+  const Op *softmax = producerOf(probabilities);
+  if (!softmax || softmax->kind != "softmax")
+    return false;
+  std::vector<std::string> chain{softmax->name};
+  double scale = 1.0;
+  int scores = stripScaling(softmax->operands[0], scale, chain);
+  bool causal = false;
+  if (const Op *sum = producerOf(scores); sum && sum->kind == "add") {
+    bool masked = false;
+    for (int side = 0; side < 2 && !masked; ++side) {
+      int mask = sum->operands[size_t(side)];
+      int other = sum->operands[size_t(1 - side)];
+      if (typeOf(other).shape != typeOf(scores).shape)
+        continue;
+      std::optional<bool> kind = attentionMask(mask, typeOf(scores).shape);
+      if (!kind)
+        continue;
+      masked = true;
+      causal = *kind;
+      chain.push_back(sum->name);
+      if (const Op *zeros = producerOf(mask))
+        chain.push_back(zeros->name);
+      scores = stripScaling(other, scale, chain);
+    }
+    if (!masked)
+      return false;
+  }
+  const Op *product = producerOf(scores);
+  if (!product || product->kind != "matmul" ||
+      product->attrs.value("transpose_a", false))
+    return false;
+  chain.push_back(product->name);
+  int query = stripScaling(product->operands[0], scale, chain);
+  int key = stripScaling(product->operands[1], scale, chain);
+  // The key as [..., S, Dh]: kᵀ permuted back, where kᵀ is itself a
+  // permutation of a value, as one permutation of that value.
+  std::vector<int64_t> keyOrder;
+  if (!product->attrs.value("transpose_b", false)) {
+    keyOrder.resize(typeOf(key).shape.size());
+    for (size_t i = 0; i < keyOrder.size(); ++i)
+      keyOrder[i] = int64_t(i);
+    if (std::optional<Permuted> p = permutedFrom(key)) {
+      chain.push_back(graph.values[size_t(key)].name);
+      key = stripScaling(p->source, scale, chain);
+      keyOrder = p->permutation;
+    }
+    std::swap(keyOrder[keyOrder.size() - 1], keyOrder[keyOrder.size() - 2]);
+    bool identity = true;
+    for (size_t i = 0; i < keyOrder.size(); ++i)
+      identity &= keyOrder[i] == int64_t(i);
+    if (identity)
+      keyOrder.clear();
+  }
+  std::vector<int64_t> keyShape = typeOf(key).shape;
+  for (size_t i = 0; i < keyOrder.size(); ++i)
+    keyShape[i] = typeOf(key).shape[size_t(keyOrder[i])];
+  std::vector<int64_t> shape = typeOf(query).shape;
+  if ((shape.size() != 3 && shape.size() != 4) || keyShape != shape ||
+      typeOf(v).shape != shape || typeOf(key).dtype != typeOf(query).dtype ||
+      typeOf(v).dtype != typeOf(query).dtype)
+    return false;
+  replaced.insert(chain.begin(), chain.end());
+  if (!keyOrder.empty())
+    key = permute(key, keyOrder, uniqueName(nodeName + "/key_order"));
+  // Rank 3: [B·H, S, Dh] as [1, B·H, S, Dh] for the op, and back.
+  auto heads = [&](int x, const std::string &what) {
+    if (shape.size() == 4)
+      return x;
+    std::vector<int64_t> four = shape;
+    four.insert(four.begin(), 1);
+    return reshapeTo(x, four, uniqueName(nodeName + "/" + what));
+  };
+  query = heads(query, "query");
+  key = heads(key, "key");
+  v = heads(v, "value");
+  int y = emit(uniqueName(shape.size() == 3 ? nodeName + "/attention"
+                                            : nodeName),
+               "attention", {query, key, v},
+               json{{"causal", causal}, {"scale", scale}});
+  define(0, shape.size() == 3 ? reshapeTo(y, shape, uniqueName(nodeName)) : y);
+  return true;
 }
 
 /// Gemm: alpha·(A·B) + beta·C as matmul, mul and add.
@@ -386,405 +626,6 @@ void OnnxReader::importReduceMean() {
   define(0, emit(uniqueName(nodeName), "reduce_mean", {x},
                  json{{"axes", std::vector<int64_t>(axes.begin(), axes.end())},
                       {"keep_dims", keep}}));
-}
-
-//===----------------------------------------------------------------------===//
-// Slices
-//===----------------------------------------------------------------------===//
-
-/// Slice with constant starts/ends/axes/steps: folded on constant data
-/// (negative steps too), else `slice` with positive steps (nothing when it
-/// keeps the whole tensor).
-void OnnxReader::importSlice() {
-  std::vector<int64_t> shape = shapeOfInput(0);
-  int64_t rank = int64_t(shape.size());
-  const ConstantData &starts = requireConstant(1, "the starts");
-  const ConstantData &ends = requireConstant(2, "the ends");
-  size_t n = starts.values.size();
-  std::vector<double> axes, steps(n, 1.0);
-  if (hasInput(3))
-    axes = requireConstant(3, "the axes").values;
-  else
-    for (size_t k = 0; k < n; ++k)
-      axes.push_back(double(k));
-  if (hasInput(4))
-    steps = requireConstant(4, "the steps").values;
-  if (ends.values.size() != n || axes.size() != n || steps.size() != n)
-    failNode("starts, ends, axes and steps have different lengths");
-  std::vector<int64_t> begin(size_t(rank), 0), end = shape,
-                                               stride(size_t(rank), 1);
-  // Constant data (bounded: folded at import): each axis's kept positions,
-  // in order (a negative step too, as the exporter's reversal of F.pad's
-  // pads). A computed tensor's axes are begin, end and stride only: its
-  // dims may be huge.
-  const ConstantData *data = constantInput(0);
-  std::vector<std::vector<int64_t>> kept(static_cast<size_t>(rank));
-  for (size_t d = 0; data && d < size_t(rank); ++d)
-    for (int64_t i = 0; i < shape[d]; ++i)
-      kept[d].push_back(i);
-  std::set<int64_t> seen;
-  for (size_t k = 0; k < n; ++k) {
-    auto axis = normalizeAxis(int64_t(axes[k]), rank);
-    if (!axis || !seen.insert(*axis).second)
-      failNode("axis " + std::to_string(int64_t(axes[k])) +
-               " is out of range or repeated");
-    int64_t dim = shape[size_t(*axis)];
-    if (steps[k] <= -1 && data) {
-      // ONNX: start clamped to [0, dim - 1], end to [-1, dim - 1].
-      auto position = [&](double v, double low) {
-        if (v < 0)
-          v += double(dim);
-        return int64_t(std::clamp(v, low, double(dim - 1)));
-      };
-      int64_t from = position(starts.values[k], 0.0);
-      int64_t to = position(ends.values[k], -1.0);
-      std::vector<int64_t> &positions = kept[size_t(*axis)];
-      positions.clear();
-      for (int64_t i = from; i > to; i += int64_t(steps[k]))
-        positions.push_back(i);
-      continue;
-    }
-    if (steps[k] < 1)
-      failNode("step " + std::to_string(int64_t(steps[k])) + " on axis " +
-               std::to_string(*axis) +
-               " is not supported (only positive steps)");
-    // ONNX: negative positions count from the end; then clamp to [0, dim].
-    auto clampPosition = [&](double v) {
-      if (v < 0)
-        v += double(dim);
-      return int64_t(std::clamp(v, 0.0, double(dim)));
-    };
-    size_t a = size_t(*axis);
-    begin[a] = clampPosition(starts.values[k]);
-    end[a] = clampPosition(ends.values[k]);
-    stride[a] = int64_t(steps[k]);
-    if (!data)
-      continue;
-    kept[a].clear();
-    for (int64_t i = begin[a]; i < end[a]; i += stride[a])
-      kept[a].push_back(i);
-  }
-  std::vector<int64_t> result;
-  for (size_t d = 0; d < size_t(rank); ++d)
-    result.push_back(data ? int64_t(kept[d].size())
-                     : end[d] > begin[d]
-                         ? (end[d] - begin[d] + stride[d] - 1) / stride[d]
-                         : 0);
-  if (product(result, 0, result.size()) == 0) {
-    // An empty slice (torch.roll by 0 writes one): empty constant data,
-    // which Concat leaves out; any other reader refuses it.
-    ConstantData r;
-    r.isFloat = data ? data->isFloat
-                     : model::isFloatDType(typeOf(valueInput(0)).dtype);
-    r.shape = result;
-    defineConstant(0, std::move(r));
-    return;
-  }
-  if (data) {
-    ConstantData r;
-    r.isFloat = data->isFloat;
-    r.shape = result;
-    int64_t count = product(result, 0, result.size());
-    for (int64_t i = 0; i < count; ++i) {
-      // Result index i -> source index through each axis's positions.
-      int64_t rest = i, source = 0, stride = 1;
-      for (size_t d = size_t(rank); d-- > 0;) {
-        source += kept[d][size_t(rest % result[d])] * stride;
-        rest /= result[d];
-        stride *= shape[d];
-      }
-      r.values.push_back(data->values[size_t(source)]);
-    }
-    defineConstant(0, std::move(r));
-    return;
-  }
-  int x = valueInput(0);
-  if (result == shape) {
-    define(0, x);
-    return;
-  }
-  define(0, emit(uniqueName(nodeName), "slice", {x},
-                 json{{"starts", begin}, {"ends", end}, {"steps", stride}}));
-}
-
-/// Gather by constant indices along an axis: each run of consecutive
-/// indices a `slice`, the runs joined along the axis (joinAlong); a
-/// scalar index then drops the axis (reshapeTo), as the exporter writes
-/// x[:, 0] and qkv[1].
-void OnnxReader::importGatherConstant() {
-  std::vector<int64_t> shape = shapeOfInput(0);
-  int64_t rank = int64_t(shape.size());
-  auto axis = normalizeAxis(intAttribute("axis", 0), rank);
-  if (!axis)
-    failNode("axis " + std::to_string(intAttribute("axis", 0)) +
-             " is out of range for data " + ops::formatShape(shape));
-  const ConstantData &indices = *constantInput(1);
-  if (indices.shape.size() > 1 || indices.values.empty())
-    failNode("Gather by indices of shape " + ops::formatShape(indices.shape) +
-             " known at import is not supported (a scalar or a non-empty "
-             "list)");
-  int64_t size = shape[size_t(*axis)];
-  std::vector<int64_t> picked;
-  for (double v : indices.values) {
-    int64_t i = int64_t(v);
-    if (i < -size || i >= size)
-      failNode("index " + std::to_string(i) + " is out of range for " +
-               std::to_string(size) + " entries on axis " +
-               std::to_string(*axis));
-    picked.push_back(i < 0 ? i + size : i);
-  }
-  int x = valueInput(0), joined = -1;
-  for (size_t k = 0; k < picked.size();) {
-    size_t run = k + 1;
-    while (run < picked.size() && picked[run] == picked[run - 1] + 1)
-      ++run;
-    int part = sliceAlong(x, *axis, picked[k], picked[run - 1] + 1,
-                          nodeName + "/slice");
-    joined = joined < 0 ? part : joinAlong(joined, part, *axis, nodeName);
-    k = run;
-  }
-  std::vector<int64_t> result = shape;
-  if (indices.shape.empty())
-    result.erase(result.begin() + *axis);
-  else
-    result[size_t(*axis)] = int64_t(picked.size());
-  define(0, reshapeTo(joined, result, uniqueName(nodeName)));
-}
-
-int OnnxReader::sliceAlong(int value, int64_t axis, int64_t begin,
-                           int64_t end, const std::string &name) {
-  std::vector<int64_t> shape = typeOf(value).shape;
-  std::vector<int64_t> starts(shape.size(), 0), steps(shape.size(), 1);
-  starts[size_t(axis)] = begin;
-  shape[size_t(axis)] = end;
-  return emit(uniqueName(name), "slice", {value},
-              json{{"starts", starts}, {"ends", shape}, {"steps", steps}});
-}
-
-/// Split into consecutive parts along an axis: one `slice` per output.
-void OnnxReader::importSplit() {
-  int x = valueInput(0);
-  std::vector<int64_t> shape = typeOf(x).shape;
-  int64_t rank = int64_t(shape.size());
-  auto axis = normalizeAxis(intAttribute("axis", 0), rank);
-  if (!axis)
-    failNode("axis " + std::to_string(intAttribute("axis", 0)) +
-             " is out of range");
-  int64_t dim = shape[size_t(*axis)];
-  int parts = node->output_size();
-  std::vector<int64_t> sizes;
-  if (hasInput(1)) {
-    for (double v : requireConstant(1, "the split sizes").values)
-      sizes.push_back(int64_t(v));
-  } else {
-    if (dim % parts != 0)
-      failNode("dimension " + std::to_string(dim) + " of axis " +
-               std::to_string(*axis) + " does not split into " +
-               std::to_string(parts) + " equal parts");
-    sizes.assign(size_t(parts), dim / parts);
-  }
-  int64_t total = 0;
-  for (int64_t size : sizes) {
-    if (size <= 0)
-      failNode("split sizes must be positive");
-    total += size;
-  }
-  if (int(sizes.size()) != parts || total != dim)
-    failNode("split sizes do not add up to dimension " + std::to_string(dim) +
-             " in " + std::to_string(parts) + " parts");
-  std::vector<int64_t> begin(size_t(rank), 0), end = shape,
-                                               steps(size_t(rank), 1);
-  int64_t offset = 0;
-  for (int k = 0; k < parts; ++k) {
-    begin[size_t(*axis)] = offset;
-    end[size_t(*axis)] = offset + sizes[size_t(k)];
-    offset += sizes[size_t(k)];
-    if (node->output(k).empty())
-      continue;
-    std::string name = k + 1 == parts ? nodeName
-                                      : nodeName + "/part" + std::to_string(k);
-    define(k, emit(uniqueName(name), "slice", {x},
-                   json{{"starts", begin}, {"ends", end}, {"steps", steps}}));
-  }
-}
-
-//===----------------------------------------------------------------------===//
-// Normalization and resizing
-//===----------------------------------------------------------------------===//
-
-/// LayerNormalization over the last axis: `layer_norm` (a zero bias when
-/// the node has none).
-void OnnxReader::importLayerNorm() {
-  int x = valueInput(0);
-  std::vector<int64_t> shape = typeOf(x).shape;
-  int64_t rank = int64_t(shape.size());
-  int64_t axisAttr = intAttribute("axis", -1);
-  auto axis = normalizeAxis(axisAttr, rank);
-  if (!axis || *axis != rank - 1)
-    failNode("normalization from axis " + std::to_string(axisAttr) +
-             " is not supported (only over the last axis, axis -1)");
-  int gamma = valueInput(1);
-  int beta = -1;
-  if (hasInput(2)) {
-    beta = valueInput(2);
-  } else {
-    std::vector<int64_t> d = {shape.back()};
-    beta = uniformConstant(0.0, d, nodeName + "/zero_bias");
-  }
-  double epsilon = floatAttribute("epsilon", 1e-5);
-  define(0, emit(uniqueName(nodeName), "layer_norm", {x, gamma, beta},
-                 json{{"epsilon", epsilon}}));
-}
-
-/// BatchNormalization in training mode: batch_norm with the batch
-/// statistics, and the running mean and variance (inputs 3 and 4) as state
-/// updated by running_mean_update / running_var_update with the node's
-/// momentum (ONNX's convention, as PyTorch exports it: 1 - torch's). The
-/// node's outputs 1-4 (the updated statistics, opset 9's saved ones) are
-/// not values of the graph: remat writes the update into the state itself.
-void OnnxReader::importBatchNormalization() {
-  bool training = opset >= 14 ? intAttribute("training_mode", 0) != 0
-                              : node->output_size() > 1;
-  if (!training)
-    failNode("inference mode (" +
-             std::string(opset >= 14 ? "training_mode=0"
-                                     : "a single output") +
-             ") is not supported: remat trains with batch statistics; "
-             "export with torch.onnx.export(..., "
-             "training=torch.onnx.TrainingMode.TRAINING)");
-  for (int i = 0; i < 5; ++i)
-    if (!hasInput(i))
-      failNode("input " + std::to_string(i) + " is missing");
-  int x = valueInput(0);
-  if (typeOf(x).shape.size() < 2)
-    failNode("X has shape " + ops::formatShape(typeOf(x).shape) +
-             "; BatchNormalization needs [N, C, ...]");
-  int gamma = valueInput(1), beta = valueInput(2);
-  double epsilon = floatAttribute("epsilon", 1e-5);
-  double momentum = floatAttribute("momentum", 0.9);
-  if (!(momentum >= 0.0 && momentum <= 1.0))
-    failNode("momentum " + std::to_string(momentum) + " is not in [0, 1]");
-  for (int i = 1; i < node->output_size(); ++i)
-    statisticsOutputs.insert(node->output(i));
-  int mean = stateInput(3, "input_mean");
-  int var = stateInput(4, "input_var");
-  define(0, emit(uniqueName(nodeName), "batch_norm", {x, gamma, beta},
-                 json{{"epsilon", epsilon}}));
-  emit(uniqueName(nodeName + "/running_mean"), "running_mean_update",
-       {mean, x}, json{{"momentum", momentum}});
-  emit(uniqueName(nodeName + "/running_var"), "running_var_update", {var, x},
-       json{{"momentum", momentum}});
-}
-
-/// Resize with mode nearest by integer factors (constant scales or sizes),
-/// with the coordinate mappings that give x[i / scale] for them:
-/// asymmetric with nearest_mode floor (torch's nn.Upsample), half_pixel or
-/// pytorch_half_pixel with rounding to the nearest.
-void OnnxReader::importResize() {
-  std::string mode = stringAttribute("mode", "nearest");
-  std::string transform =
-      stringAttribute("coordinate_transformation_mode", "half_pixel");
-  std::string rounding = stringAttribute("nearest_mode", "round_prefer_floor");
-  if (mode == "linear") {
-    importResizeLinear(transform);
-    return;
-  }
-  if (mode != "nearest")
-    failNode("mode '" + mode + "' is not supported ('nearest' or 'linear')");
-  bool asymmetricFloor = transform == "asymmetric" && rounding == "floor";
-  bool halfPixelRound =
-      (transform == "half_pixel" || transform == "pytorch_half_pixel") &&
-      (rounding == "round_prefer_floor" || rounding == "round_prefer_ceil");
-  if (!asymmetricFloor && !halfPixelRound)
-    failNode("coordinate_transformation_mode '" + transform +
-             "' with nearest_mode '" + rounding +
-             "' is not supported (asymmetric with floor, as torch's "
-             "nn.Upsample exports it, or half_pixel with round_prefer_floor)");
-  int x = valueInput(0);
-  const std::vector<int64_t> &in = typeOf(x).shape;
-  std::vector<int64_t> scales;
-  bool haveScales = hasInput(2) && !requireConstant(2, "scales").values.empty();
-  if (haveScales) {
-    const ConstantData &c = requireConstant(2, "scales");
-    if (c.values.size() != in.size())
-      failNode("scales has " + std::to_string(c.values.size()) +
-               " entries for an input of rank " + std::to_string(in.size()));
-    for (double s : c.values) {
-      if (!(s >= 1.0) || s != std::floor(s) || s > 1e6)
-        failNode("scale " + std::to_string(s) +
-                 " is not supported (only integer factors >= 1)");
-      scales.push_back(int64_t(s));
-    }
-  } else if (hasInput(3)) {
-    const ConstantData &c = requireConstant(3, "sizes");
-    if (c.values.size() != in.size())
-      failNode("sizes has " + std::to_string(c.values.size()) +
-               " entries for an input of rank " + std::to_string(in.size()));
-    for (size_t d = 0; d < in.size(); ++d) {
-      int64_t size = int64_t(c.values[d]);
-      if (size < in[d] || size % in[d] != 0)
-        failNode("size " + std::to_string(size) + " of dim " +
-                 std::to_string(d) + " is not a whole multiple of " +
-                 std::to_string(in[d]) + " (only integer factors)");
-      scales.push_back(size / in[d]);
-    }
-  } else {
-    failNode("neither scales nor sizes is given");
-  }
-  define(0, emit(uniqueName(nodeName), "resize_nearest", {x},
-                 json{{"scales", scales}}));
-}
-
-/// Resize with mode linear of NCHW's last two dims: `resize_linear` to
-/// the sizes (from `sizes`, or `scales` that give whole sizes).
-void OnnxReader::importResizeLinear(const std::string &transform) {
-  bool align = transform == "align_corners";
-  if (!align && transform != "pytorch_half_pixel" && transform != "half_pixel")
-    failNode("mode 'linear' with coordinate_transformation_mode '" +
-             transform + "' is not supported (pytorch_half_pixel, "
-             "half_pixel or align_corners, as torch's F.interpolate "
-             "exports bilinear resizing)");
-  int x = valueInput(0);
-  const std::vector<int64_t> &in = typeOf(x).shape;
-  if (in.size() != 4)
-    failNode("mode 'linear' of a rank-" + std::to_string(in.size()) +
-             " input is not supported (NCHW, rank 4)");
-  std::vector<int64_t> out;
-  if (hasInput(2) && !requireConstant(2, "scales").values.empty()) {
-    const ConstantData &c = requireConstant(2, "scales");
-    if (c.values.size() != 4)
-      failNode("scales has " + std::to_string(c.values.size()) +
-               " entries for an input of rank 4");
-    for (size_t d = 0; d < 4; ++d) {
-      double size = double(in[d]) * c.values[d];
-      if (!(size >= 1.0) || size != std::floor(size) || size > 1e9)
-        failNode("scale " + std::to_string(c.values[d]) + " of dim " +
-                 std::to_string(d) + " does not give a whole size");
-      out.push_back(int64_t(size));
-    }
-  } else if (hasInput(3)) {
-    const ConstantData &c = requireConstant(3, "sizes");
-    if (c.values.size() != 4)
-      failNode("sizes has " + std::to_string(c.values.size()) +
-               " entries for an input of rank 4");
-    for (double v : c.values)
-      out.push_back(int64_t(v));
-  } else {
-    failNode("neither scales nor sizes is given");
-  }
-  if (out[0] != in[0] || out[1] != in[1])
-    failNode("mode 'linear' resizes H and W only (sizes " +
-             ops::formatShape(out) + " for an input " + ops::formatShape(in) +
-             ")");
-  // pytorch_half_pixel puts the one sample of a size of 1 at 0 where
-  // torch (and half_pixel) put it at the middle: ambiguous, refused.
-  if (transform == "pytorch_half_pixel" &&
-      ((out[2] == 1 && in[2] > 1) || (out[3] == 1 && in[3] > 1)))
-    failNode("mode 'linear' to a size of 1 with 'pytorch_half_pixel' is not "
-             "supported (ONNX places that one sample at 0, torch at the "
-             "middle; half_pixel is torch's)");
-  define(0, emit(uniqueName(nodeName), "resize_linear", {x},
-                 json{{"size", {out[2], out[3]}}, {"align_corners", align}}));
 }
 
 } // namespace remat::model::onnx_reader

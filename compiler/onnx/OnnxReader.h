@@ -5,9 +5,10 @@
 // OnnxReader whose steps are written in OnnxImporter.cpp (the steps in
 // order, the node dispatch, the loss) and compiler/onnx/: ProtoReading.cpp
 // (step 1), Values.cpp (step 2, node inputs and the graph ops made for a
-// node), ShapeOps.cpp (shape folding and layout ops) and ComputeOps.cpp
-// (arithmetic, activations, linear algebra, convolution, normalization,
-// slices).
+// node), ShapeOps.cpp (shape folding and layout ops), ComputeOps.cpp
+// (arithmetic, activations, linear algebra and attention, convolution),
+// NormOps.cpp (normalization, Resize) and SliceOps.cpp (Slice, Split,
+// Gather by constants).
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_COMPILER_ONNX_ONNXREADER_H
@@ -115,6 +116,9 @@ private:
   std::map<std::string, int> fixedInputs;
   /// BatchNormalization's outputs 1-4, which are no values of the graph.
   std::set<std::string> statisticsOutputs;
+  /// Ops whose result an import read past (fuseAttention's chain, a
+  /// transposed matrix under MatMul): pruneToLoss drops them silently.
+  std::set<std::string> replaced;
   const onnx::NodeProto *node = nullptr;
   std::string nodeName; ///< unique name of the node being imported
   int nodeConstants = 0; ///< helper constants made for the current node
@@ -184,6 +188,12 @@ private:
   int uniformConstant(double value, const std::vector<int64_t> &shape,
                       const std::string &name);
   int scalarConstant(double value, const std::string &name);
+  /// The op that computes `value` (null for inputs and parameters).
+  const Op *producerOf(int value) const;
+  /// The element of a uniform constant op's result (nullopt otherwise).
+  std::optional<double> uniformValue(int value) const;
+  /// The data of a float fixed input (constant data read as a tensor).
+  std::optional<std::vector<float>> fixedFloats(int value) const;
   /// `value` reshaped to `shape` (itself when it has that shape).
   int reshapeTo(int value, const std::vector<int64_t> &shape,
                 const std::string &name);
@@ -204,25 +214,45 @@ private:
   void importReshape();
   void importTranspose();
   void importEmbedding();
-  void importGatherConstant();
   /// The element count of data folded at import to `shape`; a count past
   /// kMaxFoldedElements (or that overflows) fails the node: a huge input
   /// dim reaching a mask's shape must not allocate it.
   int64_t foldedCount(const std::vector<int64_t> &shape);
-  /// Positions [begin, end) of `value` along `axis`.
-  int sliceAlong(int value, int64_t axis, int64_t begin, int64_t end,
-                 const std::string &name);
   void importConcat();
+  /// A value made by permuting the dims of another: that one and the
+  /// permutation (y.shape[i] = source.shape[permutation[i]]).
+  struct Permuted {
+    int source = -1;
+    std::vector<int64_t> permutation;
+  };
+  std::optional<Permuted> permutedFrom(int value) const;
+  /// `value` with its dims permuted, named `name`.
+  int permute(int value, const std::vector<int64_t> &permutation,
+              const std::string &name);
 
-  // Arithmetic, activations, linear algebra, convolution and pooling,
-  // normalization, slices (ComputeOps.cpp).
+  // Arithmetic, activations, linear algebra, convolution and pooling
+  // (ComputeOps.cpp); normalization and resizing (NormOps.cpp); slices
+  // (SliceOps.cpp).
   void importArithmetic();
+  /// Reads the product `lhs`·`rhs` being imported as nn.GELU() where its
+  /// factors spell it out; false (nothing emitted) otherwise.
+  bool fuseGelu(int lhs, int rhs);
   void importActivation();
   void importPow();
   void importClip();
   void importDropout();
   void importMatMul();
   void importGemm();
+  /// Reads softmax(c·q·kᵀ [+ mask]) · v, the product of `probabilities`
+  /// and `v` being imported, as one attention op; false (nothing emitted)
+  /// when the operands are not made so.
+  bool fuseAttention(int probabilities, int v);
+  /// The value that positive scalar factors (mul, div) were applied to, to
+  /// make `value`; their product goes into `scale`, their ops into `chain`.
+  int stripScaling(int value, double &scale, std::vector<std::string> &chain);
+  /// `mask` added to scores [..., S, S]: no mask (all zeros: false), the
+  /// causal mask (true), or another (nullopt).
+  std::optional<bool> attentionMask(int mask, const std::vector<int64_t> &scores);
   void importWindowOp();
   void importReduceMean();
   void importLayerNorm();
@@ -231,6 +261,10 @@ private:
   void importResizeLinear(const std::string &transform);
   void importSlice();
   void importSplit();
+  void importGatherConstant();
+  /// Positions [begin, end) of `value` along `axis`.
+  int sliceAlong(int value, int64_t axis, int64_t begin, int64_t end,
+                 const std::string &name);
 };
 
 } // namespace remat::model::onnx_reader

@@ -503,8 +503,20 @@ void OnnxReader::importTranspose() {
     return;
   }
   int x = valueInput(0);
-  define(0, emit(uniqueName(nodeName), "transpose", {x},
-                 json{{"permutation", perm}}));
+  define(0, permute(x, perm, uniqueName(nodeName)));
+}
+
+int OnnxReader::permute(int value, const std::vector<int64_t> &permutation,
+                        const std::string &name) {
+  return emit(name, "transpose", {value}, json{{"permutation", permutation}});
+}
+
+std::optional<OnnxReader::Permuted> OnnxReader::permutedFrom(int value) const {
+  const Op *op = producerOf(value);
+  if (!op || op->kind != "transpose")
+    return std::nullopt;
+  return Permuted{op->operands[0],
+                  op->attrs.at("permutation").get<std::vector<int64_t>>()};
 }
 
 /// Gather of rows of a table (a parameter, or computed) by integer

@@ -571,6 +571,32 @@ int OnnxReader::scalarConstant(double value, const std::string &name) {
   return uniformConstant(value, {}, name);
 }
 
+const Op *OnnxReader::producerOf(int value) const {
+  for (auto it = graph.ops.rbegin(); it != graph.ops.rend(); ++it)
+    if (it->result == value)
+      return &*it;
+  return nullptr;
+}
+
+std::optional<double> OnnxReader::uniformValue(int value) const {
+  const Op *op = producerOf(value);
+  if (!op || op->kind != "constant")
+    return std::nullopt;
+  return op->attrs.at("value").get<double>();
+}
+
+std::optional<std::vector<float>> OnnxReader::fixedFloats(int value) const {
+  const Value &v = graph.values[size_t(value)];
+  auto data = out.weights.find(v.name);
+  if (v.kind != ValueKind::Input || data == out.weights.end() ||
+      data->second.dtype != "F32")
+    return std::nullopt;
+  std::vector<float> floats(data->second.bytes.size() / sizeof(float));
+  std::memcpy(floats.data(), data->second.bytes.data(),
+              floats.size() * sizeof(float));
+  return floats;
+}
+
 void OnnxReader::define(int output, int value) {
   const std::string &name = node->output(output);
   auto inferred = inferredShapes.find(name);

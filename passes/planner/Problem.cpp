@@ -117,14 +117,17 @@ std::string LowerBound::describe(const Problem &problem) const {
   os << "persistent " << problem.persistentBytes;
   if (node >= 0) {
     os << " + output of '" << problem.nodes[node].name << "' (node " << node
-       << ") " << outputBytes << " + its operands " << operandBytes;
+       << ") " << outputBytes;
+    if (outputBytes == 0 && problem.nodes[node].mayReuseOperand)
+      os << " (in place over an operand)";
+    os << " + its operands " << operandBytes;
     if (pinnedBytes)
       os << " + values that cannot be recomputed " << pinnedBytes;
   }
   return os.str();
 }
 
-LowerBound computeLowerBound(const Problem &problem) {
+LowerBound computeLowerBound(const Problem &problem, bool arena) {
   UseInfo uses(problem);
   int n = problem.size();
   LowerBound best;
@@ -150,12 +153,13 @@ LowerBound computeLowerBound(const Problem &problem) {
     // `pinned` counts pinned values computed before k that are still
     // needed at k; operands among them are already in operandBytes.
     int64_t otherPinned = pinned - pinnedOperands;
+    int64_t output = arena && node.mayReuseOperand ? 0 : node.bytes;
     int64_t total =
-        problem.persistentBytes + node.bytes + operandBytes + otherPinned;
+        problem.persistentBytes + output + operandBytes + otherPinned;
     if (total > best.bytes || best.node < 0) {
       best.bytes = total;
       best.node = k;
-      best.outputBytes = node.bytes;
+      best.outputBytes = output;
       best.operandBytes = operandBytes;
       best.pinnedBytes = otherPinned;
     }

@@ -35,6 +35,11 @@ struct Node {
   /// True for nodes of the backward pass (and the loss). Optional: only the
   /// baselines (per-block, sqrt(n)) and the chain conversion use it.
   bool backward = false;
+  /// The output may take the bytes of an operand of its size that dies at
+  /// this node (an elementwise kernel running in place; the buffer layout
+  /// does it, the solvers' count does not). Only the arena's lower bound
+  /// reads it.
+  bool mayReuseOperand = false;
 };
 
 /// A DAG in topological order plus the memory that is always resident.
@@ -104,7 +109,10 @@ struct LowerBound {
   /// "persistent P + output of 'n' B + its operands O + pinned Q".
   std::string describe(const Problem &problem) const;
 };
-LowerBound computeLowerBound(const Problem &problem);
+/// With `arena`, a bound on the arena after buffer layout rather than on
+/// the solvers' count: the output of a node that may reuse a dying operand
+/// (Node::mayReuseOperand) then takes no bytes of its own.
+LowerBound computeLowerBound(const Problem &problem, bool arena = false);
 
 /// Articulation points of the subgraph formed by the nodes with
 /// `includeNode[i]` set, in the given order: node k is one when every edge

@@ -25,6 +25,11 @@ A tensor on which PyTorch float32 itself is off by more than 1e-3 (float32
 keeps fewer than 4 of its 7 digits there: batch norm over tiny maps) is
 ill-conditioned: float32 cannot judge it, and its verdict is float64's.
 
+A model whose entry lists graph ops (the transformers, and the patterns of
+`--models patterns`) must also show them in `remat compile --emit=graph`
+that many times: the attention and GELU the importer reads as one op each
+(docs/onnx.md, "Patterns read as one op").
+
 Statuses: ok; ill-conditioned (every tensor passes in float64 and every
 well-conditioned one in float32, and some tensors are ill-conditioned:
 their count and float32's spread are shown, with how many of them remat's
@@ -37,7 +42,7 @@ Exit codes: 0 every model ok, ill-conditioned, or stopped as STOPPED
 expects; 1 otherwise (or --expect not met); 77 PyTorch or torchvision
 missing, or no ONNX support in this remat.
 
-usage: onnx_zoo.py --remat REMAT [--models A,B|all] [--shard K/N]
+usage: onnx_zoo.py --remat REMAT [--models A,B|all|patterns] [--shard K/N]
                    [--batch N] [--seed N] [--table FILE.md]
                    [--expect STATUS] [--verbose] [--workdir DIR]
 """
@@ -45,6 +50,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -120,11 +126,29 @@ def onnx_ops(path):
     return sorted({n.op_type for n in onnx.load(path).graph.node})
 
 
+def graph_mismatches(remat, onnx_path, expected):
+    """How `remat compile --emit=graph` differs from `expected` ({graph op:
+    count}): a list of messages."""
+    if not expected:
+        return []
+    r = subprocess.run([remat, "compile", onnx_path, "--emit=graph", "-o",
+                        "-"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return [f"--emit=graph failed: {r.stderr.strip()}"]
+    found = {}
+    for line in r.stdout.splitlines():
+        m = re.search(r"= graph\.(\w+) ", line)
+        if m:
+            found[m.group(1)] = found.get(m.group(1), 0) + 1
+    return [f"graph: {found.get(op, 0)} {op} op(s), expected {n}"
+            for op, n in sorted(expected.items()) if found.get(op, 0) != n]
+
+
 def check_model(args, name, work):
     """One model's row: a dict with status, counts and worst errors."""
     import torch
     import zoo_models
-    entry = zoo_models.ZOO[name]
+    entry = {**zoo_models.ZOO, **zoo_models.PATTERNS}[name]
     batch = args.batch or entry.batch
     seed = args.seed + entry.seed
     module = zoo_models.build(name, seed)
@@ -181,7 +205,8 @@ def check_model(args, name, work):
         row["detail"] = f"float32: {' '.join(cmd)}: {why}"
         return row
 
-    failed, ill = [], []
+    failed = graph_mismatches(args.remat, onnx_path, entry.graph)
+    ill = []
     worst64, worst32 = 0.0, 0.0
     lines = [f"{'tensor':<44} {'fp64 err':>9} {'fp64 tol':>9} "
              f"{'torch f32':>9} "
@@ -259,7 +284,8 @@ def main():
     p.add_argument("--remat", required=True)
     p.add_argument("--models", default="all",
                    help="comma-separated zoo names (tools/zoo_models.py), "
-                        "or all")
+                        "all (the zoo), or patterns (the importer's "
+                        "patterns written by hand)")
     p.add_argument("--shard", default="0/1",
                    help="K/N: only every N-th of the models, from the K-th "
                         "(ctest runs the zoo in shards side by side)")
@@ -280,7 +306,9 @@ def main():
     except ImportError as e:
         print(f"SKIP: {e}")
         return SKIP
+    known = {**zoo_models.ZOO, **zoo_models.PATTERNS}
     names = (list(zoo_models.ZOO) if args.models == "all"
+             else list(zoo_models.PATTERNS) if args.models == "patterns"
              else args.models.split(","))
     try:
         k, n = (int(v) for v in args.shard.split("/"))
@@ -289,10 +317,10 @@ def main():
         print(f"--shard needs K/N with 0 <= K < N, got '{args.shard}'")
         return 1
     names = names[k::n]
-    unknown = [n for n in names if n not in zoo_models.ZOO]
+    unknown = [n for n in names if n not in known]
     if unknown:
         print(f"unknown zoo models {unknown} (tools/zoo_models.py: "
-              f"{', '.join(zoo_models.ZOO)})")
+              f"{', '.join(known)})")
         return 1
     torch.set_num_threads(max(1, os.cpu_count() or 1))
 

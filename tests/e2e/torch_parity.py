@@ -170,6 +170,8 @@ def torch_step(flat, weights, inputs):
             r = torch.relu(a[0])
         elif kind == "gelu":
             r = F.gelu(a[0], approximate="tanh")
+        elif kind == "gelu_exact":
+            r = F.gelu(a[0])
         elif kind == "tanh":
             r = torch.tanh(a[0])
         elif kind == "silu":

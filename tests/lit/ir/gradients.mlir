@@ -104,8 +104,8 @@ func.func @div(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
 
 // -----
 
-// Unary ops: gelu and silu from x; relu, tanh and softmax from y; exp is
-// dy·y.
+// Unary ops: gelu, gelu_exact and silu from x; relu, tanh and softmax
+// from y; exp is dy·y.
 // CHECK-LABEL: func.func @unary
 // CHECK-SAME: (%[[X:.*]]: tensor<4xf32>)
 // CHECK: %[[R:.*]] = graph.relu %[[X]]
@@ -120,6 +120,8 @@ func.func @div(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
 // CHECK-NEXT: graph.softmax_grad %[[S]], %[[S]]
 // CHECK: %[[L:.*]] = graph.silu %[[X]]
 // CHECK-NEXT: graph.silu_grad %[[X]], %[[L]]
+// CHECK: %[[GE:.*]] = graph.gelu_exact %[[X]]
+// CHECK-NEXT: graph.gelu_exact_grad %[[X]], %[[GE]]
 func.func @unary(%x: tensor<4xf32>) {
   %0 = graph.relu %x : tensor<4xf32> -> tensor<4xf32>
   %1 = graph.gelu %x : tensor<4xf32> -> tensor<4xf32>
@@ -127,6 +129,7 @@ func.func @unary(%x: tensor<4xf32>) {
   %3 = graph.exp %x : tensor<4xf32> -> tensor<4xf32>
   %4 = graph.softmax %x : tensor<4xf32> -> tensor<4xf32>
   %5 = graph.silu %x : tensor<4xf32> -> tensor<4xf32>
+  %6 = graph.gelu_exact %x : tensor<4xf32> -> tensor<4xf32>
   return
 }
 

@@ -47,6 +47,8 @@ func.func @unary(%x: tensor<2x3xf32>) {
   %0 = graph.relu %x : tensor<2x3xf32> -> tensor<2x3xf32>
   // CHECK: graph.gelu %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
   %1 = graph.gelu %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  // CHECK: graph.gelu_exact %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %g = graph.gelu_exact %x : tensor<2x3xf32> -> tensor<2x3xf32>
   // CHECK: graph.tanh %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
   %2 = graph.tanh %x : tensor<2x3xf32> -> tensor<2x3xf32>
   // CHECK: graph.exp %[[X]] : tensor<2x3xf32> -> tensor<2x3xf32>
@@ -140,6 +142,8 @@ func.func @gradients(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %i: tensor<2xi64>, 
   %0 = graph.relu_grad %x, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
   // CHECK: graph.gelu_grad %[[X]], %[[X]] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
   %1 = graph.gelu_grad %x, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  // CHECK: graph.gelu_exact_grad %[[X]], %[[X]] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %ge = graph.gelu_exact_grad %x, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
   // CHECK: graph.tanh_grad %[[X]], %[[X]] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
   %2 = graph.tanh_grad %x, %x : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
   // CHECK: graph.softmax_grad %[[X]], %[[X]] : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>

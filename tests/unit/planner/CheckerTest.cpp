@@ -61,6 +61,25 @@ TEST_CASE("lower bound of the diamond is its widest node with its operands",
   CHECK(bound.describe(diamond()).find("'d'") != std::string::npos);
 }
 
+TEST_CASE("the arena's lower bound counts an output in place over an "
+          "operand once", "[planner]") {
+  // d may reuse a dying operand: on the arena it peaks at 100 + b 20 + c 30;
+  // c, which may not, then sets the bound: 100 + 30 + a 10.
+  Problem problem = diamond();
+  problem.nodes[3].mayReuseOperand = true;
+  CHECK(computeLowerBound(problem).bytes == 155); // the solvers' count
+  LowerBound arena = computeLowerBound(problem, /*arena=*/true);
+  CHECK(arena.bytes == 150);
+  CHECK(arena.node == 3);
+  CHECK(arena.outputBytes == 0);
+  CHECK(arena.describe(problem).find("in place over an operand") !=
+        std::string::npos);
+  problem.nodes[3].operands = {2}; // d reads c alone: c's 140 is the bound
+  problem.nodes[3].bytes = 30;
+  CHECK(computeLowerBound(problem, true).bytes == 140);
+  CHECK(computeLowerBound(problem, true).node == 2);
+}
+
 TEST_CASE("checker rejects corrupted schedules", "[planner]") {
   Problem problem = diamond();
   EventList good = storeAllOfDiamond();

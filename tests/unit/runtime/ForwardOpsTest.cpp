@@ -131,6 +131,10 @@ TEST_CASE("unary ops match their closed forms", "[runtime]") {
   // gelu(1) = 0.841192, gelu(-2) = -0.045402 (tanh form).
   CHECK(g.values[3] == Approx(0.8411920).epsilon(1e-5));
   CHECK(g.values[0] == Approx(-0.0454023).epsilon(1e-4));
+  // gelu_exact(x) = x·Φ(x): Φ(1) = 0.8413447461, Φ(-2) = 0.0227501319.
+  HostTensor ge = run1(OpKind::GeluExact, {}, {x}, {4});
+  CHECK(ge.values[3] == Approx(0.8413447461).epsilon(1e-6));
+  CHECK(ge.values[0] == Approx(-2 * 0.0227501319).epsilon(1e-6));
   HostTensor t = run1(OpKind::Tanh, {}, {x}, {4});
   HostTensor e = run1(OpKind::Exp, {}, {x}, {4});
   for (int i = 0; i < 4; ++i) {

@@ -54,6 +54,16 @@ TEST_CASE("gelu_grad matches finite differences of gelu", "[runtime]") {
   checkAgainstFD(dx, OpKind::Gelu, {}, {x}, {typeOf({4, 6})}, {w}, 0);
 }
 
+TEST_CASE("gelu_exact_grad matches finite differences of gelu_exact",
+          "[runtime]") {
+  std::mt19937 rng(23);
+  HostTensor x = randomTensor({4, 6}, rng, -4, 4),
+             w = randomTensor({4, 6}, rng);
+  HostTensor dx =
+      runOp<float>(OpKind::GeluExactGrad, {}, {x, w}, {typeOf({4, 6})})[0];
+  checkAgainstFD(dx, OpKind::GeluExact, {}, {x}, {typeOf({4, 6})}, {w}, 0);
+}
+
 TEST_CASE("silu_grad matches finite differences of silu", "[runtime]") {
   std::mt19937 rng(28);
   HostTensor x = randomTensor({4, 6}, rng, -6, 6),

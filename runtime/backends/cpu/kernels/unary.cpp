@@ -6,7 +6,10 @@
 // exponent capped at 80, where s is below 2e-35): one exp instead of a
 // tanh, a third of the time with glibc, and no cancellation in 1 - t^2 for
 // the gradient, s (1 + 2 x e s du/dx); constants rounded to the float
-// type; silu is x s with s = 1 / (1 + exp(-x)); erf
+// type; gelu_exact is x Phi(x), Phi(x) = 0.5 (1 + erf(x / sqrt(2))), as
+// PyTorch computes nn.GELU() (x * 0.5 * (1 + erf(x * M_SQRT1_2))), and its
+// gradient Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi);
+// silu is x s with s = 1 / (1 + exp(-x)); erf
 // and pow are the C library's. The gradients take x, except relu_grad and
 // tanh_grad, which take y (relu_grad's y > 0 exactly where x > 0).
 //
@@ -37,6 +40,14 @@ template <typename T> T geluDerivative(T x) {
 
 template <typename T>
 constexpr T kTwoOverSqrtPi = T(1.1283791670955126); // 2/sqrt(pi)
+template <typename T>
+constexpr T kSqrtHalf = T(0.70710678118654752440); // 1/sqrt(2)
+template <typename T>
+constexpr T kInvSqrtTwoPi = T(0.39894228040143267794); // 1/sqrt(2 pi)
+
+template <typename T> T normalCdf(T x) {
+  return T(0.5) * (T(1) + std::erf(x * kSqrtHalf<T>));
+}
 
 template <typename T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 
@@ -63,6 +74,10 @@ template <typename T> void runUnary(const KernelCall &call, T *, uint64_t) {
     return unary<T>(call, [](T x) { return x > T(0) ? x : T(0); });
   case OpKind::Gelu:
     return unary<T>(call, [](T x) { return gelu(x); });
+  case OpKind::GeluExact:
+    return unary<T>(call, [](T x) {
+      return x * T(0.5) * (T(1) + std::erf(x * kSqrtHalf<T>));
+    });
   case OpKind::Tanh:
     return unary<T>(call, [](T x) { return std::tanh(x); });
   case OpKind::Exp:
@@ -86,6 +101,11 @@ template <typename T> void runUnaryGrad(const KernelCall &call, T *, uint64_t) {
     return unaryGrad<T>(call, [](T x, T dy) { return x > T(0) ? dy : T(0); });
   case OpKind::GeluGrad:
     return unaryGrad<T>(call, [](T x, T dy) { return dy * geluDerivative(x); });
+  case OpKind::GeluExactGrad:
+    return unaryGrad<T>(call, [](T x, T dy) {
+      T pdf = kInvSqrtTwoPi<T> * std::exp(T(-0.5) * x * x);
+      return dy * (normalCdf(x) + x * pdf);
+    });
   case OpKind::TanhGrad:
     return unaryGrad<T>(call, [](T y, T dy) { return dy * (T(1) - y * y); });
   case OpKind::SiluGrad:

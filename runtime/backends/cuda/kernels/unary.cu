@@ -1,7 +1,8 @@
 //===- unary.cu - Elementwise activations and their gradients ------------===//
 //
 // gelu is the tanh form with the CPU's constants and the CPU's sigmoid
-// evaluation (x / (1 + exp(-2u)), unary.cpp), in f32; silu
+// evaluation (x / (1 + exp(-2u)), unary.cpp), in f32; gelu_exact and
+// its gradient are the CPU's formulas with erff and expf; silu
 // is x s with s = 1 / (1 + exp(-x)), in the CPU's order; erf and pow are
 // CUDA's erff and powf.
 //
@@ -15,6 +16,8 @@ namespace {
 constexpr float kGeluC = 0.7978845608028654f; // sqrt(2/pi)
 constexpr float kGeluA = 0.044715f;
 constexpr float kTwoOverSqrtPi = 1.1283791670955126f; // 2/sqrt(pi)
+constexpr float kSqrtHalf = 0.70710678118654752440f;   // 1/sqrt(2)
+constexpr float kInvSqrtTwoPi = 0.39894228040143267794f; // 1/sqrt(2 pi)
 
 __device__ inline float geluExp(float x) {
   float u = kGeluC * (x + kGeluA * x * x * x);
@@ -44,6 +47,9 @@ __global__ void unaryKernel(OpKind op, const float *x, float *y, int64_t n,
       break;
     case OpKind::Gelu:
       y[i] = gelu(v);
+      break;
+    case OpKind::GeluExact:
+      y[i] = v * 0.5f * (1.0f + erff(v * kSqrtHalf));
       break;
     case OpKind::Tanh:
       y[i] = tanhf(v);
@@ -81,6 +87,11 @@ __global__ void unaryGradKernel(OpKind op, const float *x, const float *dy,
     case OpKind::GeluGrad:
       dx[i] = g * geluDerivative(v);
       break;
+    case OpKind::GeluExactGrad: {
+      float pdf = kInvSqrtTwoPi * expf(-0.5f * v * v);
+      dx[i] = g * (0.5f * (1.0f + erff(v * kSqrtHalf)) + v * pdf);
+      break;
+    }
     case OpKind::TanhGrad:
       dx[i] = g * (1.0f - v * v);
       break;

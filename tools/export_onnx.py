@@ -212,6 +212,30 @@ class Norm(nn.Module):
         return self.out(torch.flatten(h, 1))              # Flatten, Gemm
 
 
+class GroupNorm(nn.Module):
+    """nn.InstanceNorm2d with and without its affine part, and nn.GroupNorm
+    (InstanceNormalization; GroupNorm as one between reshapes, then Mul and
+    Add), their weights drawn at random so that a scale or shift applied
+    wrongly shows."""
+
+    def __init__(self, side, width, classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.inst = nn.InstanceNorm2d(8, affine=True)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.group = nn.GroupNorm(4, 8)
+        self.plain = nn.InstanceNorm2d(8)
+        self.out = nn.Linear(8 * side * side, classes)
+        for norm in (self.inst, self.group):
+            nn.init.normal_(norm.weight, 1.0, 0.3)
+            nn.init.normal_(norm.bias, 0.0, 0.3)
+
+    def forward(self, x):
+        h = torch.relu(self.inst(self.conv1(x)))
+        h = torch.relu(self.group(self.conv2(h)))
+        return self.out(torch.flatten(self.plain(h), 1))
+
+
 class Block(nn.Module):
     """A pre-LN transformer block: x + attn(ln1(x)), then + mlp(ln2(x))."""
 
@@ -325,7 +349,7 @@ def torchvision_model(name, classes, side, dropout):
 
 def sample_shape(name, width, side):
     """The shape of one sample of model `name`'s input x."""
-    if name in ("cnn", "pad", "padmodes") or name in TORCHVISION:
+    if name in ("cnn", "pad", "padmodes", "groupnorm") or name in TORCHVISION:
         return (3, side, side)
     return {"forum": (width,)}.get(name, (side,))
 
@@ -353,6 +377,8 @@ def build(name, width, classes, side, dropout=0.0):
         return Pad(side, width, classes), (3, side, side)
     if name == "padmodes":
         return PadModes(side, width, classes), (3, side, side)
+    if name == "groupnorm":
+        return GroupNorm(side, width, classes), (3, side, side)
     if name in TORCHVISION:
         return (torchvision_model(name, classes, side, dropout),
                 (3, side, side))
@@ -362,7 +388,7 @@ def build(name, width, classes, side, dropout=0.0):
 
 MODELS = ["forum", "classifier", "mixed", "cnn", "transformer",
           "transformer-explicit", "norm", "hard", "shapes", "pad",
-          "padmodes"] + TORCHVISION
+          "padmodes", "groupnorm"] + TORCHVISION
 
 
 def is_token_model(name):

@@ -37,6 +37,16 @@ void OnnxReader::importArithmetic() {
   define(0, emit(uniqueName(nodeName), kind, {lhs, rhs}));
 }
 
+int OnnxReader::scaleShift(int x, int scale, int shift,
+                           const std::string &name) {
+  if (scale >= 0)
+    x = emit(uniqueName(shift >= 0 ? name + "/scale" : name), "mul",
+             {x, scale});
+  if (shift >= 0)
+    x = emit(uniqueName(name), "add", {x, shift});
+  return x;
+}
+
 /// nn.GELU() as the exporter writes it, x·(1 + erf(x/√2))·0.5 (the
 /// factors in any order and grouping, x/√2 as a division by √2 or a product
 /// with 1/√2, each constant as float32 rounds it): one `gelu_exact` op,

@@ -1,13 +1,15 @@
 //===- NormOps.cpp - ONNX normalization and resizing ----------------------===//
 //
-// LayerNormalization and BatchNormalization (with its running statistics
-// as state updates) mapped onto the normalization ops, and Resize onto
-// resize_nearest and resize_linear.
+// LayerNormalization, InstanceNormalization (nn.InstanceNorm, and
+// nn.GroupNorm as the exporter writes it) and BatchNormalization (with its
+// running statistics as state updates) mapped onto the normalization ops,
+// and Resize onto resize_nearest and resize_linear.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/onnx/OnnxReader.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace remat::model::onnx_reader {
@@ -34,6 +36,50 @@ void OnnxReader::importLayerNorm() {
   double epsilon = floatAttribute("epsilon", 1e-5);
   define(0, emit(uniqueName(nodeName), "layer_norm", {x, gamma, beta},
                  json{{"epsilon", epsilon}}));
+}
+
+/// InstanceNormalization: each [n, c] slice of X [N, C, D1, ...] normalized
+/// over the rest, as layer_norm (no affine part) of X viewed as [N, C, S],
+/// then scale and B per channel, each left out when it is constant 1 or 0
+/// (nn.InstanceNorm without affine; the normalization inside nn.GroupNorm,
+/// which the exporter writes as this node on X reshaped to [N, G, -1]
+/// followed by its weight and bias as Mul and Add).
+void OnnxReader::importInstanceNorm() {
+  int x = valueInput(0);
+  std::vector<int64_t> shape = typeOf(x).shape;
+  size_t rank = shape.size();
+  if (rank < 3)
+    failNode("X has shape " + ops::formatShape(shape) +
+             "; InstanceNormalization needs [N, C, D1, ...]");
+  int64_t channels = shape[1];
+  int64_t rest = product(shape, 2, rank);
+  for (int i = 1; i <= 2; ++i)
+    if (!hasInput(i) ||
+        shapeOfInput(i) != std::vector<int64_t>{channels})
+      failNode(std::string(i == 1 ? "scale" : "B") + " must have shape [" +
+               std::to_string(channels) + "] (one value per channel)");
+  std::vector<int64_t> rows = {shape[0], channels, rest};
+  int y = emit(uniqueName(nodeName + "/normalized"), "layer_norm",
+               {reshapeTo(x, rows, uniqueName(nodeName + "/rows")),
+                uniformConstant(1.0, {rest}, nodeName + "/unit_scale"),
+                uniformConstant(0.0, {rest}, nodeName + "/zero_shift")},
+               json{{"epsilon", floatAttribute("epsilon", 1e-5)}});
+  y = reshapeTo(y, shape, uniqueName(nodeName + "/unrows"));
+  // scale and B as [C, 1, ...], unless they change nothing.
+  std::vector<int64_t> perChannel(rank - 1, 1);
+  perChannel[0] = channels;
+  auto channelValue = [&](int i, double identity) {
+    if (const ConstantData *c = constantInput(i);
+        c && std::all_of(c->values.begin(), c->values.end(),
+                         [&](double v) { return v == identity; }))
+      return -1;
+    return reshapeTo(valueInput(i), perChannel,
+                     uniqueName(nodeName + (i == 1 ? "/scale_c" : "/b_c")));
+  };
+  int scale = channelValue(1, 1.0), shift = channelValue(2, 0.0);
+  define(0, scale < 0 && shift < 0
+                ? y
+                : scaleShift(y, scale, shift, nodeName));
 }
 
 /// BatchNormalization in training mode: batch_norm with the batch

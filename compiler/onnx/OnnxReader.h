@@ -237,6 +237,9 @@ private:
   /// Reads the product `lhs`·`rhs` being imported as nn.GELU() where its
   /// factors spell it out; false (nothing emitted) otherwise.
   bool fuseGelu(int lhs, int rhs);
+  /// x·scale + shift (broadcast), each left out where its value id is -1;
+  /// the last op named `name`.
+  int scaleShift(int x, int scale, int shift, const std::string &name);
   void importActivation();
   void importPow();
   void importClip();
@@ -256,6 +259,7 @@ private:
   void importWindowOp();
   void importReduceMean();
   void importLayerNorm();
+  void importInstanceNorm();
   void importBatchNormalization();
   void importResize();
   void importResizeLinear(const std::string &transform);

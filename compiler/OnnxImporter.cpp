@@ -65,6 +65,7 @@ const std::map<std::string, std::set<std::string>> &onnxOpAttributes() {
       {"ScatterND", {"reduction"}},
       {"Div", {}},
       {"Dropout", {"seed"}},
+      {"Einsum", {"equation"}},
       {"Erf", {}},
       {"Flatten", {"axis"}},
       {"Gather", {"axis"}},
@@ -218,7 +219,8 @@ void OnnxReader::importNode() {
       {"Flatten", &OnnxReader::importReshape},
       {"Transpose", &OnnxReader::importTranspose},
       {"MatMul", &OnnxReader::importMatMul},
-      {"Gemm", &OnnxReader::importGemm}};
+      {"Gemm", &OnnxReader::importGemm},
+      {"Einsum", &OnnxReader::importEinsum}};
   if (auto it = kImporters.find(op); it != kImporters.end())
     (this->*(it->second))();
 }

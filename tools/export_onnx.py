@@ -236,6 +236,27 @@ class GroupNorm(nn.Module):
         return self.out(torch.flatten(self.plain(h), 1))
 
 
+class Einsum(nn.Module):
+    """torch.einsum in the forms attention and linear layers are written
+    with: a batched product with the second operand transposed
+    ("bid,bjd->bij"), a product with a weight and a permuted output
+    ("bij,jk->kbi"), the first operand transposed ("bji,bjk->bik") and an
+    outer product ("bi,bj->bij")."""
+
+    def __init__(self, side, width, classes):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(side, width) / side ** 0.5)
+        self.v = nn.Parameter(torch.randn(width) * 0.5)
+        self.out = nn.Linear(side * width, classes)
+
+    def forward(self, x):
+        h = torch.einsum("bjd,bkd->bjk", x, x)                # [B, S, S]
+        h = torch.tanh(torch.einsum("bij,jk->kbi", h, self.w))  # [W, B, S]
+        h = torch.einsum("jbi,jbk->bik", h, h)                # [B, S, S]
+        g = torch.einsum("bi,j->bij", h.mean(2), self.v)      # [B, S, W]
+        return self.out(torch.flatten(torch.tanh(g), 1))
+
+
 class Block(nn.Module):
     """A pre-LN transformer block: x + attn(ln1(x)), then + mlp(ln2(x))."""
 
@@ -351,7 +372,7 @@ def sample_shape(name, width, side):
     """The shape of one sample of model `name`'s input x."""
     if name in ("cnn", "pad", "padmodes", "groupnorm") or name in TORCHVISION:
         return (3, side, side)
-    return {"forum": (width,)}.get(name, (side,))
+    return {"forum": (width,), "einsum": (side, side)}.get(name, (side,))
 
 
 def build(name, width, classes, side, dropout=0.0):
@@ -379,6 +400,8 @@ def build(name, width, classes, side, dropout=0.0):
         return PadModes(side, width, classes), (3, side, side)
     if name == "groupnorm":
         return GroupNorm(side, width, classes), (3, side, side)
+    if name == "einsum":
+        return Einsum(side, width, classes), (side, side)
     if name in TORCHVISION:
         return (torchvision_model(name, classes, side, dropout),
                 (3, side, side))
@@ -388,7 +411,7 @@ def build(name, width, classes, side, dropout=0.0):
 
 MODELS = ["forum", "classifier", "mixed", "cnn", "transformer",
           "transformer-explicit", "norm", "hard", "shapes", "pad",
-          "padmodes", "groupnorm"] + TORCHVISION
+          "padmodes", "groupnorm", "einsum"] + TORCHVISION
 
 
 def is_token_model(name):

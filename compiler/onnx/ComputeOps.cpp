@@ -10,8 +10,10 @@
 #include "compiler/onnx/OnnxReader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -301,6 +303,118 @@ void OnnxReader::importMatMul() {
     }
   define(0, emit(uniqueName(nodeName), "matmul", {a, b},
                  json{{"transpose_a", flags[0]}, {"transpose_b", flags[1]}}));
+}
+
+/// Einsum of two operands without repeated labels or ellipsis, every label
+/// of one operand alone kept in the output ("bhid,bhjd->bhij"): one
+/// batched `matmul`. The labels of both operands and the output are the
+/// batch, those of both alone are contracted, the others are free; each
+/// operand is permuted (only where needed) to [batch, free, contracted] or
+/// [batch, contracted, free] (the product's transpose flag), viewed as 3-D,
+/// multiplied, viewed as [batch, free of A, free of B] and permuted to the
+/// output's order.
+void OnnxReader::importEinsum() {
+  std::string equation;
+  for (char ch : stringAttribute("equation", ""))
+    if (ch != ' ')
+      equation += ch;
+  size_t arrow = equation.find("->"), comma = equation.find(',');
+  if (node->input_size() != 2 || arrow == std::string::npos ||
+      comma == std::string::npos || comma > arrow ||
+      equation.find("...") != std::string::npos)
+    failNode("equation '" + equation + "': only two operands with an "
+             "explicit output and no ellipsis are supported");
+  std::string labels[3] = {equation.substr(0, comma),
+                           equation.substr(comma + 1, arrow - comma - 1),
+                           equation.substr(arrow + 2)};
+  int operand[2] = {valueInput(0), valueInput(1)};
+  std::map<char, int64_t> size;
+  for (int k = 0; k < 3; ++k) {
+    if (k < 2 && labels[k].size() != typeOf(operand[k]).shape.size())
+      failNode("equation '" + equation + "': operand " + std::to_string(k) +
+               " has rank " + std::to_string(typeOf(operand[k]).shape.size()) +
+               ", its labels '" + labels[k] + "' name " +
+               std::to_string(labels[k].size()) + " dims");
+    for (size_t i = 0; i < labels[k].size(); ++i) {
+      char l = labels[k][i];
+      if (!std::isalpha(static_cast<unsigned char>(l)) ||
+          labels[k].find(l) != i)
+        failNode("equation '" + equation + "': label '" +
+                 std::string(1, l) + "' is repeated or not a letter");
+      if (k == 2 && !size.count(l))
+        failNode("equation '" + equation + "': output label '" +
+                 std::string(1, l) + "' is in no operand");
+      if (k < 2) {
+        int64_t d = typeOf(operand[k]).shape[i];
+        if (size.count(l) && size[l] != d)
+          failNode("equation '" + equation + "': label '" +
+                   std::string(1, l) + "' has sizes " +
+                   std::to_string(size[l]) + " and " + std::to_string(d));
+        size[l] = d;
+      }
+    }
+  }
+  auto in = [&](int k, char l) {
+    return labels[k].find(l) != std::string::npos;
+  };
+  std::string batch, contracted, free[2];
+  for (char l : labels[2])
+    (in(0, l) && in(1, l) ? batch : free[in(0, l) ? 0 : 1]) += l;
+  for (char l : labels[0])
+    if (in(1, l) && !in(2, l))
+      contracted += l;
+  for (int k = 0; k < 2; ++k)
+    for (char l : labels[k])
+      if (!in(1 - k, l) && !in(2, l))
+        failNode("equation '" + equation + "': label '" + std::string(1, l) +
+                 "' of one operand alone is summed out; only labels of both "
+                 "operands may be");
+  auto count = [&](const std::string &ls) {
+    int64_t n = 1;
+    for (char l : ls)
+      n *= size[l];
+    return n;
+  };
+  // Each operand as [batch, free, contracted] or, where that needs a
+  // permutation and the other order does not, [batch, contracted, free].
+  bool flags[2];
+  int three[2];
+  for (int k = 0; k < 2; ++k) {
+    std::string plain = batch + free[k] + contracted;
+    std::string swapped = batch + contracted + free[k];
+    // A's plain order is [M, K] and B's is [K, N]: B's roles swap.
+    if (k == 1)
+      std::swap(plain, swapped);
+    flags[k] = labels[k] != plain && labels[k] == swapped;
+    const std::string &order = flags[k] ? swapped : plain;
+    std::vector<int64_t> perm;
+    for (char l : order)
+      perm.push_back(int64_t(labels[k].find(l)));
+    int x = operand[k];
+    if (order != labels[k])
+      x = permute(x, perm, uniqueName(nodeName + "/order" + char('a' + k)));
+    int64_t rows = count(k == 0 ? free[0] : contracted);
+    int64_t cols = count(k == 0 ? contracted : free[1]);
+    if (flags[k])
+      std::swap(rows, cols);
+    three[k] = reshapeTo(x, {count(batch), rows, cols},
+                         uniqueName(nodeName + "/view" + char('a' + k)));
+  }
+  int y = emit(uniqueName(nodeName + "/matmul"), "matmul",
+               {three[0], three[1]},
+               json{{"transpose_a", flags[0]}, {"transpose_b", flags[1]}});
+  std::string produced = batch + free[0] + free[1];
+  std::vector<int64_t> dims;
+  for (char l : produced)
+    dims.push_back(size[l]);
+  y = reshapeTo(y, dims, uniqueName(nodeName + "/unview"));
+  if (produced != labels[2]) {
+    std::vector<int64_t> perm;
+    for (char l : labels[2])
+      perm.push_back(int64_t(produced.find(l)));
+    y = permute(y, perm, uniqueName(nodeName));
+  }
+  define(0, y);
 }
 
 int OnnxReader::stripScaling(int value, double &scale,

@@ -246,6 +246,7 @@ private:
   void importDropout();
   void importMatMul();
   void importGemm();
+  void importEinsum();
   /// Reads softmax(c·q·kᵀ [+ mask]) · v, the product of `probabilities`
   /// and `v` being imported, as one attention op; false (nothing emitted)
   /// when the operands are not made so.

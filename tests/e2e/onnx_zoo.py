@@ -70,9 +70,7 @@ ILL_CONDITIONED = 1e-3
 CONV_PATHS = ["auto", "plain", "im2col"]
 # Models remat refuses, each with a piece of the message that names what
 # stops it (docs/onnx.md lists them).
-STOPPED = {
-    "maxvit": "unsupported op 'Einsum'",
-}
+STOPPED = {}
 
 
 def reference_step(module, x, labels, loss_kind, dtype, mkldnn=True):

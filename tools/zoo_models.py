@@ -249,6 +249,38 @@ class HandAttention(nn.Module):
         return self.head(0.5 * f * (1.0 + torch.erf(f * (1 / math.sqrt(2)))))
 
 
+class MaskedFillAttention(nn.Module):
+    """nanoGPT's attention without flash: scores masked with
+    masked_fill(bias == 0, -inf) by a lower-triangular buffer (Where with a
+    constant condition), and two more Where of computed tensors by constant
+    masks: torch.where(keep, h, 0.5 h) and masked_fill(pad, 0.25)."""
+
+    def __init__(self, width=32, heads=2, seq=SEQ):
+        super().__init__()
+        self.heads = heads
+        self.tok = nn.Embedding(VOCAB, width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.head = nn.Linear(width, VOCAB)
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq)).view(
+            1, 1, seq, seq))
+        g = torch.Generator().manual_seed(5)
+        self.register_buffer("keep", torch.rand(seq, width, generator=g) > 0.3)
+        self.register_buffer("pad", torch.rand(seq, 1, generator=g) > 0.8)
+
+    def forward(self, x):
+        h = self.tok(x)
+        b, s, e = h.shape
+        q, k, v = (t.view(b, s, self.heads, e // self.heads).transpose(1, 2)
+                   for t in self.qkv(h).split(e, dim=2))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :s, :s] == 0, float("-inf"))
+        y = torch.softmax(att, dim=-1) @ v
+        h = h + self.proj(y.transpose(1, 2).contiguous().view(b, s, e))
+        h = torch.where(self.keep, h, 0.5 * h).masked_fill(self.pad, 0.25)
+        return self.head(h)
+
+
 # The layers of the transformers below: attention and nn.GELU() read as one
 # op each, no softmax or erf left.
 def fused(layers, gelu):
@@ -354,6 +386,10 @@ PATTERNS = {
     "attention_unmasked_4d": Entry(
         "pattern", lambda: HandAttention("none"), (SEQ,), tokens=True,
         note="no mask", graph=fused(1, True)),
+    "attention_masked_fill": Entry(
+        "pattern", MaskedFillAttention, (SEQ,), tokens=True,
+        note="nanoGPT's masked_fill causal mask (fused); Where by constant "
+        "masks", graph={"attention": 1, "softmax": 0}),
     "attention_bias": Entry(
         "pattern", lambda: HandAttention("bias"), (SEQ,), tokens=True,
         note="a bias that is no causal mask: not fused",

@@ -170,6 +170,9 @@ private:
   const ConstantData &requireConstant(int i, const std::string &what);
   double scalarInput(int i, const std::string &what, double fallback);
   int valueInput(int i);
+  /// Constant data read as a tensor: a constant op when it is uniform and
+  /// float, else a fixed input named after `onnxName` (one per name).
+  int constantValue(const ConstantData &c, const std::string &onnxName);
   /// The node's input `i` as state (BatchNormalization's running
   /// statistics): a float initializer, its value kept with the weights.
   int stateInput(int i, const std::string &what);
@@ -219,6 +222,7 @@ private:
   /// dim reaching a mask's shape must not allocate it.
   int64_t foldedCount(const std::vector<int64_t> &shape);
   void importConcat();
+  void importWhereSelect(const ConstantData &condition);
   /// A value made by permuting the dims of another: that one and the
   /// permutation (y.shape[i] = source.shape[permutation[i]]).
   struct Permuted {

@@ -327,7 +327,13 @@ void OnnxReader::importShapeOp() {
   if (op == "Where") {
     // On constant data: condition ? x : y, broadcast.
     const std::string what = "Where of computed tensors is not supported: input";
-    const ConstantData &c = requireConstant(0, what);
+    const ConstantData &c = requireConstant(
+        0, "Where with a condition computed from the data is not supported "
+           "(masked_fill by a mask fixed at export is): input");
+    if (!constantInput(1) || !constantInput(2)) {
+      importWhereSelect(c);
+      return;
+    }
     const ConstantData &x = requireConstant(1, what);
     const ConstantData &y = requireConstant(2, what);
     auto xy = ops::broadcastShapes(x.shape, y.shape);
@@ -517,6 +523,75 @@ std::optional<OnnxReader::Permuted> OnnxReader::permutedFrom(int value) const {
     return std::nullopt;
   return Permuted{op->operands[0],
                   op->attrs.at("permutation").get<std::vector<int64_t>>()};
+}
+
+/// Where with a constant condition c and a computed x or y (masked_fill by
+/// a constant mask: nanoGPT's causal mask, a padding mask fixed at export)
+/// as a sum of the sides' selected parts: a constant side contributes its
+/// values where it is selected (0 elsewhere); a computed side is
+/// multiplied by c (x) or 1 - c (y), except beside a constant side that is
+/// ±inf wherever it is selected, where it is taken whole:
+///   where(c, -inf, s) = s + M,  M = c ? -inf : 0
+/// (the additive mask that fuseAttention reads) and
+///   where(c, x, y) = x·c + y·(1 - c);
+/// both are exact for finite computed values.
+void OnnxReader::importWhereSelect(const ConstantData &c) {
+  std::optional<std::vector<int64_t>> shape = c.shape;
+  for (int k = 1; k <= 2 && shape; ++k)
+    shape = ops::broadcastShapes(*shape, shapeOfInput(k));
+  if (!shape)
+    failNode("the shapes of Where's inputs do not broadcast");
+  // c, or 1 - c, as float, with one side's values where it is selected
+  // (1 without a side); `infinite`: whether each selected value is ±inf.
+  auto part = [&](bool xSide, const ConstantData *side, bool *infinite) {
+    ConstantData r;
+    r.isFloat = true;
+    r.shape = side ? *ops::broadcastShapes(c.shape, side->shape) : c.shape;
+    int64_t count = foldedCount(r.shape);
+    for (int64_t i = 0; i < count; ++i) {
+      bool selected =
+          (c.values[size_t(broadcastIndex(i, r.shape, c.shape))] != 0) ==
+          xSide;
+      double v = side ? side->values[size_t(
+                            broadcastIndex(i, r.shape, side->shape))]
+                      : 1.0;
+      if (infinite && selected && std::isfinite(v))
+        *infinite = false;
+      r.values.push_back(selected ? v : 0.0);
+    }
+    return r;
+  };
+  int computed[2] = {-1, -1};
+  ConstantData fixedPart[2];
+  bool infinite[2] = {true, true};
+  for (int k = 0; k < 2; ++k) {
+    if (const ConstantData *side = constantInput(k + 1))
+      fixedPart[k] = part(k == 0, side, &infinite[k]);
+    else
+      computed[k] = valueInput(k + 1);
+  }
+  const char *names[2] = {"/x_part", "/y_part"};
+  int sum = -1;
+  for (int k = 0; k < 2; ++k) {
+    if (computed[k] >= 0)
+      continue;
+    int value = constantValue(fixedPart[k], nodeName + names[k]);
+    sum = sum < 0 ? value : scaleShift(sum, -1, value, nodeName + "/sum");
+  }
+  for (int k = 0; k < 2; ++k) {
+    if (computed[k] < 0)
+      continue;
+    // Taken whole beside a constant side that is ±inf where selected.
+    int scale = infinite[1 - k] && computed[1 - k] < 0
+                    ? -1
+                    : constantValue(part(k == 0, nullptr, nullptr),
+                                    nodeName + (k == 0 ? "/c" : "/not_c"));
+    sum = scaleShift(computed[k], scale, sum,
+                     k == 1 || computed[1] < 0 ? nodeName : nodeName + "/x");
+  }
+  // Every part has c's shape broadcast with its side's: the sum has the
+  // result's.
+  define(0, sum);
 }
 
 /// Gather of rows of a table (a parameter, or computed) by integer

@@ -273,6 +273,15 @@ bool nonDifferentiableUse(const onnx::NodeProto &node, int index) {
   return false;
 }
 
+/// Ops that only move or select their input 0's elements: a value read
+/// through them gets a gradient only where their result does.
+bool movesElements(const onnx::NodeProto &node, int index) {
+  static const std::set<std::string> views = {
+      "Slice", "Reshape", "Unsqueeze", "Squeeze", "Transpose", "Identity",
+      "Expand", "Flatten"};
+  return index == 0 && views.count(node.op_type());
+}
+
 } // namespace
 
 std::optional<std::string>
@@ -287,17 +296,27 @@ OnnxReader::frozenReason(const onnx::TensorProto &t,
   if (!std::all_of(values.begin(), values.end(),
                    [](float x) { return std::isfinite(x); }))
     return std::string("holds inf or NaN: a buffer such as a mask");
+  // Its readers, and through slices and reshapes (nanoGPT's
+  // bias[:, :, :T, :T] == 0) those of what they make.
   std::set<std::string> readers;
   bool any = false;
-  for (const onnx::NodeProto &n : proto.graph().node())
-    for (int i = 0; i < n.input_size(); ++i)
-      if (n.input(i) == name) {
+  std::vector<std::string> reached = {name};
+  for (size_t k = 0; k < reached.size(); ++k)
+    for (const onnx::NodeProto &n : proto.graph().node())
+      for (int i = 0; i < n.input_size(); ++i) {
+        if (n.input(i) != reached[k])
+          continue;
         any = true;
+        if (movesElements(n, i) && n.output_size() == 1 &&
+            reached.size() < 64) {
+          reached.push_back(n.output(0));
+          continue;
+        }
         if (!nonDifferentiableUse(n, i))
           return std::nullopt;
         readers.insert(n.op_type());
       }
-  if (!any)
+  if (!any || readers.empty())
     return std::nullopt;
   std::string list;
   for (const std::string &r : readers)
@@ -477,14 +496,17 @@ int OnnxReader::valueInput(int i) {
   const Symbol &symbol = symbolOf(i);
   if (symbol.value >= 0)
     return symbol.value;
-  // Constant data read as a tensor: a `constant` op when uniform and
-  // float, else a fixed input.
-  const ConstantData &c = *symbol.constantData;
+  return constantValue(*symbol.constantData, name);
+}
+
+int OnnxReader::constantValue(const ConstantData &c,
+                              const std::string &onnxName) {
+  // A `constant` op when uniform and float, else a fixed input.
   bool uniform = std::all_of(c.values.begin(), c.values.end(),
                              [&](double v) { return v == c.values.front(); });
   if (c.values.empty() || !uniform || !c.isFloat ||
       !std::isfinite(c.values.front()))
-    return fixedInput(name, c);
+    return fixedInput(onnxName, c);
   std::string helper =
       nodeName + "/constant" +
       (nodeConstants ? std::to_string(nodeConstants) : std::string());

@@ -44,6 +44,10 @@ struct Symbol {
   std::optional<ConstantData> constantData;
 };
 
+/// The most runs of consecutive indices a Gather by constant indices reads
+/// as slices; more are one embedding lookup of a fixed index input.
+inline constexpr int64_t kSliceRuns = 8;
+
 /// The most elements a tensor folded at import may have (2^24).
 inline constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
 

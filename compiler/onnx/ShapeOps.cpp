@@ -602,8 +602,28 @@ void OnnxReader::importEmbedding() {
   std::vector<int64_t> table = shapeOfInput(0);
   int64_t rank = int64_t(table.size());
   int64_t axis = intAttribute("axis", 0);
-  if (constantInput(1)) {
-    importGatherConstant();
+  if (const ConstantData *c = constantInput(1)) {
+    // Indices in many runs of consecutive rows (swin's relative-position
+    // bias table read by an index buffer: 2,401 rows in 2,401 runs a
+    // block at window 7) are one lookup of a fixed index input; a few
+    // runs (x[:, 0], qkv[1]) are slices.
+    int64_t runs = 0;
+    for (size_t k = 0; k < c->values.size(); ++k)
+      runs += k == 0 || c->values[k] != c->values[k - 1] + 1 ? 1 : 0;
+    if (rank != 2 || (axis != 0 && axis != -2) || runs <= kSliceRuns) {
+      importGatherConstant();
+      return;
+    }
+    ConstantData rows = *c;
+    for (double &v : rows.values) {
+      if (v < -double(table[0]) || v >= double(table[0]))
+        failNode("index " + std::to_string(int64_t(v)) +
+                 " is out of range for " + std::to_string(table[0]) +
+                 " rows");
+      v = v < 0 ? v + double(table[0]) : v;
+    }
+    define(0, emit(uniqueName(nodeName), "embedding",
+                   {valueInput(0), fixedInput(node->input(1), rows)}));
     return;
   }
   if (rank != 2 || (axis != 0 && axis != -2))

@@ -403,17 +403,22 @@ def build(name, seed=0):
     return {**ZOO, **PATTERNS}[name].build()
 
 
+def export_module(module, x, path, opset=17):
+    """Exports `module` on the sample input `x` as docs/onnx.md tells users
+    to: training mode, no constant folding, input x, output y."""
+    torch.onnx.export(module, x, path, input_names=["x"], output_names=["y"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=opset)
+
+
 def export(name, path, module, batch, opset=17):
-    """Exports `module` as docs/onnx.md tells users to: training mode, no
-    constant folding, input x, output y."""
+    """Exports the zoo model `name` (`module`) at `batch` samples."""
     e = {**ZOO, **PATTERNS}[name]
     if e.tokens:
         x = torch.randint(0, VOCAB, (batch, *e.shape))
     else:
         x = torch.randn(batch, *e.shape)
-    torch.onnx.export(module, x, path, input_names=["x"], output_names=["y"],
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=opset)
+    export_module(module, x, path, opset)
 
 
 if __name__ == "__main__":

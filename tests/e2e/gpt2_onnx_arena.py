@@ -73,10 +73,7 @@ def main():
                                      seq=a.seq)
         params = sum(t.numel() for t in module.parameters())
         x = torch.randint(0, a.vocab, (a.batch, a.seq))
-        torch.onnx.export(module, x, path, input_names=["x"],
-                          output_names=["y"],
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, opset_version=17)
+        zoo_models.export_module(module, x, path)
         del module
         onnx_report, onnx_seconds = plan_report(
             [a.remat, "plan", path, "--optimizer", "adamw"], "plan ONNX")

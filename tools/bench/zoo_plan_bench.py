@@ -60,7 +60,6 @@ SEQ, VOCAB, WIDTH, HEADS, LAYERS = 256, 50257, 768, 12, 12
 def build(family):
     import torch
     import torchvision
-    from torch import nn
     import zoo_models
     name, side = FULL[family]
     torch.manual_seed(0)
@@ -115,6 +114,7 @@ def main():
     a = p.parse_args()
     try:
         import torch
+        import zoo_models
     except ImportError as e:
         print(f"skipped: PyTorch is not installed ({e})")
         return 77
@@ -136,11 +136,7 @@ def main():
                      else torch.randn(a.batch, *shape))
                 path = os.path.join(work, family + ".onnx")
                 start = time.time()
-                torch.onnx.export(module, x, path, input_names=["x"],
-                                  output_names=["y"],
-                                  training=torch.onnx.TrainingMode.TRAINING,
-                                  do_constant_folding=False,
-                                  opset_version=17)
+                zoo_models.export_module(module, x, path)
                 row["export_s"] = time.time() - start
                 del module
                 import onnx

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Mutation fuzzer for remat's ONNX importer (docs/onnx.md#fuzzing).
 
-Exports small seed models with tools/export_onnx.py and four models of
-the zoo (tools/zoo_models.py: vit, swin, gpt2_like, mobilenet_v3_small;
-PyTorch and torchvision), mutates
+Exports small seed models with tools/export_onnx.py (InstanceNorm and
+GroupNorm, Einsum among them) and five models of the zoo
+(tools/zoo_models.py: vit, swin, gpt2_like, mobilenet_v3_small and the
+masked_fill attention pattern; PyTorch and torchvision), mutates
 them with the onnx Python module (python3-onnx) in these classes:
 
   flip       1 to 16 random bytes of the file changed
@@ -81,6 +82,8 @@ SEEDS = [
      dict(batch=2, width=8, classes=8, side=4, opset=17), ["--frozen", "mask"]),
     ("mixed", "mixed", dict(batch=2, width=8, side=4, opset=15,
                             dynamic_batch=True), ["--input-shape", "x=2,4"]),
+    ("groupnorm", "groupnorm", dict(batch=2, width=8, side=6, opset=17), []),
+    ("einsum", "einsum", dict(batch=2, width=8, side=4, opset=17), []),
     # Models of the zoo (tools/zoo_models.py), at batch 2: attention with a
     # mask buffer, Gather by constant indices, the shifted-window mask's
     # folded ScatterND/Range/Not, HardSwish and squeeze-excitation.
@@ -88,6 +91,8 @@ SEEDS = [
     ("swin", "zoo:swin", dict(batch=2), []),
     ("gpt2_like", "zoo:gpt2_like", dict(batch=2), []),
     ("mobilenet_v3_small", "zoo:mobilenet_v3_small", dict(batch=2), []),
+    # nanoGPT's attention: Where by a constant mask, fused attention.
+    ("masked_fill", "zoo:attention_masked_fill", dict(batch=2), []),
 ]
 
 HUGE = [2**31, 2**32 + 1, 2**40, 2**62, 2**63 - 1, -1, -2, -2**63, 0]

@@ -63,12 +63,30 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
   int lossOp = -1;
   if (!graph.outputs.empty() && !graph.values[graph.outputs[0]].isArgument())
     lossOp = graph.values[graph.outputs[0]].producer;
+  // The value whose bytes op k's one result may take when it dies there
+  // (StepGraph's reusableOperand: an operand of the result's size, not an
+  // argument), or -1.
+  auto reusable = [&](size_t k) {
+    const memory::StepOp &op = graph.ops[k];
+    if (op.reusableOperand < 0 || op.results.size() != 1)
+      return -1;
+    int u = op.operands[op.reusableOperand];
+    const memory::StepValue &in = graph.values[u];
+    return !in.isArgument() &&
+                   memory::alignUp(in.bytes, alignment) ==
+                       memory::alignUp(graph.values[op.results[0]].bytes,
+                                       alignment)
+               ? u
+               : -1;
+  };
   // cross_entropy_grad writes dlogits over the logits dying there (the
   // layout's reuse, StepGraph.cpp). The problem models that exactly: the
   // result takes no bytes of its own, and the logits are computed once and
-  // stay resident until dlogits' last reader, which reads them here. (Other
-  // reusing ops, the elementwise ones, are small; the targets' slack covers
-  // them.) sharedWith[k]: the node whose bytes op k's result takes, or -1.
+  // stay resident until dlogits' last reader, which reads them here. The
+  // other reusing ops, the elementwise ones, are left to the targets'
+  // slack; the arena's lower bound counts their result once
+  // (mayReuseOperand). sharedWith[k]: the node whose bytes op k's result
+  // takes, or -1.
   std::vector<int> sharedWith(graph.ops.size(), -1);
   if (shareLossGradient) {
     std::vector<int> lastReader(graph.values.size(), -1);
@@ -79,17 +97,12 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
     for (int o : graph.outputs)
       isOutput[o] = 1;
     for (size_t k = 0; k < graph.ops.size(); ++k) {
-      const memory::StepOp &op = graph.ops[k];
-      if (step.ops[k].kind != "cross_entropy_grad" || op.reusableOperand < 0 ||
-          op.results.size() != 1)
+      int u = reusable(k);
+      if (step.ops[k].kind != "cross_entropy_grad" || u < 0)
         continue;
-      int u = op.operands[op.reusableOperand], r = op.results[0];
-      const memory::StepValue &in = graph.values[u];
-      if (!in.isArgument() && !isOutput[u] && !isOutput[r] &&
-          lastReader[u] == static_cast<int>(k) &&
-          memory::alignUp(in.bytes, alignment) ==
-              memory::alignUp(graph.values[r].bytes, alignment))
-        sharedWith[k] = in.producer;
+      if (!isOutput[u] && !isOutput[graph.ops[k].results[0]] &&
+          lastReader[u] == static_cast<int>(k))
+        sharedWith[k] = graph.values[u].producer;
     }
   }
   for (size_t k = 0; k < graph.ops.size(); ++k) {
@@ -120,18 +133,8 @@ planner::Problem buildPlannerProblem(const TrainStep &step,
   for (size_t k = 0; k < graph.ops.size(); ++k)
     if (sharedWith[k] >= 0)
       problem.nodes[sharedWith[k]].recomputable = false;
-  // The other reusing ops (elementwise, in place over a dying operand of
-  // their size): the arena's lower bound counts their output once.
-  for (size_t k = 0; k < graph.ops.size(); ++k) {
-    const memory::StepOp &op = graph.ops[k];
-    if (op.reusableOperand < 0 || op.results.size() != 1)
-      continue;
-    const memory::StepValue &in = graph.values[op.operands[op.reusableOperand]];
-    problem.nodes[k].mayReuseOperand =
-        !in.isArgument() &&
-        memory::alignUp(in.bytes, alignment) ==
-            memory::alignUp(graph.values[op.results[0]].bytes, alignment);
-  }
+  for (size_t k = 0; k < graph.ops.size(); ++k)
+    problem.nodes[k].mayReuseOperand = reusable(k) >= 0;
   // A state update (running statistics) writes persistent state in place:
   // running it twice would apply it twice.
   for (size_t k = 0; k < graph.ops.size(); ++k)

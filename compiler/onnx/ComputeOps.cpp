@@ -105,8 +105,8 @@ bool OnnxReader::fuseGelu(int lhs, int rhs) {
     // The product has x's shape: the other factors are scalars or x-sized.
     bool shaped = x >= 0;
     for (int f : factors)
-      shaped &= shaped && (typeOf(f).shape == typeOf(x).shape ||
-                           (f == half && typeOf(f).numElements() == 1));
+      shaped = shaped && (typeOf(f).shape == typeOf(x).shape ||
+                          (f == half && typeOf(f).numElements() == 1));
     if (rest != x || !shaped)
       continue;
     replaced.insert(chain.begin(), chain.end());
@@ -461,15 +461,14 @@ OnnxReader::attentionMask(int mask, const std::vector<int64_t> &scores) {
     return std::nullopt;
   // 0 on and below the diagonal; above it -inf, or a value so negative
   // (HuggingFace's float32 minimum) that exp() of it is 0 as it is of -inf.
-  bool zeros = true;
+  // (All zeros is a uniform constant, answered above.)
   for (int64_t i = 0; i < s; ++i)
     for (int64_t j = 0; j < s; ++j) {
       float m = (*data)[size_t(i * s + j)];
       if (j <= i ? m != 0.0f : !(m <= -1e30f))
         return std::nullopt;
-      zeros &= m == 0.0f;
     }
-  return !zeros;
+  return true;
 }
 
 /// What the exporter writes for nn.MultiheadAttention (PyTorch 1.13):

@@ -275,6 +275,10 @@ private:
   void importSlice();
   void importSplit();
   void importGatherConstant();
+  /// Constant Gather `indices` into `size` entries on `axis`, negative ones
+  /// counted from the end; an index out of range fails the node.
+  std::vector<int64_t> gatherIndices(const ConstantData &indices, int64_t size,
+                                     int64_t axis);
   /// Positions [begin, end) of `value` along `axis`.
   int sliceAlong(int value, int64_t axis, int64_t begin, int64_t end,
                  const std::string &name);

@@ -607,21 +607,20 @@ void OnnxReader::importEmbedding() {
     // bias table read by an index buffer: 2,401 rows in 2,401 runs a
     // block at window 7) are one lookup of a fixed index input; a few
     // runs (x[:, 0], qkv[1]) are slices.
+    if (rank != 2 || (axis != 0 && axis != -2)) {
+      importGatherConstant();
+      return;
+    }
+    std::vector<int64_t> picked = gatherIndices(*c, table[0], 0);
     int64_t runs = 0;
-    for (size_t k = 0; k < c->values.size(); ++k)
-      runs += k == 0 || c->values[k] != c->values[k - 1] + 1 ? 1 : 0;
-    if (rank != 2 || (axis != 0 && axis != -2) || runs <= kSliceRuns) {
+    for (size_t k = 0; k < picked.size(); ++k)
+      runs += k == 0 || picked[k] != picked[k - 1] + 1 ? 1 : 0;
+    if (runs <= kSliceRuns) {
       importGatherConstant();
       return;
     }
     ConstantData rows = *c;
-    for (double &v : rows.values) {
-      if (v < -double(table[0]) || v >= double(table[0]))
-        failNode("index " + std::to_string(int64_t(v)) +
-                 " is out of range for " + std::to_string(table[0]) +
-                 " rows");
-      v = v < 0 ? v + double(table[0]) : v;
-    }
+    rows.values.assign(picked.begin(), picked.end());
     define(0, emit(uniqueName(nodeName), "embedding",
                    {valueInput(0), fixedInput(node->input(1), rows)}));
     return;

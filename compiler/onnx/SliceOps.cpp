@@ -143,16 +143,8 @@ void OnnxReader::importGatherConstant() {
     failNode("Gather by indices of shape " + ops::formatShape(indices.shape) +
              " known at import is not supported (a scalar or a non-empty "
              "list)");
-  int64_t size = shape[size_t(*axis)];
-  std::vector<int64_t> picked;
-  for (double v : indices.values) {
-    int64_t i = int64_t(v);
-    if (i < -size || i >= size)
-      failNode("index " + std::to_string(i) + " is out of range for " +
-               std::to_string(size) + " entries on axis " +
-               std::to_string(*axis));
-    picked.push_back(i < 0 ? i + size : i);
-  }
+  std::vector<int64_t> picked =
+      gatherIndices(indices, shape[size_t(*axis)], *axis);
   int x = valueInput(0), joined = -1;
   for (size_t k = 0; k < picked.size();) {
     size_t run = k + 1;
@@ -169,6 +161,20 @@ void OnnxReader::importGatherConstant() {
   else
     result[size_t(*axis)] = int64_t(picked.size());
   define(0, reshapeTo(joined, result, uniqueName(nodeName)));
+}
+
+std::vector<int64_t> OnnxReader::gatherIndices(const ConstantData &indices,
+                                               int64_t size, int64_t axis) {
+  std::vector<int64_t> picked;
+  for (double v : indices.values) {
+    int64_t i = int64_t(v);
+    if (i < -size || i >= size)
+      failNode("index " + std::to_string(i) + " is out of range for " +
+               std::to_string(size) + " entries on axis " +
+               std::to_string(axis));
+    picked.push_back(i < 0 ? i + size : i);
+  }
+  return picked;
 }
 
 int OnnxReader::sliceAlong(int value, int64_t axis, int64_t begin,

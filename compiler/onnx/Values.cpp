@@ -594,6 +594,8 @@ int OnnxReader::scalarConstant(double value, const std::string &name) {
 }
 
 const Op *OnnxReader::producerOf(int value) const {
+  if (graph.values[size_t(value)].kind != ValueKind::Op)
+    return nullptr; // an input, a parameter or state: no op, no scan
   for (auto it = graph.ops.rbegin(); it != graph.ops.rend(); ++it)
     if (it->result == value)
       return &*it;

@@ -137,6 +137,7 @@ RematOptions rematOptions(const CompileOptions &options) {
   remat.progress = options.progress;
   remat.reorder = options.reorder;
   remat.searchMinimum = options.searchMinimum;
+  remat.explainInfeasible = options.explainInfeasible;
   return remat;
 }
 

@@ -63,6 +63,9 @@ struct CompileOptions {
   /// ops later than the planner placed it, so that its gradient's sum
   /// overlaps backward work (--update-lag; lagOptimizerUpdates).
   int updateLag = defaults::kUpdateLag;
+  /// A budget no schedule fits: search the minimum for the error message
+  /// (RematOptions::explainInfeasible).
+  bool explainInfeasible = true;
 };
 
 /// `--device-profile`: a built-in name (builtinDeviceProfileNames) or a JSON

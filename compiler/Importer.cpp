@@ -132,6 +132,9 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
   if (graph.ranks > 1)
     module->getOperation()->setAttr("graph.ranks",
                                     b.getI64IntegerAttr(graph.ranks));
+  if (graph.microbatches > 1)
+    module->getOperation()->setAttr("graph.microbatches",
+                                    b.getI64IntegerAttr(graph.microbatches));
   if (graph.ranks > 1 && graph.shardOptimizer)
     module->getOperation()->setAttr("graph.optimizer_shards",
                                     b.getI64IntegerAttr(graph.ranks));

@@ -56,6 +56,27 @@ ModelFile withPrecision(ModelFile file, const ModelOptions &options) {
   return file;
 }
 
+/// `--microbatches K > 1`: a model whose batch normalization would see each
+/// micro-batch's statistics (ops of the ChannelNormalize rule) is refused
+/// unless the user asked for exactly that.
+ModelFile checkedSplit(ModelFile file, const ModelOptions &options) {
+  if (options.microbatches > 1 && !options.perSliceNorm)
+    for (const Op &op : file.graph.ops)
+      if (auto kind = ops::parseOpKind(op.kind);
+          kind &&
+          ops::opInfo(*kind).shapeRule == ops::ShapeRule::ChannelNormalize)
+        throw OptionError(
+            file.graph.sourceName + ": " + op.where() +
+            " normalizes over the "
+            "batch: with --microbatches " +
+            std::to_string(options.microbatches) +
+            " it would use each micro-batch's statistics, which changes the "
+            "result; give --microbatch-norm per-slice to accept that (as "
+            "PyTorch does under manual gradient accumulation), or train "
+            "unsplit");
+  return file;
+}
+
 } // namespace
 
 ModelFile readModelFile(const std::string &path, const ModelOptions &options) {
@@ -63,8 +84,10 @@ ModelFile readModelFile(const std::string &path, const ModelOptions &options) {
   if (isOnnxPath(path) || (path != "-" && runtime::looksLikeOnnx(path))) {
 #ifdef REMAT_HAVE_ONNX
     OnnxModel onnx = importOnnxFile(path, options);
-    return withPrecision(ModelFile{std::move(onnx.graph), std::move(onnx.weights)},
-                         options);
+    return checkedSplit(
+        withPrecision(ModelFile{std::move(onnx.graph), std::move(onnx.weights)},
+                      options),
+        options);
 #else
     throw ModelError(path + ": this build of remat has no ONNX support "
                             "(build it where the ONNX library is installed: "
@@ -80,8 +103,10 @@ ModelFile readModelFile(const std::string &path, const ModelOptions &options) {
         "a JSON model declares its input shapes, loss and optimizer in the "
         "file (docs/model-format.md)");
   std::string source = path == "-" ? "<stdin>" : path;
-  return withPrecision(
-      ModelFile{loadModel(readText(path), source, options), {}}, options);
+  return checkedSplit(
+      withPrecision(ModelFile{loadModel(readText(path), source, options), {}},
+                    options),
+      options);
 }
 
 std::string weightsPathForPlan(const std::string &planPath) {

@@ -211,6 +211,16 @@ std::vector<char> valuesReachingLoss(const ModelGraph &graph) {
   return needed;
 }
 
+std::string ModelOptions::splitFlags() const {
+  std::string flags;
+  if (ranks > 1)
+    flags = "--ranks " + std::to_string(ranks);
+  if (microbatches > 1)
+    flags += (flags.empty() ? "" : " ") + std::string("--microbatches ") +
+             std::to_string(microbatches);
+  return flags;
+}
+
 ModelGraph loadModel(const std::string &text, const std::string &sourceName,
                      const ModelOptions &options) {
   return json_reader::ModelReader(sourceName, options).read(text);

@@ -117,6 +117,9 @@ struct ModelGraph {
   /// `--shard-optimizer` with ranks > 1: each rank keeps 1/ranks of every
   /// optimizer state tensor (ZeRO-1, docs/distributed.md).
   bool shardOptimizer = false;
+  /// Micro-batches of each rank's step (`--microbatches`): `batch` is then
+  /// one micro-batch's samples.
+  int64_t microbatches = 1;
   int64_t tokensPerSample = 1;  ///< `seq` for sequence models, else 1
   /// Located messages about a model that is valid but probably not what its
   /// author meant (a parameter no op reads), for the CLI to print.
@@ -180,6 +183,23 @@ struct ModelOptions {
   /// `--shard-optimizer`: each of the ranks keeps only its slice of the
   /// optimizer state (ZeRO-1); no effect with one rank.
   bool shardOptimizer = false;
+  /// `--microbatches K`: the step runs forward and backward on K slices of
+  /// each rank's batch, which K must divide, and sums their gradients
+  /// before one update (docs/planner.md, "Micro-batches"); the step is
+  /// built for batch / (ranks * K) samples.
+  int64_t microbatches = 1;
+  /// `--microbatches auto`: the caller picks `microbatches` in
+  /// [1, maxMicrobatches] with the planner (compiler/Driver.h).
+  bool autoMicrobatches = false;
+  bool microbatchesGiven = false; ///< --microbatches K or auto given
+  int64_t maxMicrobatches = 16;   ///< `--max-microbatches`
+  /// `--microbatch-norm per-slice`: batch normalization of a split step
+  /// uses each slice's statistics (PyTorch's under manual accumulation);
+  /// without it a split step of a model with batch norm is refused.
+  bool perSliceNorm = false;
+  /// The flags that split the batch, as the user gave them, for messages:
+  /// "--ranks 2 --microbatches 4".
+  std::string splitFlags() const;
   /// `--precision fp64`: every f32 value of the model becomes f64, so the
   /// whole step computes in float64 on the CPU backend (for testing against
   /// a float64 reference: docs/cli.md). "fp32" (the default) or "fp64".

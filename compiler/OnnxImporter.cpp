@@ -390,6 +390,7 @@ OnnxModel OnnxReader::read() {
   // --ranks N: the inputs' batch dim was divided by N (checkAndInferShapes).
   graph.ranks = options.ranks;
   graph.shardOptimizer = options.shardOptimizer && options.ranks > 1;
+  graph.microbatches = options.microbatches;
   // 3.
   for (const onnx::NodeProto &n : proto.graph().node()) {
     node = &n;

@@ -33,6 +33,9 @@ json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
   // Running statistics, for the models that have them.
   if (at(Role::State) > 0)
     report["breakdown"]["state"] = at(Role::State);
+  // A split step's gradient sums (--microbatches).
+  if (at(Role::Accumulator) > 0)
+    report["breakdown"]["accumulators"] = at(Role::Accumulator);
   // --shard-optimizer: the optimizer bytes above are this rank's slices.
   if (step.optimizerShards > 1)
     report["optimizer_shards"] = step.optimizerShards;
@@ -51,6 +54,8 @@ json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
                           ? json(step.graph.ops[liveness.peakOp].name)
                           : json(nullptr);
   report["modeled_step_seconds"] = step.totalSeconds();
+  report["microbatches"] = step.microbatches;
+  report["microbatch_samples"] = step.batch;
   return report;
 }
 
@@ -115,6 +120,7 @@ runtime::Plan emitPlan(plan::ArenaOp arena, const TrainStep &step,
   plan.arenaBytes = static_cast<uint64_t>(arena.getBytesValue());
   plan.batch = step.batch;
   plan.ranks = step.ranks;
+  plan.microbatches = step.microbatches;
   plan.tokensPerSample = step.tokensPerSample;
   // What depends on the wall clock stays in the report file: the solve
   // time and the optimality gap (how far the time-limited MILP got). The

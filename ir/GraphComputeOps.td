@@ -239,6 +239,7 @@ def Graph_EmbeddingOp : Graph_ForwardOp<"embedding", [OwnFlops]> {
 def Graph_CrossEntropyOp : Graph_ForwardOp<"cross_entropy", [OwnFlops]> {
   let kernelFamily = "CrossEntropy";
   let shapeRule = "ClassLoss";
+  let averages = 1;
   let summary = "mean softmax cross-entropy over all positions";
   let description = [{
     `logits` is `[..., C]` (float), `labels` is `[...]` (i32 or i64), `loss`
@@ -264,6 +265,7 @@ def Graph_CrossEntropyOp : Graph_ForwardOp<"cross_entropy", [OwnFlops]> {
 def Graph_MseOp : Graph_ForwardOp<"mse", [OwnFlops]> {
   let kernelFamily = "Mse";
   let shapeRule = "PairLoss";
+  let averages = 1;
   let summary = "mean squared error";
   let description = [{
     `loss = mean((a - b)²)` as a 0-d tensor; `a` and `b` have the same type.

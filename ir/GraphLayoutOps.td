@@ -83,6 +83,7 @@ def Graph_ReduceSumOp : Graph_ReduceOp<"reduce_sum", "sum"> {
   let flops = [{ return elements(getX()); }];
 }
 def Graph_ReduceMeanOp : Graph_ReduceOp<"reduce_mean", "mean"> {
+  let averages = 1;
   // One add per element of x and one division per element of y.
   let flops = [{  return plus(elements(getX()), elements(getY())); }];
 }
@@ -344,6 +345,33 @@ def Graph_SgdUpdateOp : Graph_Op<"sgd_update", [OwnFlops]> {
     return times(6, elements(isSharded(*this) ? getMomentumBuffer()
                                               : getParam()));
   }];
+}
+
+def Graph_GradAccumulateOp : Graph_Op<"grad_accumulate", [OwnFlops]> {
+  let kernelFamily = "GradAccumulate";
+  let shapeRule = "Elementwise";
+  let updatesState = 1;
+  let summary = "adds a micro-batch's gradient into its accumulator";
+  let description = [{
+    `acc' = scale·grad` in the first micro-batch of a step, `acc + scale·grad`
+    in every later one (`--microbatches`, docs/planner.md): the runtime
+    tells the kernel which micro-batch runs. `scale` is the slice's share of
+    the batch's mean loss. `acc` is an accumulator buffer; buffer assignment
+    puts `acc'` in it. All operands and the result have one type. FLOPs: 2
+    per element.
+
+    ```mlir
+    %a2 = graph.grad_accumulate %a, %g {scale = 2.500000e-01 : f32}
+        : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$acc, Graph_Tensor:$grad, Graph_F32:$scale);
+  let results = (outs Graph_Tensor:$new_acc);
+  let assemblyFormat = [{
+    $acc `,` $grad attr-dict `:` type($acc) `,` type($grad) `->`
+    type($new_acc)
+  }];
+  let flops = [{ return times(2, elements(getAcc())); }];
 }
 
 def Graph_SgdPlainUpdateOp : Graph_Op<"sgd_plain_update", [OwnFlops]> {

@@ -79,6 +79,10 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
   // result 0 its new value in the operand's bytes. Only these ops and the
   // optimizer updates write persistent buffers.
   bit updatesState = 0;
+  // Whether the op's reduction is a mean (the mean reduction and losses)
+  // rather than a sum: a split step (--microbatches) scales each slice's
+  // gradients by its share of the batch when the loss averages over it.
+  bit averages = 0;
 }
 
 // A forward op: differentiable by the autodiff pass. Its VJP is in

@@ -267,17 +267,16 @@ LogicalResult ArenaOp::verifyRegions() {
 bool BufferOp::isPersistent() {
   StringRef role = getRole();
   return role == "param" || role == "optimizer" || role == "state" ||
-         role == "input";
+         role == "accumulator" || role == "input";
 }
 
 LogicalResult BufferOp::verify() {
   StringRef role = getRole();
-  if (!llvm::is_contained(
-          {"param", "grad", "optimizer", "input", "activation", "temporary",
-           "state"},
-          role))
+  if (!llvm::is_contained({"param", "grad", "optimizer", "input", "activation",
+                           "temporary", "state", "accumulator"},
+                          role))
     return emitOpError("role must be param, grad, optimizer, input, "
-                       "activation, temporary or state, got '")
+                       "activation, temporary, state or accumulator, got '")
            << role << "'";
   Type dtype = getDtype();
   int64_t elementSize = elementBytes(dtype);
@@ -307,7 +306,8 @@ LogicalResult BufferOp::verify() {
            << bytes << " but shape " << formatShape(shape) << " of "
            << dtypeName(dtype) << " needs " << needed;
 
-  bool hasState = role == "param" || role == "optimizer" || role == "state";
+  bool hasState = role == "param" || role == "optimizer" || role == "state" ||
+                  role == "accumulator";
   if (hasState && !llvm::isa<FloatType>(dtype))
     return emitOpError("'")
            << role << "' buffers must be float, got " << dtypeName(dtype);
@@ -316,8 +316,8 @@ LogicalResult BufferOp::verify() {
                             << "' buffers need an init (e.g. init {kind = "
                                "\"zeros\"})";
   if (!hasState && getInit())
-    return emitOpError("init is only allowed on param, optimizer and state "
-                       "buffers, not on '")
+    return emitOpError("init is only allowed on param, optimizer, state "
+                       "and accumulator buffers, not on '")
            << role << "'";
   if (getData() && role != "input")
     return emitOpError("data is only allowed on input buffers, not on '")
@@ -391,11 +391,17 @@ LogicalResult StepOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
              << "' buffer; only optimizer updates (sgd_update, "
                 "sgd_plain_update, adamw_update) write params and optimizer "
                 "state";
-    if (role == "state" && !isStateUpdateOp(opName))
+    if (role == "state" &&
+        (!isStateUpdateOp(opName) || opName == "grad_accumulate"))
       return emitOpError("'")
              << opName << "' writes " << ref
              << ", a 'state' buffer; only state updates (the running "
                 "statistics of batch normalization) write state";
+    if ((role == "accumulator") != (opName == "grad_accumulate"))
+      return emitOpError("'")
+             << opName << "' writes " << ref << ", a '" << role
+             << "' buffer; grad_accumulate writes accumulators, and only "
+                "them";
   }
 
   // State updates are in place: output 0 is input 0.

@@ -14,14 +14,22 @@ constexpr const char *kDTypeNames[] = {"f32", "f16", "bf16", "i32", "i64",
 std::vector<OpInfo> buildTable() {
   std::vector<OpInfo> table;
 #define REMAT_OP(Kind, name, inputs, outputs, rule, family, inPlace,           \
-                 inModelFormat, resultTypeGiven, updatesParam, updatesState)   \
-  table.push_back(OpInfo{OpKind::Kind,  name,                                  \
-                         inputs,        outputs,                               \
-                         ShapeRule::rule, KernelFamily::family,                \
-                         inPlace,       inModelFormat,                         \
-                         resultTypeGiven, updatesParam,                        \
+                 inModelFormat, resultTypeGiven, updatesParam, updatesState,   \
+                 averages)                                                     \
+  table.push_back(OpInfo{OpKind::Kind,                                         \
+                         name,                                                 \
+                         inputs,                                               \
+                         outputs,                                              \
+                         ShapeRule::rule,                                      \
+                         KernelFamily::family,                                 \
+                         inPlace,                                              \
+                         inModelFormat,                                        \
+                         resultTypeGiven,                                      \
+                         updatesParam,                                         \
                          updatesState,                                         \
-                         {},            {},                                    \
+                         averages,                                             \
+                         {},                                                   \
+                         {},                                                   \
                          {}});
 #include "ops/generated/OpTable.inc"
 #define REMAT_OP_OPERAND(Kind, index, name)                                    \

@@ -90,6 +90,9 @@ struct OpInfo {
   /// (GraphOps.td `updatesState`: batch normalization's running
   /// statistics).
   bool updatesState;
+  /// The op's reduction is a mean, not a sum (GraphOps.td `averages`:
+  /// the mean reduction and the mean losses).
+  bool averages;
   std::vector<const char *> operandNames;
   std::vector<const char *> resultNames;
   std::vector<AttrInfo> attrs;

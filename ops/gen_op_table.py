@@ -111,7 +111,7 @@ def generate(records):
         "//",
         "// REMAT_OP(Kind, name, inputs, outputs, ShapeRule, KernelFamily,",
         "//          inPlace, inModelFormat, resultTypeGiven, updatesParam,",
-        "//          updatesState)",
+        "//          updatesState, averages)",
         "// REMAT_OP_OPERAND(Kind, index, name)",
         "// REMAT_OP_RESULT(Kind, index, name)",
         "// REMAT_OP_ATTR(Kind, name, field, AttrType, required, default)",
@@ -144,7 +144,8 @@ def generate(records):
             f'{str(bool(r["inModelFormat"])).lower()}, '
             f'{str(bool(r["resultTypeGiven"])).lower()}, '
             f'{str(bool(r["updatesParam"])).lower()}, '
-            f'{str(bool(r["updatesState"])).lower()})')
+            f'{str(bool(r["updatesState"])).lower()}, '
+            f'{str(bool(r["averages"])).lower()})')
         for i, o in enumerate(operands):
             operand_lines.append(f'REMAT_OP_OPERAND({kind}, {i}, "{o}")')
         for i, o in enumerate(results):

@@ -18,7 +18,9 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
+#include <string>
 
 namespace remat {
 
@@ -143,6 +145,79 @@ std::optional<OptimizerConfig> readOptimizerConfig(mlir::ModuleOp module) {
   return config;
 }
 
+/// The share of the batch's loss that each of `k` equal micro-batches of
+/// `batch` samples carries, for `loss` of @train_step: 1/k where the
+/// reduction that removes the batch dim (dim 0 of `batch` rows) averages,
+/// 1 where it sums. Looks through binary ops whose other operand does not
+/// depend on an input (a constant factor), and through sums of such
+/// losses, which must agree. nullopt, with `why`, where it cannot tell.
+std::optional<double> microbatchShare(mlir::func::FuncOp step, Value loss,
+                                      int64_t batch, int64_t k,
+                                      std::string &why) {
+  llvm::DenseMap<Value, bool> readsInput;
+  std::function<bool(Value)> dependsOnInput = [&](Value v) {
+    if (auto it = readsInput.find(v); it != readsInput.end())
+      return it->second;
+    bool reads = false;
+    if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
+      auto role = step.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(),
+                                                          "graph.role");
+      reads = role && role.getValue() == "input";
+    } else {
+      for (Value operand : v.getDefiningOp()->getOperands())
+        reads = reads || dependsOnInput(operand);
+    }
+    return readsInput[v] = reads;
+  };
+  std::function<std::optional<double>(Value)> share =
+      [&](Value v) -> std::optional<double> {
+    mlir::Operation *op = v.getDefiningOp();
+    std::optional<ops::OpKind> kind =
+        op ? ops::parseOpKind(op->getName().getStringRef().str().substr(6))
+           : std::nullopt;
+    if (!kind) {
+      why = "the loss is not computed from the batch by graph ops";
+      return std::nullopt;
+    }
+    const ops::OpInfo &info = ops::opInfo(*kind);
+    if (info.shapeRule == ops::ShapeRule::Reduce ||
+        info.shapeRule == ops::ShapeRule::ClassLoss ||
+        info.shapeRule == ops::ShapeRule::PairLoss) {
+      auto in = llvm::cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+      bool overBatch = in.getRank() > 0 && in.getDimSize(0) == batch;
+      if (auto axes = op->getAttrOfType<mlir::DenseI64ArrayAttr>("axes"))
+        overBatch = overBatch && llvm::is_contained(axes.asArrayRef(), 0);
+      if (overBatch)
+        return info.averages ? 1.0 / double(k) : 1.0;
+      why = "'" + std::string(info.name) +
+            "' makes the loss without reducing over dim 0 of the " +
+            std::to_string(batch) + "-sample micro-batch";
+      return std::nullopt;
+    }
+    if (info.shapeRule == ops::ShapeRule::Broadcast) {
+      std::optional<double> found;
+      for (Value operand : op->getOperands()) {
+        if (!dependsOnInput(operand))
+          continue;
+        std::optional<double> s = share(operand);
+        if (!s || (found && *found != *s)) {
+          if (s)
+            why = "the loss adds terms that average and sum over the batch";
+          return std::nullopt;
+        }
+        found = s;
+      }
+      if (!found)
+        why = "the loss does not depend on the batch";
+      return found;
+    }
+    why = "the loss comes from '" + std::string(info.name) +
+          "', not a reduction over the batch";
+    return std::nullopt;
+  };
+  return share(loss);
+}
+
 /// Rewrites @train_step's (loss, grads...) into in-place optimizer updates:
 ///
 ///  1. Read `graph.optimizer` (readOptimizerConfig).
@@ -153,6 +228,10 @@ std::optional<OptimizerConfig> readOptimizerConfig(mlir::ModuleOp module) {
 ///     `momentum:<p>`; adamw: `adam_m:<p>`, `adam_v:<p>`), initialized to
 ///     zeros. SGD with momentum 0 has none and updates with
 ///     graph.sgd_plain_update.
+///  3b. `graph.microbatches` K > 1 (--microbatches): append the param's
+///     accumulator argument `accum:<p>` (role "accumulator") and sum the
+///     gradient into it with graph.grad_accumulate {scale = 1/K} right
+///     after the gradient's definition; the update reads the sum.
 ///  4. Insert the param's update right after the op that defines its final
 ///     gradient, so that it runs as soon as the gradient is final; if a
 ///     later op (other than the return) still reads the param, after the
@@ -160,7 +239,8 @@ std::optional<OptimizerConfig> readOptimizerConfig(mlir::ModuleOp module) {
 ///     in place. Updates placed after the same op keep param order. A
 ///     gradient that is a block argument has no defining op: its update
 ///     goes at the start of the body (or after the param's last reader).
-///  5. Return (loss, new params..., new states..., then the results with
+///  5. Return (loss, new params..., new states..., new accumulators...,
+///     then the results with
 ///     graph.role "state" of the input, unchanged: running statistics)
 ///     with graph.role, graph.name and graph.updates (the argument each
 ///     result overwrites).
@@ -254,6 +334,27 @@ void OptimizerPass::runOnOperation() {
           "graph.optimizer_shards"))
     shards = std::max<int64_t>(a.getInt(), 1);
 
+  int64_t microbatches = 1;
+  if (auto a = module->getAttrOfType<mlir::IntegerAttr>("graph.microbatches"))
+    microbatches = std::max<int64_t>(a.getInt(), 1);
+  double sliceShare = 1;
+  if (microbatches > 1) {
+    auto batch = module->getAttrOfType<mlir::IntegerAttr>("graph.batch");
+    std::string why;
+    std::optional<double> share = microbatchShare(
+        step, step.getBody().front().getTerminator()->getOperand(0),
+        batch ? batch.getInt() : 0, microbatches, why);
+    if (!share) {
+      module.emitError("--microbatches ")
+          << microbatches
+          << ": cannot tell whether the loss averages or sums over the "
+             "batch, so the slices' gradients cannot be weighted: "
+          << why;
+      return signalPassFailure();
+    }
+    sliceShare = *share;
+  }
+
   mlir::MLIRContext *context = &getContext();
   mlir::OpBuilder builder(context);
   mlir::Block &body = step.getBody().front();
@@ -280,11 +381,12 @@ void OptimizerPass::runOnOperation() {
                               builder.getI64IntegerAttr(argIndex))});
   };
 
-  llvm::SmallVector<Value> newParams, newStates;
-  llvm::SmallVector<mlir::DictionaryAttr> paramAttrs, stateAttrs;
+  llvm::SmallVector<Value> newParams, newStates, newAccumulators;
+  llvm::SmallVector<mlir::DictionaryAttr> paramAttrs, stateAttrs,
+      accumulatorAttrs;
   // The last update inserted after each anchor op (null: the body start).
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> lastUpdateAfter;
-  for (const ParamGradient &param : params) {
+  for (ParamGradient param : params) {
     // 3. State arguments.
     mlir::BlockArgument paramArg = step.getArgument(param.argIndex);
     mlir::Type stateType = paramArg.getType();
@@ -295,13 +397,14 @@ void OptimizerPass::runOnOperation() {
           {int64_t(ops::shardElements(uint64_t(numel), uint64_t(shards)))},
           paramType.getElementType());
     }
-    llvm::SmallVector<Value, 2> states;
-    for (llvm::StringRef stateName : config->stateNames()) {
+    // A zero-initialized argument of `role` for the param: its state.
+    auto appendStateArgument = [&](llvm::StringRef prefix, llvm::StringRef role,
+                                   mlir::Type type) {
       unsigned argIndex = step.getNumArguments();
       mlir::StringAttr name =
-          stringAttr(stateName.str() + ":" + param.name.getValue().str());
+          stringAttr(prefix.str() + ":" + param.name.getValue().str());
       step.insertArgument(
-          argIndex, stateType,
+          argIndex, type,
           builder.getDictionaryAttr(
               {builder.getNamedAttr(
                    "graph.init", builder.getDictionaryAttr(builder.getNamedAttr(
@@ -309,10 +412,32 @@ void OptimizerPass::runOnOperation() {
                builder.getNamedAttr("graph.name", name),
                builder.getNamedAttr("graph.param",
                                     builder.getI64IntegerAttr(param.argIndex)),
-               builder.getNamedAttr("graph.role", stringAttr("optimizer"))}),
+               builder.getNamedAttr("graph.role", stringAttr(role))}),
           paramArg.getLoc());
-      states.push_back(step.getArgument(argIndex));
-      stateAttrs.push_back(updatedAttrs("optimizer", name, argIndex));
+      return std::pair{step.getArgument(argIndex),
+                       updatedAttrs(role, name, argIndex)};
+    };
+    llvm::SmallVector<Value, 2> states;
+    for (llvm::StringRef stateName : config->stateNames()) {
+      auto [state, attrs] =
+          appendStateArgument(stateName, "optimizer", stateType);
+      states.push_back(state);
+      stateAttrs.push_back(attrs);
+    }
+
+    // 3b. The micro-batches' sum.
+    if (microbatches > 1) {
+      auto [acc, attrs] =
+          appendStateArgument("accum", "accumulator", paramArg.getType());
+      if (mlir::Operation *def = param.grad.getDefiningOp())
+        builder.setInsertionPointAfter(def);
+      else
+        builder.setInsertionPointToStart(&body);
+      param.grad = builder.create<graph::GradAccumulateOp>(
+          paramArg.getLoc(), paramArg.getType(), acc, param.grad,
+          static_cast<float>(sliceShare));
+      newAccumulators.push_back(param.grad);
+      accumulatorAttrs.push_back(attrs);
     }
 
     // 4. Placement.
@@ -366,10 +491,12 @@ void OptimizerPass::runOnOperation() {
   llvm::SmallVector<Value> results{loss};
   results.append(newParams);
   results.append(newStates);
+  results.append(newAccumulators);
   results.append(passedStates);
   llvm::SmallVector<mlir::DictionaryAttr> resultAttrs{lossAttrs};
   resultAttrs.append(paramAttrs);
   resultAttrs.append(stateAttrs);
+  resultAttrs.append(accumulatorAttrs);
   resultAttrs.append(passedStateAttrs);
   mlir::Location returnLoc = returnOp->getLoc();
   returnOp->erase();

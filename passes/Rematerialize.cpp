@@ -487,6 +487,9 @@ RematOutcome rematerializeTrainStep(mlir::ModuleOp module, TrainStep &step,
           ? leastMemoryWithoutRecompute(problem, step, reorder, alignment)
           : attemptWithFallbacks(problem, step, arenaBudget, kind,
                                  solveOptions, alignment);
+  if (!attempt.ok && !options.explainInfeasible)
+    throw InfeasibleBudget("no schedule fits the budget of " +
+                           bytesText(budgetBytes) + "; " + attempt.error);
   if (!attempt.ok) {
     // The search plans the step a dozen times or more (20 s for a
     // 48-layer GPT-2): say so before the error comes.
@@ -512,7 +515,7 @@ RematOutcome rematerializeTrainStep(mlir::ModuleOp module, TrainStep &step,
               "buffer layout, to within 0.5%)";
     }
     diag += "; " + attempt.error;
-    throw std::runtime_error(diag);
+    throw InfeasibleBudget(diag);
   }
   const planner::SolveResult &result = attempt.result;
   const memory::RecomputedStep &applied = attempt.applied;
@@ -586,7 +589,9 @@ RematOutcome rematerializeTrainStep(mlir::ModuleOp module, TrainStep &step,
   out.solveSeconds = seconds;
   if (!std::isnan(result.stats.provenGap))
     out.optimalityGap = result.stats.provenGap;
-  out.recomputeOverhead = recomputeSeconds / step.totalSeconds();
+  // Each micro-batch recomputes.
+  out.recomputeOverhead =
+      recomputeSeconds * double(step.microbatches) / step.totalSeconds();
   out.order = result.stats.order;
   step = replayTrainStep(step, applied);
   return out;

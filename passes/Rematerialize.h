@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -121,6 +122,16 @@ struct RematOptions {
   /// Also search the minimum feasible budget (it plans the step a dozen
   /// times).
   bool searchMinimum = false;
+  /// A budget no schedule fits: false throws InfeasibleBudget at once,
+  /// without searching the minimum for the message (the micro-batch
+  /// search tries several splits).
+  bool explainInfeasible = true;
+};
+
+/// The error of a budget that no schedule of the step fits.
+class InfeasibleBudget : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
 };
 
 /// What planning the step found, for the report (docs/cli.md): the solver

@@ -59,8 +59,11 @@ void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile) {
 
 double TrainStep::totalSeconds() const {
   double total = 0;
-  for (const OpInfo &op : ops)
-    total += op.seconds;
+  for (size_t k = 0; k < ops.size(); ++k)
+    total +=
+        ops[k].seconds * double(graph.ops[k].phase == memory::Phase::Optimizer
+                                    ? 1
+                                    : microbatches);
   return total;
 }
 
@@ -136,13 +139,19 @@ public:
     // planner evicted and recomputed (the clone feeding the forward
     // consumers) may feed only the backward with its other results.
     bool isStateUpdate = opKind && ops::opInfo(*opKind).updatesState;
-    op.phase = isUpdate ? memory::Phase::Optimizer
+    // A micro-batch's gradient summed into its accumulator is backward work.
+    bool accumulates = opKind == ops::OpKind::GradAccumulate;
+    op.phase = isUpdate      ? memory::Phase::Optimizer
+               : accumulates ? memory::Phase::Backward
                : feedsLoss || info.recompute || isStateUpdate
                    ? memory::Phase::Forward
                    : memory::Phase::Backward;
     int k = static_cast<int>(step.graph.ops.size());
     std::string base = info.base;
-    if (op.phase == memory::Phase::Backward)
+    if (accumulates) { // "accumulate:w1", into accum:w1
+      const std::string &acc = step.graph.values[size_t(op.operands[0])].name;
+      base = "accumulate:" + acc.substr(acc.find(':') + 1);
+    } else if (op.phase == memory::Phase::Backward)
       base = "d/" + (base.empty() ? info.kind : base) + ":" + info.kind;
     else if (base.empty())
       base = info.kind;
@@ -171,8 +180,14 @@ public:
       op.results.push_back(id);
     }
     if (isUpdate) {
-      // The gradient operand is the parameter's final gradient.
-      memory::StepValue &g = step.graph.values[size_t(op.operands[1])];
+      // The gradient operand is the parameter's final gradient; in a split
+      // step it is the accumulator, and the micro-batch's gradient is what
+      // grad_accumulate adds into it.
+      int grad = op.operands[1];
+      const memory::StepValue &read = step.graph.values[size_t(grad)];
+      if (read.role == memory::Role::Accumulator && read.producer >= 0)
+        grad = step.graph.ops[size_t(read.producer)].operands[1];
+      memory::StepValue &g = step.graph.values[size_t(grad)];
       if (!g.isArgument()) {
         usedNames.erase(g.name);
         // The naming convention of docs/plan-format.md.
@@ -323,6 +338,8 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     step.batch = std::max<int64_t>(a.getInt(), 1);
   if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>("graph.ranks"))
     step.ranks = std::max<int64_t>(a.getInt(), 1);
+  if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>("graph.microbatches"))
+    step.microbatches = std::max<int64_t>(a.getInt(), 1);
   if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>(
           "graph.optimizer_shards"))
     step.optimizerShards = std::max<int64_t>(a.getInt(), 1);
@@ -363,11 +380,12 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
       fail(nullptr, "argument " + std::to_string(a) +
                         " lacks graph.role or graph.name");
     std::string role = roleAttr.str();
-    memory::Role r = role == "input"    ? memory::Role::Input
-                     : role == "param"  ? memory::Role::Param
-                     : role == "optimizer" ? memory::Role::Optimizer
-                     : role == "state"  ? memory::Role::State
-                                        : memory::Role::Temporary;
+    memory::Role r = role == "input"         ? memory::Role::Input
+                     : role == "param"       ? memory::Role::Param
+                     : role == "optimizer"   ? memory::Role::Optimizer
+                     : role == "state"       ? memory::Role::State
+                     : role == "accumulator" ? memory::Role::Accumulator
+                                             : memory::Role::Temporary;
     if (r == memory::Role::Temporary)
       fail(nullptr, "argument " + std::to_string(a) + " has unknown role '" +
                         role + "'");
@@ -487,6 +505,7 @@ TrainStep replayTrainStep(const TrainStep &step,
   out.seed = step.seed;
   out.batch = step.batch;
   out.ranks = step.ranks;
+  out.microbatches = step.microbatches;
   out.optimizerShards = step.optimizerShards;
   out.tokensPerSample = step.tokensPerSample;
   out.profile = step.profile;

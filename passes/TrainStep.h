@@ -72,6 +72,10 @@ struct TrainStep {
   int64_t seed = 0;
   int64_t batch = 1; ///< per rank
   int64_t ranks = 1; ///< data-parallel ranks (graph.ranks)
+  /// Micro-batches of each rank's step (graph.microbatches): `batch` is one
+  /// micro-batch's samples, and the modeled step runs all but the
+  /// optimizer ops this many times.
+  int64_t microbatches = 1;
   /// Ranks the optimizer state is sharded over (graph.optimizer_shards,
   /// --shard-optimizer); 1: every rank holds all of it.
   int64_t optimizerShards = 1;
@@ -82,7 +86,8 @@ struct TrainStep {
   int loss = -1;
   DeviceProfile profile; ///< what OpInfo::seconds were modeled with
 
-  /// Modeled cost of the whole step, in seconds.
+  /// Modeled cost of the whole step, in seconds: every op but the
+  /// optimizer's once per micro-batch.
   double totalSeconds() const;
 };
 

@@ -62,6 +62,10 @@ struct KernelCall {
   /// 0-based training-step number: the Philox counter of dropout; adamw's t
   /// is trainingStep + 1.
   int64_t trainingStep = 0;
+  /// 0-based micro-batch of the training step (plan `microbatches` > 1):
+  /// dropout's mask continues the batch's element count across slices,
+  /// and grad_accumulate writes its accumulator in micro-batch 0.
+  int64_t microbatch = 0;
   /// Index of the step in the plan (for error messages).
   size_t stepIndex = 0;
 };
@@ -91,8 +95,10 @@ public:
                      int64_t(*checkedNumElements(b.shape))};
   }
 
-  /// Plan step `step` in 0-based training step `trainingStep`.
-  KernelCall call(size_t step, int64_t trainingStep) const {
+  /// Plan step `step` in 0-based training step `trainingStep`, micro-batch
+  /// `microbatch`.
+  KernelCall call(size_t step, int64_t trainingStep,
+                  int64_t microbatch = 0) const {
     KernelCall c;
     c.op = plan->steps[step].op;
     c.attrs = &plan->steps[step].attrs;
@@ -101,6 +107,7 @@ public:
     c.outputs = outputs[step].data();
     c.numOutputs = int(outputs[step].size());
     c.trainingStep = trainingStep;
+    c.microbatch = microbatch;
     c.stepIndex = step;
     return c;
   }

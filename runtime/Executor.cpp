@@ -36,6 +36,12 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
                     std::to_string(rankCount));
   if (rankCount > 1)
     ranks = options.ranks;
+  sliceShare = 1.0 / double(p.microbatches);
+  for (const ResolvedStep &s : loaded.steps)
+    if (s.op == OpKind::GradAccumulate) {
+      sliceShare = double(s.attrs.scale);
+      break;
+    }
   overlapSums = options.overlapGradientSums;
   // Gradient communication (GradientComm.h): the backend's own on device
   // memory (NCCL) or MPI on host memory, which only the cpu backend's
@@ -323,7 +329,8 @@ std::map<std::string, NamedTensor> Executor::stateTensors() const {
   backend.synchronize();
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferDesc &b = buffers[i];
-    if (!isPersistent(b.role))
+    // Accumulators hold nothing between steps.
+    if (!isPersistent(b.role) || b.role == BufferRole::Accumulator)
       continue;
     if (auto sharded = shardedStates.find(i); sharded != shardedStates.end()) {
       // Gathered whole on rank 0, in the param's shape: a checkpoint of a
@@ -365,27 +372,34 @@ Executor::checkUserData(const std::string &name, DType dtype,
                     dtypeName(b.dtype));
   UserData data;
   data.stride = b.bytes;
-  if (ranks && !b.shape.empty()) {
-    // The file holds global batches (batch * ranks rows each): this rank
-    // reads its rows of each.
-    int64_t rows = b.shape[0], global = rows * ranks->size();
+  const int64_t k = loaded.plan.microbatches;
+  const int64_t numRanks = ranks ? ranks->size() : 1;
+  if (k * numRanks > 1 && !b.shape.empty()) {
+    // The file holds global batches (micro-batch * microbatches * ranks
+    // rows each): this rank reads its rows of each, a micro-batch at a
+    // time.
+    int64_t rows = b.shape[0], global = rows * k * numRanks;
     bool whole = shape.size() == b.shape.size() && !shape.empty() &&
                  std::equal(b.shape.begin() + 1, b.shape.end(),
                             shape.begin() + 1) &&
                  shape[0] > 0 && shape[0] % global == 0;
     Shape globalShape = b.shape;
     globalShape[0] = global;
+    std::string parts = numRanks > 1 ? std::to_string(numRanks) + " ranks" : "";
+    if (k > 1)
+      parts +=
+          (parts.empty() ? "" : " of ") + std::to_string(k) + " micro-batches";
     if (!whole)
       throw PlanError("--data " + name + ": array has shape " +
-                      formatShape(shape) + " but " +
-                      std::to_string(ranks->size()) +
-                      " ranks need global batches of input '" + name +
-                      "': shape " + formatShape(globalShape) + " (batch " +
-                      std::to_string(rows) + " per rank), or k of them "
-                      "stacked on dim 0");
+                      formatShape(shape) + " but " + parts +
+                      " need whole batches of input '" + name + "': shape " +
+                      formatShape(globalShape) + " (" + std::to_string(rows) +
+                      " samples per " + (k > 1 ? "micro-batch" : "rank") +
+                      "), or several of them stacked on dim 0");
     data.batches = uint64_t(shape[0] / global);
-    data.stride = b.bytes * uint64_t(ranks->size());
-    data.first = b.bytes * uint64_t(ranks->rank());
+    data.stride = b.bytes * uint64_t(k * numRanks);
+    data.first = b.bytes * uint64_t(k * (ranks ? ranks->rank() : 0));
+    data.sliceStride = b.bytes;
     return {*index, std::move(data)};
   }
   bool sameShape = shape == b.shape;
@@ -457,7 +471,7 @@ SyntheticRequest Executor::syntheticRequest(const BufferDesc &b, uint64_t n,
   return r;
 }
 
-void Executor::fillInputs(int64_t step) {
+void Executor::fillInputs(int64_t step, int64_t microbatch) {
   const Plan &p = loaded.plan;
   // Host copies are kept only of inputs some labels_of or teacher reads.
   std::set<size_t> needed;
@@ -477,7 +491,8 @@ void Executor::fillInputs(int64_t step) {
         continue;
       if (auto it = userData.find(i); it != userData.end()) {
         const UserData &d = it->second;
-        uint64_t from = d.first + uint64_t(step) % d.batches * d.stride;
+        uint64_t from = d.first + uint64_t(step) % d.batches * d.stride +
+                        uint64_t(microbatch) * d.sliceStride;
         if (!d.file) {
           // Straight from the array in memory.
           const char *src = d.array.bytes.data() + from;
@@ -509,8 +524,10 @@ void Executor::fillInputs(int64_t step) {
                              ": input has no data generator; pass --data " +
                              b.name + "=FILE.npy");
       uint64_t n = *checkedNumElements(b.shape);
-      // A data-parallel rank's slice of the global batch's tensor.
-      uint64_t offset = ranks ? n * uint64_t(ranks->rank()) : 0;
+      // A data-parallel rank's micro-batch of the global batch's tensor.
+      uint64_t offset =
+          n *
+          uint64_t((ranks ? ranks->rank() : 0) * p.microbatches + microbatch);
       if (!needed.count(i) && (b.data->kind == DataSpec::Kind::Randn ||
                                b.data->kind == DataSpec::Kind::Randint)) {
         // (Past 2^34 elements the host path reports the stream's limit.)
@@ -541,22 +558,18 @@ void Executor::fillInputs(int64_t step) {
     }
 }
 
-StepResult Executor::runStep(bool prefetchNext) {
+void Executor::runPlanSteps(int64_t mb, bool last) {
   const Plan &p = loaded.plan;
-  auto start = std::chrono::steady_clock::now();
-  if (prefetchedStep != numStepsRun)
-    fillInputs(numStepsRun);
-  prefetchedStep = -1;
-  backend.beginTrainingStep(numStepsRun);
-  commWaitSeconds = 0;
   for (size_t si = 0; si < p.steps.size(); ++si) {
-    if (comm) {
+    if (!last && p.steps[si].phase == Phase::Optimizer)
+      continue;
+    if (comm && last) {
       for (size_t b : sumsBefore[si])
         finishGradientSum(b);
       for (size_t b : gathersBefore[si])
         finishParamGather(b);
     }
-    KernelCall call = calls.call(si, numStepsRun);
+    KernelCall call = calls.call(si, numStepsRun, mb);
     auto sharded = shardedUpdates.find(si);
     if (sharded != shardedUpdates.end()) {
       call.inputs = sharded->second.inputs.data();
@@ -571,7 +584,7 @@ StepResult Executor::runStep(bool prefetchNext) {
                            " (training step " +
                            std::to_string(numStepsRun + 1) + ")");
     }
-    if (comm && !sumsAfter[si].empty()) {
+    if (comm && last && !sumsAfter[si].empty()) {
       for (size_t b : sumsAfter[si])
         sumHandles[b] = comm->startMean(static_cast<float *>(bufferAddress(b)),
                                         p.buffers[b].bytes / sizeof(float));
@@ -592,8 +605,35 @@ StepResult Executor::runStep(bool prefetchNext) {
     }
     if (comm && !(sumHandles.empty() && gatherHandles.empty()))
       comm->poll();
-    if (onStepExecuted)
+    if (onStepExecuted && last)
       onStepExecuted(si);
+  }
+}
+
+StepResult Executor::runStep(bool prefetchNext) {
+  const Plan &p = loaded.plan;
+  auto start = std::chrono::steady_clock::now();
+  if (prefetchedStep != numStepsRun)
+    fillInputs(numStepsRun, 0);
+  prefetchedStep = -1;
+  backend.beginTrainingStep(numStepsRun);
+  commWaitSeconds = 0;
+  // A split step (microbatches k > 1) runs the steps once per micro-batch,
+  // the optimizer's only in the last, whose accumulated gradients the
+  // ranks average.
+  const int64_t k = p.microbatches;
+  double lossSum = 0;
+  for (int64_t mb = 0; mb < k; ++mb) {
+    if (mb > 0)
+      fillInputs(numStepsRun, mb);
+    runPlanSteps(mb, mb + 1 == k);
+    if (k > 1) {
+      // The batch's loss: each micro-batch's weighted by its share (its
+      // gradients' grad_accumulate scale: 1/k for a mean loss, 1 for a
+      // sum).
+      backend.synchronize();
+      lossSum += readLoss() * sliceShare;
+    }
   }
   if (comm) {
     while (!sumHandles.empty())
@@ -606,12 +646,12 @@ StepResult Executor::runStep(bool prefetchNext) {
   if (prefetch && prefetchNext) {
     // The next batch, queued behind this step's work: its host side
     // (generation, staging) overlaps the device computing this step.
-    fillInputs(numStepsRun + 1);
+    fillInputs(numStepsRun + 1, 0);
     prefetchedStep = numStepsRun + 1;
   }
   backend.synchronize();
   StepResult result;
-  double loss = readLoss();
+  double loss = k > 1 ? lossSum : readLoss();
   result.rankLoss = loss;
   double globalLoss = loss;
   if (ranks) {
@@ -629,7 +669,8 @@ StepResult Executor::runStep(bool prefetchNext) {
   result.milliseconds =
       std::chrono::duration<double, std::milli>(end - start).count();
   double seconds = std::max(result.milliseconds / 1000.0, 1e-9);
-  double globalBatch = double(p.batch) * double(p.ranks);
+  double globalBatch =
+      double(p.batch) * double(p.microbatches) * double(p.ranks);
   result.samplesPerSecond = globalBatch / seconds;
   // (In double: batch * tokens_per_sample may overflow int64.)
   result.tokensPerSecond = globalBatch * double(p.tokensPerSample) / seconds;

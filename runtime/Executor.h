@@ -6,7 +6,9 @@
 //   1. fills every input: user data (setInputData) or its generator for
 //      this step (labels_of after the sequences they follow);
 //   2. runs the plan's steps in order through the backend, calling
-//      onStepExecuted(stepIndex) after each;
+//      onStepExecuted(stepIndex) after each; a plan of k micro-batches
+//      repeats 1 and 2 for each of its slices of the batch, the optimizer
+//      steps (and the callbacks) only in the last;
 //   3. synchronizes, reads the loss, measures time and peak RSS.
 // On a backend that overlapsInputCopies() (CUDA), step t+1's inputs are
 // filled between 2 and 3 of step t (asynchronous copies, ordered after
@@ -156,14 +158,23 @@ private:
     NpyArray array;
     std::optional<NpyFile> file;
     uint64_t batches = 1, stride = 0, first = 0;
+    /// Bytes from one micro-batch's rows to the next (0: every micro-batch
+    /// reads the same bytes, a constant tensor).
+    uint64_t sliceStride = 0;
   };
   /// Checks user data of `dtype` and `shape` for input `name` (the
   /// messages of setInputData) and returns its buffer and byte ranges.
   std::pair<size_t, UserData> checkUserData(const std::string &name,
                                             DType dtype,
                                             const Shape &shape) const;
-  /// Fills every input for 0-based training step `step`.
-  void fillInputs(int64_t step);
+  /// Runs the plan's steps for 0-based micro-batch `mb` of the current
+  /// training step; `last`: the step's last micro-batch, which alone runs
+  /// the optimizer steps, averages gradients over the ranks and calls
+  /// onStepExecuted.
+  void runPlanSteps(int64_t mb, bool last);
+  /// Fills every input for 0-based micro-batch `microbatch` of 0-based
+  /// training step `step`.
+  void fillInputs(int64_t step, int64_t microbatch);
   /// Copies one input's bytes (asynchronously where the backend can).
   void copyInput(size_t index, const void *src, uint64_t bytes,
                  uint64_t offset, int64_t step);
@@ -194,6 +205,9 @@ private:
   uint64_t workspace = 0;
   uint64_t baselineRss = 0;
   int64_t numStepsRun = 0;
+  /// A split plan's micro-batch share of the loss (its grad_accumulate
+  /// steps' scale; 1/microbatches where it has none).
+  double sliceShare = 1;
   /// The step whose inputs are already in place (-1: none).
   int64_t prefetchedStep = -1;
   /// Whether inputs may be filled before the previous step's loss is read.

@@ -224,24 +224,31 @@ ModelGraph ModelReader::read(const std::string &text) {
 
   // 2. Config.
   readConfig();
-  if (options.ranks > 1) {
+  // --ranks N and --microbatches K: the step is one slice of the batch.
+  if (int64_t parts = options.ranks * options.microbatches; parts > 1) {
+    std::string flags = options.splitFlags();
     if (!graph.config.count("batch"))
-      throw OptionError(sourceName + ": --ranks " +
-                        std::to_string(options.ranks) +
+      throw OptionError(sourceName + ": " + flags +
                         " needs the model's config variable 'batch' (the "
-                        "global batch the ranks share)");
+                        "batch to split)");
     double global = graph.config["batch"];
-    if (global != std::floor(global) || global < double(options.ranks) ||
-        std::fmod(global, double(options.ranks)) != 0)
-      throw OptionError(sourceName + ": --ranks " +
-                        std::to_string(options.ranks) +
-                        " does not divide the global batch " +
-                        std::to_string(int64_t(global)) + " (config 'batch'); pick a "
-                        "batch that is a multiple of the rank count (--set "
-                        "batch=...)");
-    graph.config["batch"] = global / double(options.ranks);
+    if (global == std::floor(global) && global >= 1 && global < double(parts))
+      throw OptionError(sourceName + ": " + flags + " splits the batch into " +
+                        std::to_string(parts) + " slices, more than its " +
+                        std::to_string(int64_t(global)) +
+                        " samples (config 'batch')");
+    if (global != std::floor(global) || global < double(parts) ||
+        std::fmod(global, double(parts)) != 0)
+      throw OptionError(
+          sourceName + ": " + flags + " splits the batch into " +
+          std::to_string(parts) + " equal slices, which does not divide " +
+          std::to_string(int64_t(global)) +
+          " (config 'batch'); pick a batch that is a multiple of " +
+          std::to_string(parts) + " (--set batch=...)");
+    graph.config["batch"] = global / double(parts);
     graph.ranks = options.ranks;
-    graph.shardOptimizer = options.shardOptimizer;
+    graph.shardOptimizer = options.shardOptimizer && options.ranks > 1;
+    graph.microbatches = options.microbatches;
   }
   if (graph.config.count("batch"))
     graph.batch = static_cast<int64_t>(graph.config["batch"]);

@@ -273,16 +273,17 @@ void OnnxReader::checkAndInferShapes() {
     // --ranks N: dim 0 is the global batch, dynamic in the file (the
     // exporter bakes a fixed batch into every Reshape), given by
     // --input-shape; each rank's step is built for a 1/N share of it.
-    if (options.ranks > 1 &&
+    const int64_t parts = options.ranks * options.microbatches;
+    if (parts > 1 &&
         (shape->dim_size() == 0 ||
          (shape->dim(0).has_dim_value() && shape->dim(0).dim_value() > 0) ||
          given == options.training.inputShapes.end()))
       throw OptionError(
-          graph.sourceName + ": --ranks " + std::to_string(options.ranks) +
+          graph.sourceName + ": " + options.splitFlags() +
           " needs the batch dimension of input '" + input.name() +
           "' dynamic in the file and the global batch given with "
-          "--input-shape " + input.name() +
-          "=B,...: export with dynamic_axes={'" + input.name() +
+          "--input-shape " +
+          input.name() + "=B,...: export with dynamic_axes={'" + input.name() +
           "': {0: 'batch'}} (docs/onnx.md, \"Data-parallel ranks\")");
     if (given == options.training.inputShapes.end()) {
       for (int d = 0; d < shape->dim_size(); ++d)
@@ -305,13 +306,20 @@ void OnnxReader::checkAndInferShapes() {
       continue;
     }
     std::vector<int64_t> dims = given->second;
-    if (options.ranks > 1) {
-      if (dims.empty() || dims[0] % options.ranks != 0)
-        throw OptionError(graph.sourceName + ": --ranks " +
-                          std::to_string(options.ranks) +
-                          " does not divide the global batch of --input-shape " +
+    if (parts > 1) {
+      if (!dims.empty() && dims[0] >= 1 && dims[0] < parts)
+        throw OptionError(graph.sourceName + ": " + options.splitFlags() +
+                          " splits the batch into " + std::to_string(parts) +
+                          " slices, more than its " + std::to_string(dims[0]) +
+                          " samples (--input-shape " + input.name() + "=" +
+                          dimsText(dims) + ")");
+      if (dims.empty() || dims[0] % parts != 0)
+        throw OptionError(graph.sourceName + ": " + options.splitFlags() +
+                          " splits the batch into " + std::to_string(parts) +
+                          " equal slices, which does not divide the batch of "
+                          "--input-shape " +
                           input.name() + "=" + dimsText(dims));
-      dims[0] /= options.ranks;
+      dims[0] /= parts;
     }
     if (int(dims.size()) != shape->dim_size())
       throw OptionError(graph.sourceName + ": --input-shape " + input.name() +

@@ -383,7 +383,7 @@ Liveness computeLiveness(const StepGraph &graph, int64_t alignment) {
 
   // 3. Live bytes per op and the peak, counting each buffer once.
   live.liveBytesAt.assign(numOps, 0);
-  live.peakBreakdown.assign(7, 0);
+  live.peakBreakdown.assign(runtime::kNumBufferRoles, 0);
   std::vector<int64_t> delta(numOps + 1, 0);
   for (size_t v = 0; v < n; ++v) {
     if (live.bufferOf[v] != (int)v || live.intervals[v].end < 0)

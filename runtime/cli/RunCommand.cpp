@@ -307,8 +307,12 @@ int runCommand(const RunOptions &opt) {
     // --dump-grads: after the plan step that last writes each param grad in
     // step 1, copy that grad out before a later step can reuse its bytes,
     // under the name of every param whose update reads it (the compiler
-    // computes identical gradients once: two biases added to one sum).
+    // computes identical gradients once: two biases added to one sum). A
+    // split step's gradients are its accumulators after the last
+    // micro-batch.
     const Plan &p = plan.plan;
+    const BufferRole gradRole =
+        p.microbatches > 1 ? BufferRole::Accumulator : BufferRole::Grad;
     std::map<size_t, std::vector<size_t>> gradsFinalAfter;
     std::map<size_t, std::vector<std::string>> gradParams;
     std::map<std::string, NamedTensor> dumped;
@@ -318,7 +322,7 @@ int runCommand(const RunOptions &opt) {
           gradParams[size_t(p.steps[s].inputs[1])].push_back(
               p.buffers[size_t(p.steps[s].inputs[0])].name);
       for (size_t i = 0; i < p.buffers.size(); ++i) {
-        if (p.buffers[i].role != BufferRole::Grad)
+        if (p.buffers[i].role != gradRole)
           continue;
         if (plan.lastWriter[i] < 0)
           err << "remat run: warning: no step writes grad buffer '"

@@ -279,12 +279,17 @@ void validateStep(LoadedPlan &lp, size_t si, std::vector<bool> &written) {
                              ? " without being the same range"
                              : " but '" + s.op + "' cannot run in place"));
     }
-    bool updatesState = ops::opInfo(*op).updatesState;
+    bool accumulates = *op == OpKind::GradAccumulate;
+    bool updatesState = ops::opInfo(*op).updatesState && !accumulates;
     if (ob.role == BufferRole::State && !updatesState)
       fail(where, what + " is a state buffer, which only state updates (the "
                       "running statistics of batch normalization) may write");
+    if ((ob.role == BufferRole::Accumulator) != accumulates)
+      fail(where, what + " is a " + roleName(ob.role) +
+                      " buffer, but grad_accumulate writes accumulator "
+                      "buffers, and only them");
     if (isPersistent(ob.role) && ob.role != BufferRole::State &&
-        !isOptimizerOp(*op))
+        ob.role != BufferRole::Accumulator && !isOptimizerOp(*op))
       fail(where, what + " is a " + roleName(ob.role) +
                       " buffer, which only optimizer ops may write");
     if (ob.role == BufferRole::Input)
@@ -320,9 +325,13 @@ void validateStep(LoadedPlan &lp, size_t si, std::vector<bool> &written) {
                   "got buffer " +
                       std::to_string(s.outputs[0]) + " vs " +
                       std::to_string(s.inputs[0]));
-    if (plan.buffers[s.inputs[0]].role != BufferRole::State)
-      fail(where, "input 0 '" + plan.buffers[s.inputs[0]].name +
-                      "' must be a state buffer");
+    BufferRole updated = *op == OpKind::GradAccumulate ? BufferRole::Accumulator
+                                                       : BufferRole::State;
+    if (plan.buffers[s.inputs[0]].role != updated)
+      fail(where,
+           "input 0 '" + plan.buffers[s.inputs[0]].name + "' must be a" +
+               (updated == BufferRole::State ? " state" : "n accumulator") +
+               " buffer");
   }
   for (int64_t idx : s.outputs) {
     written[idx] = true;

@@ -18,10 +18,9 @@ struct NameTable {
   int value;
 };
 
-constexpr NameTable kRoles[] = {{"param", 0},      {"grad", 1},
-                                {"optimizer", 2},  {"input", 3},
-                                {"activation", 4}, {"temporary", 5},
-                                {"state", 6}};
+constexpr NameTable kRoles[] = {
+    {"param", 0},      {"grad", 1},      {"optimizer", 2}, {"input", 3},
+    {"activation", 4}, {"temporary", 5}, {"state", 6},     {"accumulator", 7}};
 constexpr NameTable kPhases[] = {
     {"forward", 0}, {"backward", 1}, {"optimizer", 2}};
 constexpr const char *kInitKinds[] = {"normal", "uniform", "zeros", "ones"};
@@ -286,8 +285,8 @@ Plan parsePlan(const json &v, const std::string &source) {
   r.rejectUnknownKeys(v, "",
                       {"format", "version", "model", "seed", "alignment",
                        "arena_bytes", "buffers", "steps", "loss",
-                       "tokens_per_sample", "batch", "ranks", "weights",
-                       "report"});
+                       "tokens_per_sample", "batch", "ranks", "microbatches",
+                       "weights", "report"});
   Plan plan;
   plan.model = r.str(r.field(v, "", "model"), "/model");
   if (const json *f = r.optionalField(v, "seed"))
@@ -312,6 +311,13 @@ Plan parsePlan(const json &v, const std::string &source) {
     if (plan.ranks < 1 || plan.ranks > (int64_t(1) << 20))
       r.fail("/ranks", "ranks must be in [1, 2^20], got " +
                            std::to_string(plan.ranks));
+  }
+  if (const json *f = r.optionalField(v, "microbatches")) {
+    plan.microbatches = r.int64(*f, "/microbatches");
+    if (plan.microbatches < 1 || plan.microbatches > kMaxMicrobatches)
+      r.fail("/microbatches", "microbatches must be in [1, " +
+                                  std::to_string(kMaxMicrobatches) + "], got " +
+                                  std::to_string(plan.microbatches));
   }
   if (const json *f = r.optionalField(v, "weights")) {
     plan.weights = r.str(*f, "/weights");
@@ -455,6 +461,8 @@ json serializePlan(const Plan &plan) {
   out["batch"] = plan.batch;
   if (plan.ranks > 1) // one-rank plans stay byte-identical to before
     out["ranks"] = plan.ranks;
+  if (plan.microbatches > 1)
+    out["microbatches"] = plan.microbatches;
   if (!plan.weights.empty())
     out["weights"] = plan.weights;
   out["report"] = plan.report.is_null() ? json::object() : plan.report;

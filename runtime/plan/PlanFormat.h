@@ -46,8 +46,14 @@ enum class BufferRole {
   Temporary,
   /// Persistent state that is not trained: batch normalization's running
   /// statistics.
-  State
+  State,
+  /// A parameter gradient summed over the micro-batches of a split step
+  /// (`microbatches` > 1): written only by grad_accumulate, read by the
+  /// parameter's update.
+  Accumulator
 };
+/// Number of buffer roles (BufferRole::Param .. BufferRole::Accumulator).
+inline constexpr int kNumBufferRoles = 8;
 enum class Phase { Forward, Backward, Optimizer };
 
 /// How a parameter or optimizer-state buffer is initialized (once, before
@@ -108,7 +114,12 @@ struct Plan {
   std::vector<StepDesc> steps;
   int64_t loss = -1;           ///< index of the scalar f32 loss buffer
   int64_t tokensPerSample = 1; ///< 1 for non-sequence models
-  int64_t batch = 1; ///< per rank
+  /// Samples of one micro-batch: what the input buffers hold (per rank).
+  int64_t batch = 1;
+  /// Micro-batches per step (docs/planner.md, "Micro-batches"): the steps
+  /// run once per micro-batch on consecutive slices of the rank's batch
+  /// `batch * microbatches`, the optimizer steps only after the last.
+  int64_t microbatches = 1;
   /// Data-parallel ranks the plan is for (docs/distributed.md): each runs
   /// this plan on its `batch` samples of the global batch `batch * ranks`.
   int64_t ranks = 1;
@@ -176,8 +187,10 @@ const char *roleName(BufferRole role); ///< "param", ...
 /// update steps, sharing their bytes with no other buffer.
 inline bool isPersistent(BufferRole role) {
   return role == BufferRole::Param || role == BufferRole::Optimizer ||
-         role == BufferRole::State;
+         role == BufferRole::State || role == BufferRole::Accumulator;
 }
+/// The most micro-batches a plan may split its batch into.
+inline constexpr int64_t kMaxMicrobatches = 4096;
 std::optional<BufferRole> parseRole(const std::string &name);
 const char *phaseName(Phase phase);
 std::optional<Phase> parsePhase(const std::string &name);

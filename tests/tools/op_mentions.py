@@ -13,12 +13,14 @@ anything under a `generated/` folder). A file names an op when
     A call of a <cmath> function of the same name (`std::exp(x)`,
     `exp(x)` in device code) is the math function, not the op; or
   - a string literal or a comment holds the op's snake-case name as a word
-    (`"gelu_grad"`, `graph.gelu_grad`); in comments a one-word name such as
+    (`"gelu_grad"`, `graph.gelu_grad`; not joined to others by hyphens,
+    as in the flag value `per-slice`); in comments a one-word name such as
     `add` counts only when quoted or in backticks, since prose uses the word.
 
 Usage: tests/tools/op_mentions.py [--max N] [--ops a,b] [--list] [ROOT]
 Prints one line per op: count and files. With --max N, exits 1 when a plain
-op (not dropout, attention, cross_entropy, the optimizer updates or their
+op (not dropout, attention, cross_entropy, the optimizer updates,
+grad_accumulate or their
 gradients) is named in more than N files.
 """
 import argparse
@@ -30,7 +32,7 @@ import sys
 
 NOT_PLAIN = {"dropout", "attention", "attention_grad", "cross_entropy",
              "cross_entropy_grad", "sgd_update", "sgd_plain_update",
-             "adamw_update"}
+             "adamw_update", "grad_accumulate"}
 FRAMING = {"graph", "op", "kind", "launch", "kernel", "check", "infer", "k"}
 EXTS = (".h", ".cpp", ".td", ".cu", ".cuh")
 
@@ -85,7 +87,8 @@ def names_in(text, ops):
             if w == ow:
                 found.add(op)
     for op in ops:
-        word = r"(?<![A-Za-z0-9_])" + re.escape(op) + r"(?![A-Za-z0-9_])"
+        # A hyphenated compound ("per-slice", a flag's value) is not a name.
+        word = r"(?<![A-Za-z0-9_-])" + re.escape(op) + r"(?![A-Za-z0-9_-])"
         if re.search(word, strings):
             found.add(op)
         if "_" in op:

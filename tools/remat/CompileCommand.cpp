@@ -86,6 +86,10 @@ void printSummary(const nlohmann::json &report) {
               << ", solver " << report["solver"].get<std::string>()
               << ", recompute overhead "
               << report["recompute_overhead"].get<double>() * 100 << "%\n";
+  if (int64_t k = report.value("microbatches", int64_t(1)); k > 1)
+    std::cerr << "remat: " << k << " micro-batches of "
+              << report["microbatch_samples"].get<int64_t>()
+              << " samples each, gradients summed before one update\n";
   std::cerr << "remat: planned peak "
             << formatBytes(report["planned_peak_bytes"].get<int64_t>())
             << ", arena " << formatBytes(report["arena_bytes"].get<int64_t>())
@@ -101,10 +105,14 @@ void printSummary(const nlohmann::json &report) {
             << (b.value("state", int64_t(0)) > 0
                     ? ", state " + formatBytes(b["state"].get<int64_t>())
                     : std::string())
+            << (b.value("accumulators", int64_t(0)) > 0
+                    ? ", accumulators " +
+                          formatBytes(b["accumulators"].get<int64_t>())
+                    : std::string())
             << ", inputs " << formatBytes(b["inputs"].get<int64_t>())
-            << ", activations "
-            << formatBytes(b["activations"].get<int64_t>()) << ", workspace "
-            << formatBytes(b["workspace"].get<int64_t>()) << ")\n";
+            << ", activations " << formatBytes(b["activations"].get<int64_t>())
+            << ", workspace " << formatBytes(b["workspace"].get<int64_t>())
+            << ")\n";
 }
 
 compiler::CompileOptions
@@ -254,6 +262,91 @@ runtime::Plan planWithMeasuredCosts(const model::ModelFile &model,
 #endif
 }
 
+/// The plan of `model` under `compile`: with --microbatches auto, or with a
+/// budget the unsplit step misses and no --microbatches given, the split
+/// of least modeled step time that fits (docs/planner.md,
+/// "Micro-batches"); `model` becomes the model read for that split.
+runtime::Plan planWithSplit(const CompileCommandOptions &options,
+                            model::ModelFile &model,
+                            const compiler::CompileOptions &compile,
+                            nlohmann::json &report) {
+  const model::ModelOptions &mo = options.modelOptions;
+  if (!compile.budgetBytes || (mo.microbatchesGiven && !mo.autoMicrobatches))
+    return compiler::compilePlan(model.graph, compile, report);
+  compiler::CompileOptions quick = compile;
+  quick.explainInfeasible = false;
+  if (!mo.microbatchesGiven) {
+    try {
+      return compiler::compilePlan(model.graph, quick, report);
+    } catch (const InfeasibleBudget &) {
+    }
+    std::cerr << "remat: the unsplit step does not fit the budget of "
+              << compiler::formatBytes(*compile.budgetBytes)
+              << "; choosing micro-batches (--microbatches auto, at most "
+              << mo.maxMicrobatches << ")\n";
+  }
+  // Every k that divides the batch, smallest first; a k that fits without
+  // recomputation ends the search (a larger one only adds work per slice).
+  const int64_t batch = model.graph.batch * model.graph.microbatches;
+  std::optional<runtime::Plan> best;
+  nlohmann::json tried = nlohmann::json::array();
+  for (int64_t k = mo.microbatchesGiven ? 1 : 2;
+       k <= std::min(mo.maxMicrobatches, batch); ++k) {
+    if (batch % k != 0)
+      continue;
+    model::ModelOptions split = mo;
+    split.microbatches = k;
+    model::ModelFile candidate = model::readModelFile(options.model, split);
+    nlohmann::json r;
+    try {
+      runtime::Plan plan = compiler::compilePlan(candidate.graph, quick, r);
+      double seconds = r["modeled_step_seconds"].get<double>();
+      double overhead = r["recompute_overhead"].get<double>();
+      tried.push_back({{"microbatches", k},
+                       {"modeled_step_seconds", seconds},
+                       {"recompute_overhead", overhead}});
+      std::cerr << "remat:   " << k << " micro-batch" << (k > 1 ? "es" : "")
+                << ": modeled step " << seconds * 1e3
+                << " ms, recompute overhead " << overhead * 100 << "%\n";
+      if (!best || seconds < report["modeled_step_seconds"].get<double>()) {
+        best = std::move(plan);
+        report = std::move(r);
+        model = std::move(candidate);
+      }
+      if (overhead == 0)
+        break;
+    } catch (const InfeasibleBudget &) {
+      tried.push_back({{"microbatches", k}, {"fits", false}});
+      std::cerr << "remat:   " << k << " micro-batch" << (k > 1 ? "es" : "")
+                << ": does not fit\n";
+    }
+  }
+  if (!best) {
+    // The largest split's error, with its minimum feasible budget.
+    model::ModelOptions split = mo;
+    split.microbatches = 1;
+    for (int64_t k = std::min(mo.maxMicrobatches, batch); k >= 1; --k)
+      if (batch % k == 0) {
+        split.microbatches = k;
+        break;
+      }
+    model::ModelFile largest = model::readModelFile(options.model, split);
+    try {
+      compiler::compilePlan(largest.graph, compile, report);
+    } catch (const InfeasibleBudget &e) {
+      throw InfeasibleBudget(std::string(e.what()) + " (with " +
+                             std::to_string(split.microbatches) +
+                             " micro-batches, the most --max-microbatches " +
+                             std::to_string(mo.maxMicrobatches) +
+                             " allows that divide the batch " +
+                             std::to_string(batch) + ")");
+    }
+  }
+  report["microbatch_search"] = tried;
+  best->report["microbatch_search"] = tried;
+  return std::move(*best);
+}
+
 /// Compiles to a plan file at `path` (and at `copyPath` if not empty, and
 /// the report), written together once all is done; returns the report.
 nlohmann::json compileToPlanFile(const CompileCommandOptions &options,
@@ -278,7 +371,7 @@ nlohmann::json compileToPlanFile(const CompileCommandOptions &options,
     plan = planWithMeasuredCosts(model, compileOptions, report,
                                  options.backend);
   } else {
-    plan = compiler::compilePlan(model.graph, compileOptions, report);
+    plan = planWithSplit(options, model, compileOptions, report);
   }
   runtime::OutputSet outputs;
   for (const std::string &planPath : {path, copyPath})

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <ostream>
 
 #include <string>
@@ -27,11 +29,14 @@ bool takeValue(int argc, char **argv, int &i, const std::string &flag,
 bool takeTrainingFlag(int argc, char **argv, int &i,
                       model::TrainingOptions &options);
 /// Takes a flag that configures how a model is read at argv[i]: --preset
-/// NAME, --set NAME=VALUE (repeatable), --ranks N; false when argv[i] is
+/// NAME, --set NAME=VALUE (repeatable), --ranks N, --microbatches K|auto,
+/// --max-microbatches N, --microbatch-norm per-slice; false when argv[i] is
 /// another flag. Throws std::invalid_argument with a usage message on a
 /// bad value.
 bool takeModelFlag(int argc, char **argv, int &i,
                    model::ModelOptions &options);
+/// `value` as a whole count in [1, most]; nullopt otherwise.
+std::optional<int64_t> positiveCount(const std::string &value, int64_t most);
 /// A number of seconds >= 0 given to `flag` (--time-limit); throws
 /// std::invalid_argument stating the range.
 double parseSeconds(const std::string &flag, const std::string &value);

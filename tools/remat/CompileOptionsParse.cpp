@@ -36,74 +36,103 @@ const char *const kTrainingFlagsHelp =
     "  --frozen NAME,...  ONNX: float initializers not to train (torch\n"
     "                     buffers such as an attention mask; repeatable)\n";
 
-static const std::string kCompileHelp = std::string(
-    "usage: remat compile MODEL [options]\n"
-    "\n"
-    "Reads MODEL (a JSON model file, or - for stdin; docs/model-format.md;\n"
-    "or an ONNX file, MODEL.onnx: docs/onnx.md), builds its training step\n"
-    "and prints the requested stage. With --emit=plan an ONNX model's\n"
-    "weights go next to the plan (P.plan -> P.weights.safetensors), which\n"
-    "names them.\n"
-    "\n"
-    "options:\n"
-    "  --emit=STAGE       flat       the flattened model as JSON\n"
-    "                     graph      the verified forward graph (default)\n"
-    "                     grad       after -remat-autodiff (@train_step)\n"
-    "                     train      after -remat-optimizer\n"
-    "                     scheduled  after -remat-schedule\n"
-    "                     planned    after -remat-rematerialize (--budget)\n"
-    "                     plan       the plan file (docs/plan-format.md)\n"
-    "  -o FILE            write to FILE instead of stdout (- is stdout)\n"
-    "  --report FILE      with --emit=plan: write the memory report (JSON)\n"
-    "  --budget BYTES     memory budget for the whole step: its arena and\n"
-    "                     the backend's workspace, e.g. 1.5GiB, 800MB,\n"
-    "                     123456; without it nothing is recomputed\n"
-    "  --workspace-reserve BYTES\n"
-    "                     with --budget: keep BYTES of the budget beside\n"
-    "                     the arena for the backend's workspace (on CUDA:\n"
-    "                     cuBLAS's and kernel scratch, docs/cuda.md); the\n"
-    "                     arena is planned under budget - BYTES. Default:\n"
-    "                     0 (cpu lays each op's scratch out in the arena)\n"
-    "  --backend NAME     the backend the plan is for: cpu (default), cuda;\n"
-    "                     on cpu its kernels' scratch is planned in the\n"
-    "                     arena\n"
-    "  --solver NAME      auto (default), exact, dp, heuristic, store-all,\n"
-    "                     per-block, sqrt\n"
-    "  --time-limit S     time limit of the exact MILP (default: 1 s inside\n"
-    "                     auto, 60 s with --solver exact)\n"
-    "  --progress         solver progress on stderr\n"
-    "  --no-reorder       keep the scheduled op order: the planner only\n"
-    "                     recomputes (default: it may also move ops)\n"
-    "  --min-feasible     with --budget: also search the minimum feasible\n"
-    "                     budget for the report's min_feasible_bytes (it\n"
-    "                     plans the step a dozen times; without it: null)\n"
-    "  --device-profile NAME|FILE|measure\n"
-    "                     the op costs the planner models: the rooflines\n"
-    "                     cpu (default), h200, h200-tf32, a JSON file\n"
-    "                     (docs/planner.md; remat profile writes one), or\n"
-    "                     measure: time the model's ops on --backend first\n"
-    "                     (with --budget, also time the candidate plans and\n"
-    "                     keep the fastest)\n"
-    "  --preset NAME      apply a named preset of the model's config\n"
-    "  --set NAME=VALUE   override a config variable (repeatable)\n"
-    "  --ranks N          plan for N data-parallel ranks (mpirun -np N\n"
-    "                     remat run PLAN): the config's batch is the global\n"
-    "                     batch, each rank's step gets batch/N samples and\n"
-    "                     the budget is per rank (docs/distributed.md)\n"
-    "  --update-lag K     with --ranks: run each optimizer update K ops\n"
-    "                     after the planner's place for it, so that its\n"
-    "                     gradient's sum overlaps them (default 4; halved\n"
-    "                     while the arena would exceed the budget; 0: off)\n"
-    "  --shard-optimizer  with --ranks N > 1: each rank keeps 1/N of every\n"
-    "                     optimizer state tensor and updates 1/N of each\n"
-    "                     param, then the params are all-gathered (ZeRO-1;\n"
-    "                     docs/distributed.md); no effect with one rank\n"
-    "  --precision NAME   fp32 (default), or fp64: every float tensor of the\n"
-    "                     step in float64, for checking against a float64\n"
-    "                     reference (cpu backend; convolutions take its\n"
-    "                     im2col path)\n") +
-    kTrainingFlagsHelp +
-    "  -h, --help         this text\n";
+static const std::string kCompileHelp =
+    std::string(
+        "usage: remat compile MODEL [options]\n"
+        "\n"
+        "Reads MODEL (a JSON model file, or - for stdin; "
+        "docs/model-format.md;\n"
+        "or an ONNX file, MODEL.onnx: docs/onnx.md), builds its training step\n"
+        "and prints the requested stage. With --emit=plan an ONNX model's\n"
+        "weights go next to the plan (P.plan -> P.weights.safetensors), which\n"
+        "names them.\n"
+        "\n"
+        "options:\n"
+        "  --emit=STAGE       flat       the flattened model as JSON\n"
+        "                     graph      the verified forward graph (default)\n"
+        "                     grad       after -remat-autodiff (@train_step)\n"
+        "                     train      after -remat-optimizer\n"
+        "                     scheduled  after -remat-schedule\n"
+        "                     planned    after -remat-rematerialize "
+        "(--budget)\n"
+        "                     plan       the plan file (docs/plan-format.md)\n"
+        "  -o FILE            write to FILE instead of stdout (- is stdout)\n"
+        "  --report FILE      with --emit=plan: write the memory report "
+        "(JSON)\n"
+        "  --budget BYTES     memory budget for the whole step: its arena and\n"
+        "                     the backend's workspace, e.g. 1.5GiB, 800MB,\n"
+        "                     123456; without it nothing is recomputed\n"
+        "  --workspace-reserve BYTES\n"
+        "                     with --budget: keep BYTES of the budget beside\n"
+        "                     the arena for the backend's workspace (on CUDA:\n"
+        "                     cuBLAS's and kernel scratch, docs/cuda.md); the\n"
+        "                     arena is planned under budget - BYTES. Default:\n"
+        "                     0 (cpu lays each op's scratch out in the arena)\n"
+        "  --backend NAME     the backend the plan is for: cpu (default), "
+        "cuda;\n"
+        "                     on cpu its kernels' scratch is planned in the\n"
+        "                     arena\n"
+        "  --solver NAME      auto (default), exact, dp, heuristic, "
+        "store-all,\n"
+        "                     per-block, sqrt\n"
+        "  --time-limit S     time limit of the exact MILP (default: 1 s "
+        "inside\n"
+        "                     auto, 60 s with --solver exact)\n"
+        "  --progress         solver progress on stderr\n"
+        "  --no-reorder       keep the scheduled op order: the planner only\n"
+        "                     recomputes (default: it may also move ops)\n"
+        "  --min-feasible     with --budget: also search the minimum feasible\n"
+        "                     budget for the report's min_feasible_bytes (it\n"
+        "                     plans the step a dozen times; without it: null)\n"
+        "  --device-profile NAME|FILE|measure\n"
+        "                     the op costs the planner models: the rooflines\n"
+        "                     cpu (default), h200, h200-tf32, a JSON file\n"
+        "                     (docs/planner.md; remat profile writes one), or\n"
+        "                     measure: time the model's ops on --backend "
+        "first\n"
+        "                     (with --budget, also time the candidate plans "
+        "and\n"
+        "                     keep the fastest)\n"
+        "  --preset NAME      apply a named preset of the model's config\n"
+        "  --set NAME=VALUE   override a config variable (repeatable)\n"
+        "  --ranks N          plan for N data-parallel ranks (mpirun -np N\n"
+        "                     remat run PLAN): the config's batch is the "
+        "global\n"
+        "                     batch, each rank's step gets batch/N samples "
+        "and\n"
+        "                     the budget is per rank (docs/distributed.md)\n"
+        "  --microbatches K|auto\n"
+        "                     run forward and backward on K slices of the\n"
+        "                     batch (K must divide it), summing their\n"
+        "                     gradients before one optimizer update; auto:\n"
+        "                     the K of least modeled step time that fits\n"
+        "                     --budget (the default when the unsplit step "
+        "does\n"
+        "                     not fit it; docs/planner.md, \"Micro-batches\")\n"
+        "  --max-microbatches N\n"
+        "                     the largest K auto tries (default 16)\n"
+        "  --microbatch-norm per-slice\n"
+        "                     let a split step's batch norm use each\n"
+        "                     micro-batch's statistics (without it, a model\n"
+        "                     with batch norm is refused with --microbatches\n"
+        "                     K > 1)\n"
+        "  --update-lag K     with --ranks: run each optimizer update K ops\n"
+        "                     after the planner's place for it, so that its\n"
+        "                     gradient's sum overlaps them (default 4; halved\n"
+        "                     while the arena would exceed the budget; 0: "
+        "off)\n"
+        "  --shard-optimizer  with --ranks N > 1: each rank keeps 1/N of "
+        "every\n"
+        "                     optimizer state tensor and updates 1/N of each\n"
+        "                     param, then the params are all-gathered "
+        "(ZeRO-1;\n"
+        "                     docs/distributed.md); no effect with one rank\n"
+        "  --precision NAME   fp32 (default), or fp64: every float tensor of "
+        "the\n"
+        "                     step in float64, for checking against a float64\n"
+        "                     reference (cpu backend; convolutions take its\n"
+        "                     im2col path)\n") +
+    kTrainingFlagsHelp + "  -h, --help         this text\n";
 
 static const std::string kTrainHelp = std::string(
     "usage: remat train MODEL --steps N [options]\n"
@@ -112,6 +141,8 @@ static const std::string kTrainHelp = std::string(
     "`remat compile MODEL --emit=plan -o P` then `remat run P`.\n"
     "\n"
     "compile options: --preset NAME, --set NAME=VALUE, --ranks N,\n"
+    "  --microbatches K|auto, --max-microbatches N,\n"
+    "  --microbatch-norm per-slice,\n"
     "  --update-lag K, --shard-optimizer, --precision NAME,\n"
     "  --budget BYTES,\n"
     "  --workspace-reserve BYTES, --backend NAME (the plan's and the run's),\n"
@@ -133,12 +164,26 @@ namespace {
 
 /// The flags of `remat compile` (train: its own, then `remat run`'s).
 std::vector<std::string> flagNames(bool train) {
-  std::vector<std::string> names = {
-      "--report",     "--budget",     "--workspace-reserve", "--backend",
-      "--solver",     "--time-limit", "--progress",
-      "--no-reorder", "--reorder",    "--device-profile",
-      "--preset",     "--set",        "--ranks",             "--update-lag",
-      "--help",       "--shard-optimizer", "--precision"};
+  std::vector<std::string> names = {"--report",
+                                    "--budget",
+                                    "--workspace-reserve",
+                                    "--backend",
+                                    "--solver",
+                                    "--time-limit",
+                                    "--progress",
+                                    "--no-reorder",
+                                    "--reorder",
+                                    "--device-profile",
+                                    "--preset",
+                                    "--set",
+                                    "--ranks",
+                                    "--update-lag",
+                                    "--microbatches",
+                                    "--max-microbatches",
+                                    "--microbatch-norm",
+                                    "--help",
+                                    "--shard-optimizer",
+                                    "--precision"};
   for (const std::string &flag : trainingFlagNames())
     names.push_back(flag);
   if (!train) {
@@ -297,6 +342,19 @@ bool takeValue(int argc, char **argv, int &i, const std::string &flag,
   return false;
 }
 
+std::optional<int64_t> positiveCount(const std::string &value, int64_t most) {
+  size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(value, &used);
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != value.size() || n < 1 || n > most)
+    return std::nullopt;
+  return int64_t(n);
+}
+
 namespace {
 /// `value` as a finite number >= 0, the whole string; nullopt otherwise.
 std::optional<double> nonNegativeNumber(const std::string &value) {
@@ -340,6 +398,39 @@ bool takeModelFlag(int argc, char **argv, int &i,
       throw std::invalid_argument("--set expects NAME=VALUE, got '" + value +
                                   "'");
     options.overrides.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+    return true;
+  }
+  if (takeValue(argc, argv, i, "--microbatches", value)) {
+    options.microbatchesGiven = true;
+    if (value == "auto") {
+      options.autoMicrobatches = true;
+      options.microbatches = 1;
+      return true;
+    }
+    std::optional<int64_t> k = positiveCount(value, runtime::kMaxMicrobatches);
+    if (!k)
+      throw std::invalid_argument("--microbatches needs a count in [1, " +
+                                  std::to_string(runtime::kMaxMicrobatches) +
+                                  "] or auto, got '" + value + "'");
+    options.microbatches = *k;
+    options.autoMicrobatches = false;
+    return true;
+  }
+  if (takeValue(argc, argv, i, "--max-microbatches", value)) {
+    std::optional<int64_t> k = positiveCount(value, runtime::kMaxMicrobatches);
+    if (!k)
+      throw std::invalid_argument("--max-microbatches needs a count in [1, " +
+                                  std::to_string(runtime::kMaxMicrobatches) +
+                                  "], got '" + value + "'");
+    options.maxMicrobatches = *k;
+    return true;
+  }
+  if (takeValue(argc, argv, i, "--microbatch-norm", value)) {
+    if (value != "per-slice")
+      throw std::invalid_argument("--microbatch-norm: the one choice is "
+                                  "per-slice, got '" +
+                                  value + "'");
+    options.perSliceNorm = true;
     return true;
   }
   if (takeValue(argc, argv, i, "--ranks", value)) {

@@ -19,8 +19,7 @@
 
 namespace remat::tools {
 
-/// Number of buffer roles (BufferRole::Param .. BufferRole::State).
-inline constexpr int kNumBufferRoles = 7;
+using runtime::kNumBufferRoles;
 
 /// When a buffer holds a value (runtime/plan/Lifetimes.h).
 using runtime::BufferLifetime;

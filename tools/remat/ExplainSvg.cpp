@@ -112,12 +112,13 @@ std::string renderTimelineSvg(const Plan &plan, const PlanExplanation &ex,
       "#59a14f", // activation
       "#b07aa1", // temporary
       "#9c755f", // state
+      "#ff9da7", // accumulator
   };
   // Stacking order, bottom up: what lives all step first.
   static const BufferRole stackOrder[kNumBufferRoles] = {
-      BufferRole::Param, BufferRole::Optimizer,  BufferRole::State,
-      BufferRole::Input, BufferRole::Grad,       BufferRole::Activation,
-      BufferRole::Temporary};
+      BufferRole::Param,       BufferRole::Optimizer, BufferRole::State,
+      BufferRole::Accumulator, BufferRole::Input,     BufferRole::Grad,
+      BufferRole::Activation,  BufferRole::Temporary};
 
   std::ostringstream os;
   os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"

@@ -82,7 +82,7 @@ plan.arena bytes(128) alignment(64) {
 
 // Buffer roles are those of the plan format.
 plan.arena bytes(64) alignment(64) {
-  // expected-error @+1 {{'plan.buffer' op role must be param, grad, optimizer, input, activation, temporary or state, got 'weights'}}
+  // expected-error @+1 {{'plan.buffer' op role must be param, grad, optimizer, input, activation, temporary, state or accumulator, got 'weights'}}
   plan.buffer @w "weights" : f32 [4] offset 0 bytes 16
 }
 
@@ -146,7 +146,7 @@ plan.arena bytes(64) alignment(64) {
 
 // Other buffers have no init ...
 plan.arena bytes(64) alignment(64) {
-  // expected-error @+1 {{'plan.buffer' op init is only allowed on param, optimizer and state buffers, not on 'activation'}}
+  // expected-error @+1 {{'plan.buffer' op init is only allowed on param, optimizer, state and accumulator buffers, not on 'activation'}}
   plan.buffer @h "activation" : f32 [4] offset 0 bytes 16 init {kind = "zeros"}
 }
 

@@ -1,8 +1,10 @@
 //===- dropout.cpp - dropout with the Philox stream of runtime/Philox.h --===//
 //
 // Element i is kept where dropoutKeeps(seed, training step, i, rate) (one
-// Philox block per 4 elements), the mask the CUDA backend draws too, and scaled by 1 / (1 - rate) computed in
-// the float type.
+// Philox block per 4 elements), the mask the CUDA backend draws too, and
+// scaled by 1 / (1 - rate) computed in the float type. In micro-batch m of
+// a split step, element i is element m·n + i of the batch's tensor, so the
+// slices draw the unsplit step's mask.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -17,12 +19,17 @@ template <typename T> void runDropout(const KernelCall &call, T *, uint64_t) {
   float rate = call.attrs->rate;
   T scale = T(1) / (T(1) - T(rate));
   uint64_t seed = call.attrs->seed, step = uint64_t(call.trainingStep);
-  // One Philox block serves 4 elements (dropoutUniform's word i % 4).
+  // One Philox block serves 4 elements (dropoutUniform's word g % 4 of
+  // batch element g = first + i).
   int64_t n = call.inputs[0].numElements;
-  for (int64_t b = 0; 4 * b < n; ++b) {
-    PhiloxBlock r = dropoutBlock(seed, step, uint64_t(b));
-    for (int64_t w = 0; w < 4 && 4 * b + w < n; ++w) {
-      int64_t i = 4 * b + w;
+  uint64_t first = uint64_t(call.microbatch) * uint64_t(n);
+  for (uint64_t b = first / 4; 4 * b < first + uint64_t(n); ++b) {
+    PhiloxBlock r = dropoutBlock(seed, step, b);
+    for (uint64_t w = 0; w < 4; ++w) {
+      uint64_t g = 4 * b + w;
+      if (g < first || g >= first + uint64_t(n))
+        continue;
+      int64_t i = int64_t(g - first);
       y[i] = philoxWordToUnit(r.word[w]) >= rate ? x[i] * scale : T(0);
     }
   }

@@ -1,4 +1,4 @@
-//===- optimizer.cpp - sgd_update, sgd_plain_update, adamw_update --------===//
+//===- optimizer.cpp - optimizer updates, grad_accumulate ----------------===//
 //
 // Elementwise in the float type: element i of a result depends on element
 // i of the operands only, so each result may take its operand's bytes.
@@ -55,6 +55,19 @@ void runAdamwUpdate(const KernelCall &call, T *, uint64_t) {
   }
 }
 
+/// grad_accumulate: acc' = scale·g in micro-batch 0, acc + scale·g after.
+template <typename T>
+void runGradAccumulate(const KernelCall &call, T *, uint64_t) {
+  const T *acc = inData<T>(call, 0), *grad = inData<T>(call, 1);
+  T *out = outData<T>(call, 0);
+  T scale = T(call.attrs->scale);
+  bool first = call.microbatch == 0;
+  for (int64_t i = 0, n = call.inputs[0].numElements; i < n; ++i)
+    out[i] = first ? scale * grad[i] : acc[i] + scale * grad[i];
+}
+
+template void runGradAccumulate<float>(const KernelCall &, float *, uint64_t);
+template void runGradAccumulate<double>(const KernelCall &, double *, uint64_t);
 template void runSgdUpdate<float>(const KernelCall &, float *, uint64_t);
 template void runSgdUpdate<double>(const KernelCall &, double *, uint64_t);
 template void runAdamwUpdate<float>(const KernelCall &, float *, uint64_t);

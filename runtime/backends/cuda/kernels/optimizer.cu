@@ -1,4 +1,4 @@
-//===- optimizer.cu - sgd_update, sgd_plain_update, adamw_update ---------===//
+//===- optimizer.cu - optimizer updates, grad_accumulate -----------------===//
 //
 // Elementwise, same operation order as the CPU. adamw's bias corrections
 // use t = trainingStep + 1 read from DeviceStatus (graph replays see the
@@ -47,7 +47,23 @@ __global__ void adamwKernel(const float *paramIn, const float *grad,
   }
 }
 
+__global__ void gradAccumulateKernel(const float *acc, const float *grad,
+                                     float *out, int64_t n, float scale,
+                                     bool first) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = first ? scale * grad[i] : acc[i] + scale * grad[i];
+}
+
 } // namespace
+
+void launchGradAccumulate(const KernelCall &call, const DeviceContext &ctx) {
+  int64_t n = call.inputs[0].numElements;
+  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, gradAccumulateKernel)
+  (call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
+   call.outputs[0].as<float>(), n, call.attrs->scale, call.microbatch == 0);
+  REMAT_CUDA_CHECK_LAUNCH("gradAccumulateKernel");
+}
 
 void launchSgdUpdate(const KernelCall &call, const DeviceContext &ctx) {
   const OpAttrs &at = *call.attrs;

@@ -392,7 +392,7 @@ Executor::checkUserData(const std::string &name, DType dtype,
     if (!whole)
       throw PlanError("--data " + name + ": array has shape " +
                       formatShape(shape) + " but " + parts +
-                      " need whole batches of input '" + name + "': shape " +
+                      " need global batches of input '" + name + "': shape " +
                       formatShape(globalShape) + " (" + std::to_string(rows) +
                       " samples per " + (k > 1 ? "micro-batch" : "rank") +
                       "), or several of them stacked on dim 0");

@@ -240,10 +240,10 @@ ModelGraph ModelReader::read(const std::string &text) {
     if (global != std::floor(global) || global < double(parts) ||
         std::fmod(global, double(parts)) != 0)
       throw OptionError(
-          sourceName + ": " + flags + " splits the batch into " +
-          std::to_string(parts) + " equal slices, which does not divide " +
+          sourceName + ": " + flags + " does not divide the global batch " +
           std::to_string(int64_t(global)) +
-          " (config 'batch'); pick a batch that is a multiple of " +
+          " (config 'batch') into equal slices; pick a batch that is a "
+          "multiple of " +
           std::to_string(parts) + " (--set batch=...)");
     graph.config["batch"] = global / double(parts);
     graph.ranks = options.ranks;

@@ -315,10 +315,10 @@ void OnnxReader::checkAndInferShapes() {
                           dimsText(dims) + ")");
       if (dims.empty() || dims[0] % parts != 0)
         throw OptionError(graph.sourceName + ": " + options.splitFlags() +
-                          " splits the batch into " + std::to_string(parts) +
-                          " equal slices, which does not divide the batch of "
+                          " does not divide the global batch of "
                           "--input-shape " +
-                          input.name() + "=" + dimsText(dims));
+                          input.name() + "=" + dimsText(dims) +
+                          " into equal slices");
       dims[0] /= parts;
     }
     if (int(dims.size()) != shape->dim_size())

@@ -88,7 +88,7 @@ def model_path(name):
 
 
 def read_safetensors(path):
-    """{name: list of floats} of an F32 safetensors file."""
+    """{name: tuple of floats} of an F32 or F64 safetensors file."""
     with open(path, "rb") as f:
         data = f.read()
     n = struct.unpack("<Q", data[:8])[0]
@@ -99,7 +99,8 @@ def read_safetensors(path):
             continue
         begin, end = info["data_offsets"]
         raw = data[8 + n + begin:8 + n + end]
-        out[name] = struct.unpack(f"<{len(raw) // 4}f", raw)
+        code, width = {"F32": ("f", 4), "F64": ("d", 8)}[info["dtype"]]
+        out[name] = struct.unpack(f"<{len(raw) // width}{code}", raw)
     return out
 
 

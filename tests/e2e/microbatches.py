@@ -24,35 +24,16 @@
 
 Exit 0 on success, 1 with a message on failure, 77 (skipped).
 """
-import json
 import os
-import struct
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from distributed import (SKIP, losses, model_path, must, norm,  # noqa: E402
-                         relative, run)
+                         read_safetensors, relative, run)
 
 SPLITS = (2, 4, 8)
-
-
-def read_safetensors(path):
-    """{name: tuple of floats} of an F32 or F64 safetensors file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    n = struct.unpack("<Q", data[:8])[0]
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        raw = data[8 + n + begin:8 + n + end]
-        code, width = {"F32": ("f", 4), "F64": ("d", 8)}[info["dtype"]]
-        out[name] = struct.unpack(f"<{len(raw) // width}{code}", raw)
-    return out
 
 
 def model_args(remat, work, name):

@@ -322,24 +322,15 @@ runtime::Plan planWithSplit(const CompileCommandOptions &options,
     }
   }
   if (!best) {
-    // The largest split's error, with its minimum feasible budget.
-    model::ModelOptions split = mo;
-    split.microbatches = 1;
-    for (int64_t k = std::min(mo.maxMicrobatches, batch); k >= 1; --k)
-      if (batch % k == 0) {
-        split.microbatches = k;
-        break;
-      }
-    model::ModelFile largest = model::readModelFile(options.model, split);
+    // The unsplit step's error, with its minimum feasible budget.
     try {
-      compiler::compilePlan(largest.graph, compile, report);
+      compiler::compilePlan(model.graph, compile, report);
     } catch (const InfeasibleBudget &e) {
-      throw InfeasibleBudget(std::string(e.what()) + " (with " +
-                             std::to_string(split.microbatches) +
-                             " micro-batches, the most --max-microbatches " +
-                             std::to_string(mo.maxMicrobatches) +
-                             " allows that divide the batch " +
-                             std::to_string(batch) + ")");
+      throw InfeasibleBudget(
+          std::string(e.what()) + "; no split into at most " +
+          std::to_string(std::min(mo.maxMicrobatches, batch)) +
+          " micro-batches (--max-microbatches) that divides the batch " +
+          std::to_string(batch) + " fits either");
     }
   }
   report["microbatch_search"] = tried;

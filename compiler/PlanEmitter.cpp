@@ -54,8 +54,10 @@ json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
                           ? json(step.graph.ops[liveness.peakOp].name)
                           : json(nullptr);
   report["modeled_step_seconds"] = step.totalSeconds();
-  report["microbatches"] = step.microbatches;
-  report["microbatch_samples"] = step.batch;
+  if (step.microbatches > 1) { // a split step (--microbatches)
+    report["microbatches"] = step.microbatches;
+    report["microbatch_samples"] = step.batch;
+  }
   return report;
 }
 

@@ -115,9 +115,9 @@ def graph_reorder(remat, work):
 
 
 def max_batch(remat, work):
-    """plan --max-batch names the largest batch that compiles under the
-    budget: that batch compiles, the next does not; a budget no batch meets
-    exits 1."""
+    """plan --max-batch names the largest batch whose unsplit step compiles
+    under the budget: that batch compiles with --microbatches 1, the next
+    does not; a budget no batch meets exits 1."""
     for name, budget in (("gpt2.json", 600000), ("gpt2.json", 1500000),
                          ("seed_mlp.json", 40000)):
         base = [model(name), "--preset", "tiny"]
@@ -136,7 +136,8 @@ def max_batch(remat, work):
         for b, want in ((batch, True), (batch + 1, False)):
             plan, report = compile_plan(
                 remat, base + ["--set", "batch=%d" % b, "--budget",
-                               str(budget)], work, "b%d" % b)
+                               str(budget), "--microbatches", "1"],
+                work, "b%d" % b)
             if (plan is not None) != want:
                 fail("%s at %d: batch %d %s but --max-batch said %d" % (
                     name, budget, b, "compiles" if plan else "fails", batch))
@@ -169,7 +170,8 @@ def max_batch(remat, work):
             fail("--ranks 2: global batch %d, %d per rank" % (batch, each))
         for b, want in ((batch, True), (batch + 2, False)):
             plan, _ = compile_plan(
-                remat, base + ["--set", "batch=%d" % b, "--budget", "600000"],
+                remat, base + ["--set", "batch=%d" % b, "--budget", "600000",
+                               "--microbatches", "1"],
                 work, "r2-%d-%d" % (len(shard), b))
             if (plan is not None) != want:
                 fail("--ranks 2 %s: global batch %d %s but --max-batch said "

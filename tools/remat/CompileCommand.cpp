@@ -290,13 +290,25 @@ runtime::Plan planWithSplit(const CompileCommandOptions &options,
   const int64_t batch = model.graph.batch * model.graph.microbatches;
   std::optional<runtime::Plan> best;
   nlohmann::json tried = nlohmann::json::array();
+  std::string refused; ///< why no split was tried, if so
   for (int64_t k = mo.microbatchesGiven ? 1 : 2;
        k <= std::min(mo.maxMicrobatches, batch); ++k) {
     if (batch % k != 0)
       continue;
     model::ModelOptions split = mo;
     split.microbatches = k;
-    model::ModelFile candidate = model::readModelFile(options.model, split);
+    std::optional<model::ModelFile> read;
+    try {
+      read = model::readModelFile(options.model, split);
+    } catch (const model::OptionError &e) {
+      // The model cannot be split (batch norm without --microbatch-norm):
+      // an error where the user asked for a split, else the unsplit one.
+      if (mo.microbatchesGiven)
+        throw;
+      refused = e.what();
+      break;
+    }
+    model::ModelFile candidate = std::move(*read);
     nlohmann::json r;
     try {
       runtime::Plan plan = compiler::compilePlan(candidate.graph, quick, r);
@@ -327,10 +339,14 @@ runtime::Plan planWithSplit(const CompileCommandOptions &options,
       compiler::compilePlan(model.graph, compile, report);
     } catch (const InfeasibleBudget &e) {
       throw InfeasibleBudget(
-          std::string(e.what()) + "; no split into at most " +
-          std::to_string(std::min(mo.maxMicrobatches, batch)) +
-          " micro-batches (--max-microbatches) that divides the batch " +
-          std::to_string(batch) + " fits either");
+          std::string(e.what()) +
+          (refused.empty()
+               ? "; no split into at most " +
+                     std::to_string(std::min(mo.maxMicrobatches, batch)) +
+                     " micro-batches (--max-microbatches) that divides the "
+                     "batch " +
+                     std::to_string(batch) + " fits either"
+               : "; the batch is not split: " + refused));
     }
   }
   report["microbatch_search"] = tried;

@@ -480,6 +480,18 @@ RematOutcome rematerializeTrainStep(mlir::ModuleOp module, TrainStep &step,
   solveOptions.progress = options.progress;
   solveOptions.reorder = reorder;
 
+  // A caller that only asks whether the budget fits (the micro-batch
+  // search) learns "no" from the lower bound at once, without the solvers'
+  // fallbacks, where no schedule can use that little.
+  if (budgetBytes > 0 && !options.explainInfeasible)
+    if (auto [bound, reason] =
+            lowerBoundOverOrders(problem, reorder, /*arena=*/true);
+        bound > arenaBudget)
+      throw InfeasibleBudget("no schedule fits the budget of " +
+                             bytesText(budgetBytes) +
+                             "; no schedule's arena is below " +
+                             bytesText(bound) + " (" + reason + ")");
+
   // 1-3. Solve, replay, check the real arena (without a budget: the
   // least memory without recomputation).
   Attempt attempt =

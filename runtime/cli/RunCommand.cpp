@@ -366,10 +366,14 @@ int runCommand(const RunOptions &opt) {
     std::ostringstream quiet;
     std::ostream &info = lead ? err : quiet;
     info << "remat run: model '" << p.model << "', " << p.buffers.size()
-        << " buffers, " << p.steps.size() << " steps, arena "
-        << exec.arenaBytes() << " B, workspace " << exec.workspaceBytes()
-        << " B, backend " << backend->name() << ", seed " << exec.seed()
-        << "\n";
+         << " buffers, " << p.steps.size() << " steps"
+         << (p.microbatches > 1 ? " run in " + std::to_string(p.microbatches) +
+                                      " micro-batches of " +
+                                      std::to_string(p.batch) + " samples"
+                                : std::string())
+         << ", arena " << exec.arenaBytes() << " B, workspace "
+         << exec.workspaceBytes() << " B, backend " << backend->name()
+         << ", seed " << exec.seed() << "\n";
     info << "remat run: runtime fixed bytes " << exec.baselineRssBytes()
          << " B beside the arena (the process's resident memory before "
             "it: code, libraries, the loaded plan)\n";

@@ -117,7 +117,9 @@ def graph_reorder(remat, work):
 def max_batch(remat, work):
     """plan --max-batch names the largest batch whose unsplit step compiles
     under the budget: that batch compiles with --microbatches 1, the next
-    does not; a budget no batch meets exits 1."""
+    does not; and the largest split into --max-microbatches (16) slices:
+    that batch compiles with --microbatches 16, the next multiple of 16
+    does not; a budget no batch meets either way exits 1."""
     for name, budget in (("gpt2.json", 600000), ("gpt2.json", 1500000),
                          ("seed_mlp.json", 40000)):
         base = [model(name), "--preset", "tiny"]
@@ -143,6 +145,30 @@ def max_batch(remat, work):
                     name, budget, b, "compiles" if plan else "fails", batch))
         print("%s under %d bytes: batch %d compiles, %d does not"
               % (name, budget, batch, batch + 1))
+        # The split answer: k micro-batches of the largest slice whose
+        # step, accumulators included, fits; one more sample a slice not.
+        found = re.search(r"split into (\d+) micro-batches "
+                          r"\(--max-microbatches\): (\d+) \(micro-batches "
+                          r"of (\d+)\)", r.stdout)
+        if not found:
+            fail("%s at %d: no split answer in %r" % (name, budget, r.stdout))
+        k, split, each = (int(v) for v in found.groups())
+        if k != 16 or split != k * each or split < batch:
+            fail("%s at %d: split %d = %d x %d against unsplit %d"
+                 % (name, budget, split, k, each, batch))
+        for b, want in ((split, True), (split + k, False)):
+            plan, _ = compile_plan(
+                remat, base + ["--set", "batch=%d" % b, "--budget",
+                               str(budget), "--microbatches", str(k)],
+                work, "s%d" % b)
+            if (plan is not None) != want:
+                fail("%s at %d: batch %d in %d micro-batches %s but "
+                     "--max-batch said %d" % (name, budget, b, k,
+                                              "compiles" if plan else "fails",
+                                              split))
+        print("%s under %d bytes: batch %d in %d micro-batches compiles, "
+              "%d does not (%.1fx the unsplit batch)"
+              % (name, budget, split, k, split + k, split / batch))
     r = subprocess.run([remat, "plan", model("gpt2.json"), "--preset", "tiny",
                         "--max-batch", "--budget", "300000"],
                        capture_output=True, text=True)

@@ -67,7 +67,8 @@ static const char *kPlanHelp =
     "  --svg FILE         with --sweep: also draw the budget-overhead curve,\n"
     "                     the knee marked, as an SVG (remat explain's style)\n"
     "  --max-batch        with --budget: the largest value of the model's\n"
-    "                     `batch` variable whose step fits\n"
+    "                     `batch` variable whose step fits, unsplit and\n"
+    "                     split into --max-microbatches micro-batches\n"
     "  --graph FILE       plan an external graph: networkx node-link JSON\n"
     "                     with node cost_cpu and cost_ram (the Checkmate\n"
     "                     graphs); memory is counted as Checkmate counts it\n"
@@ -95,6 +96,9 @@ static const char *kPlanHelp =
     "                     (docs/distributed.md)\n"
     "  --shard-optimizer  with --ranks N > 1: each rank keeps 1/N of the\n"
     "                     optimizer state (ZeRO-1); no effect with one rank\n"
+    "  --microbatches K|auto, --max-microbatches N,\n"
+    "  --microbatch-norm per-slice   the batch split into micro-batches (see\n"
+    "                     remat compile --help; docs/planner.md)\n"
     "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X,\n"
     "  --frozen NAME,...  the training step of an ONNX model (docs/onnx.md;\n"
     "                     see remat compile --help)\n"
@@ -136,7 +140,8 @@ const std::vector<std::string> kPlanFlags = {
     "--graph",  "--budget-frac", "--reorder",  "--no-reorder",
     "--solver", "--time-limit",  "--progress", "--device-profile",
     "--preset", "--set",         "--ranks",         "--json",     "--svg",      "--help",
-    "--shard-optimizer", "--precision"};
+    "--shard-optimizer", "--precision", "--microbatches",
+    "--max-microbatches", "--microbatch-norm"};
 
 std::vector<std::string> planFlagNames() {
   std::vector<std::string> names = kPlanFlags;
@@ -457,11 +462,15 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
   // `quick` means the fast solvers only (the heuristic, then per-block),
   // which `auto` falls back to, so auto fits every batch they fit.
   // With --ranks N the search is over the per-rank batch: the config's
-  // (global) batch is N times it, so always a multiple of N.
+  // (global) batch is N times it, so always a multiple of N. With k
+  // micro-batches it is over the slice: the batch is k times that.
   const int64_t ranks = std::max<int64_t>(options.modelOptions.ranks, 1);
+  int64_t k = 1; // the micro-batches of the search under way
   auto fits = [&](int64_t batch, bool quick) {
     model::ModelOptions m = options.modelOptions;
-    m.overrides.push_back({"batch", std::to_string(batch * ranks)});
+    m.overrides.push_back({"batch", std::to_string(batch * ranks * k)});
+    m.microbatches = k;
+    m.autoMicrobatches = false;
     Session s = openSession(options, m, /*warn=*/false);
     int64_t arenaBudget = *options.budget;
     bool ok = s.storeAllArena <= arenaBudget;
@@ -474,8 +483,12 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
       ok = attemptWithFallbacks(s.problem, s.step, arenaBudget, kind, solve,
                                 s.alignment)
                .ok;
-    std::cerr << "remat plan: batch " << batch
-              << (ranks > 1 ? " per rank" : "")
+    std::cerr << "remat plan: "
+              << (k > 1 ? std::to_string(k) + " micro-batches of " : "")
+              << "batch " << batch
+              << (k > 1       ? " per micro-batch"
+                  : ranks > 1 ? " per rank"
+                              : "")
               << (ok ? " fits" : " does not fit")
               << (quick ? " (heuristic, per-block)" : "") << "\n";
     return ok;
@@ -500,42 +513,90 @@ int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
     }
     return low;
   };
+  // With auto, the fast solvers bracket the answer in cheap trials, then
+  // auto (whose MILP and DP may fit a little more) goes on from there:
+  // usually one more trial. Other solvers search alone. 0: no batch fits.
+  bool twoPhase = kind == SolverKind::Auto;
+  auto search = [&]() -> int64_t {
+    int64_t low = 0;
+    if (twoPhase && fits(1, true))
+      low = largest(1, true);
+    if (low == 0 && !fits(1, false))
+      return 0;
+    return largest(std::max<int64_t>(low, 1), false);
+  };
   {
     // Read as one rank: the config's batch need not be a multiple of the
     // ranks, since the search sets it.
     model::ModelOptions one = options.modelOptions;
-    one.ranks = 1;
+    one.ranks = one.microbatches = 1;
+    one.autoMicrobatches = false;
     model::ModelGraph g = loadModelFile(options, one, /*warn=*/true);
     if (!g.config.count("batch"))
       throw model::ModelError(options.model +
                               ": --max-batch needs a config variable 'batch'");
   }
-  // With auto, the fast solvers bracket the answer in cheap trials, then
-  // auto (whose MILP and DP may fit a little more) goes on from there:
-  // usually one more trial. Other solvers search alone.
-  bool twoPhase = kind == SolverKind::Auto;
-  int64_t low = 0;
-  if (twoPhase && fits(1, true))
-    low = largest(1, true);
-  if (low == 0 && !fits(1, false)) {
-    std::cout << "no batch fits " << *options.budget << " bytes\n";
-    return 1;
+  const model::ModelOptions &mo = options.modelOptions;
+  // The split search: the micro-batches given, else the most allowed
+  // (--max-microbatches): the largest batch is k times the largest slice,
+  // whose step (with the accumulators) fits.
+  const int64_t splitK = mo.microbatchesGiven && !mo.autoMicrobatches
+                             ? mo.microbatches
+                             : mo.maxMicrobatches;
+  const int64_t unsplit = search();
+  int64_t slice = 0;
+  std::string refused;
+  if (splitK > 1) {
+    k = splitK;
+    try {
+      slice = search();
+    } catch (const model::OptionError &e) {
+      refused = e.what();
+    } catch (const model::ModelError &e) {
+      refused = e.what();
+    } catch (const std::runtime_error &e) {
+      refused = e.what(); // e.g. a loss the split cannot weight
+    }
   }
-  low = largest(std::max<int64_t>(low, 1), false);
+  const std::string budget = std::to_string(*options.budget);
+  const std::string scope =
+      ranks > 1 ? " per rank on " + std::to_string(ranks) + " ranks" : "";
+  if (unsplit == 0)
+    std::cout << "no batch fits " << budget << " bytes" << scope
+              << " unsplit\n";
+  else if (ranks > 1)
+    std::cout << "largest global batch that fits " << budget << " bytes"
+              << scope << ": " << unsplit * ranks << " (" << unsplit
+              << " per rank)\n";
+  else
+    std::cout << "largest batch that fits " << budget << " bytes: " << unsplit
+              << "\n";
+  json out = {{"budget_bytes", *options.budget},
+              {"max_batch", unsplit * ranks}};
   if (ranks > 1) {
-    std::cout << "largest global batch that fits " << *options.budget
-              << " bytes per rank on " << ranks << " ranks: " << low * ranks
-              << " (" << low << " per rank)\n";
-    writeJson(options, {{"budget_bytes", *options.budget},
-                        {"max_batch", low * ranks},
-                        {"ranks", ranks},
-                        {"max_batch_per_rank", low}});
-    return 0;
+    out["ranks"] = ranks;
+    out["max_batch_per_rank"] = unsplit;
   }
-  std::cout << "largest batch that fits " << *options.budget
-            << " bytes: " << low << "\n";
-  writeJson(options, {{"budget_bytes", *options.budget}, {"max_batch", low}});
-  return 0;
+  if (splitK > 1) {
+    if (!refused.empty())
+      std::cout << "split into " << splitK
+                << " micro-batches: not available: " << refused << "\n";
+    else if (slice == 0)
+      std::cout << "split into " << splitK << " micro-batches: no batch fits "
+                << budget << " bytes" << scope << "\n";
+    else
+      std::cout << "split into " << splitK << " micro-batches"
+                << (mo.microbatchesGiven ? "" : " (--max-microbatches)") << ": "
+                << slice * splitK * ranks << " (micro-batches of " << slice
+                << (ranks > 1 ? " per rank" : "") << ")\n";
+    out["microbatches"] = splitK;
+    out["max_batch_split"] = slice * splitK * ranks;
+    out["microbatch_samples"] = slice;
+    if (!refused.empty())
+      out["split_refused"] = refused;
+  }
+  writeJson(options, out);
+  return unsplit == 0 && slice == 0 ? 1 : 0;
 }
 
 /// The report of the plan `remat compile` would emit for the same options

@@ -35,13 +35,19 @@ max(1e-8, 4 x E x 2^-29) of PyTorch float64 (relative L2), E PyTorch
 float32's own error on it scaled to float64's unit roundoff (tests/e2e/
 onnx_zoo.py).
 
+With --microbatches K (and --dynamic-batch) remat compiles the step split
+into K micro-batches with --microbatch-norm per-slice, and the references
+are PyTorch's manual gradient accumulation: K slices, each slice's loss
+divided by K, one backward each, batch norm on each slice's statistics
+(its running statistics updated once per slice).
+
 Exit codes: 0 parity holds, 1 it does not (or remat failed), 77 PyTorch is
 not installed or this remat has no ONNX support (ctest: skipped).
 
 usage: onnx_parity.py --remat REMAT --model MODEL (tools/export_onnx.py)
            [--batch N] [--width W] [--classes C] [--side S] [--opset K]
            [--loss L] [--dynamic-batch] [--tie-aware] [--seed N]
-           [--precision fp32|fp64]
+           [--precision fp32|fp64] [--microbatches K]
 """
 import argparse
 import json
@@ -71,12 +77,28 @@ def fp64_tolerance(spread):
     return max(FP64_TOLERANCE, 4 * spread * FP64_OVER_FP32)
 
 
+def one_ulp(t, generator):
+    """`t` with each element moved one unit in the last place up or down, at
+    random."""
+    import torch
+    up = torch.rand(t.shape, generator=generator) < 0.5
+    return torch.where(up, torch.nextafter(t, torch.full_like(t, float("inf"))),
+                       torch.nextafter(t, torch.full_like(t, -float("inf"))))
+
+
 def torch_step(module, x, labels, loss_kind, dtype, pool_inputs=None,
-               mkldnn=True):
+               mkldnn=True, perturb=None, slices=1):
     """Loss, gradients by parameter name and the running statistics
     (BatchNorm buffers) after one step in `dtype`. pool_inputs: a dict whose
     keys name submodules; each gets its forward input (float64 numpy).
-    mkldnn: PyTorch's oneDNN convolutions (False: its native ones)."""
+    mkldnn: PyTorch's oneDNN convolutions (False: its native ones).
+    perturb: a seed: every parameter, a floating-point input and the output
+    of every leaf module moved by one ulp of `dtype` in random directions
+    (onnx_zoo.py's spread). slices: PyTorch's manual gradient
+    accumulation: the batch in that many equal slices, each slice's loss
+    divided by their number and its backward run in turn (batch norm sees
+    each slice and updates its running statistics once per slice); the
+    loss is the sum of the divided losses."""
     import copy
     import torch
     import torch.nn.functional as F
@@ -91,20 +113,42 @@ def torch_step(module, x, labels, loss_kind, dtype, pool_inputs=None,
             pool_inputs[name] = inputs[0].detach().to(torch.float64).numpy()
         m.get_submodule(name).register_forward_pre_hook(hook)
     inputs = torch.from_numpy(x)
+    if perturb is not None:
+        g = torch.Generator().manual_seed(perturb)
+        with torch.no_grad():
+            for p in m.parameters():
+                p.copy_(one_ulp(p, g))
+        if x.dtype != np.int64:
+            inputs = one_ulp(inputs.to(dtype), g)
+
+        def moved(_, __, out):
+            if torch.is_tensor(out) and out.is_floating_point():
+                # (The derivative passes through: nextafter has none.)
+                return out + (one_ulp(out.detach(), g) - out.detach())
+            return out
+        for sub in m.modules():
+            if not list(sub.children()):
+                sub.register_forward_hook(moved)
+    inputs = inputs if x.dtype == np.int64 else inputs.to(dtype)
+    total = 0.0
     with torch.backends.mkldnn.flags(enabled=mkldnn):
-        y = m(inputs if x.dtype == np.int64 else inputs.to(dtype))
-        if loss_kind == "cross_entropy":
-            loss = F.cross_entropy(y.reshape(-1, y.shape[-1]),
-                                   torch.from_numpy(labels).reshape(-1))
-        else:
-            loss = F.mse_loss(y, torch.from_numpy(labels).to(dtype))
-        loss.backward()
+        for part, target in zip(inputs.chunk(slices),
+                                torch.from_numpy(labels).chunk(slices)):
+            y = m(part)
+            if loss_kind == "cross_entropy":
+                loss = F.cross_entropy(y.reshape(-1, y.shape[-1]),
+                                       target.reshape(-1))
+            else:
+                loss = F.mse_loss(y, target.to(dtype))
+            loss = loss / slices
+            loss.backward()
+            total += float(loss.item())
     grads = {name: p.grad.detach().to(torch.float64).numpy()
              for name, p in m.named_parameters()}
     stats = {name: b.detach().to(torch.float64).numpy()
              for name, b in m.named_buffers()
              if name.endswith(("running_mean", "running_var"))}
-    return float(loss.item()), grads, stats
+    return total, grads, stats
 
 
 def main():
@@ -133,8 +177,14 @@ def main():
     p.add_argument("--precision", choices=["fp32", "fp64"], default="fp32",
                    help="fp64: remat computes in float64 and must match "
                         "PyTorch float64 (the rule above)")
+    p.add_argument("--microbatches", type=int, default=1,
+                   help="with --dynamic-batch: compile with --microbatches "
+                        "K --microbatch-norm per-slice and compare with "
+                        "PyTorch's manual accumulation over K slices")
     p.add_argument("--workdir")
     args = p.parse_args()
+    if args.microbatches > 1 and not args.dynamic_batch:
+        p.error("--microbatches needs --dynamic-batch")
     try:
         import torch
         import export_onnx
@@ -199,6 +249,9 @@ def run_comparison(args, work):
     if args.dynamic_batch:
         dims = ",".join(str(d) for d in (args.batch,) + sample)
         compile_cmd += ["--input-shape", f"x={dims}"]
+    if args.microbatches > 1:
+        compile_cmd += ["--microbatches", str(args.microbatches),
+                        "--microbatch-norm", "per-slice"]
     r = subprocess.run(compile_cmd, capture_output=True, text=True)
     if r.returncode != 0 and "no ONNX support" in r.stderr:
         print("SKIP: " + r.stderr.strip())
@@ -257,9 +310,11 @@ def run_comparison(args, work):
     pools64 = {name: None for name in pools}
     pools32 = {name: None for name in pools}
     loss64, grads64, stats64 = torch_step(module, x, labels, loss_kind,
-                                          torch.float64, pools64)
+                                          torch.float64, pools64,
+                                          slices=args.microbatches)
     loss32, grads32, stats32 = torch_step(module, x, labels, loss_kind,
-                                          torch.float32, pools32)
+                                          torch.float32, pools32,
+                                          slices=args.microbatches)
     missing = sorted(set(grads64) - set(remat_grads))
     if missing:
         print(f"FAIL: remat dumped no gradient for {missing} "

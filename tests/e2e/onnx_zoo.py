@@ -18,8 +18,11 @@ same step of the torch module in float64 (relative L2 error per tensor):
   float32  the default plan, run on each CPU convolution path of remat
            (REMAT_CPU_CONV=auto, plain, im2col; one run for a model without
            convolutions): every tensor within max(1e-4, 4 x S), S the
-           larger float32 error of PyTorch's two convolution paths (oneDNN
-           and native) on that tensor: the spread rule.
+           largest float32 error on that tensor of PyTorch's two
+           convolution paths (oneDNN and native) and of PERTURBED oneDNN
+           steps with the weights and input moved one ulp up or down at
+           random (how far float32 rounding alone can move the tensor):
+           the spread rule.
 
 A tensor on which PyTorch float32 itself is off by more than 1e-3 (float32
 keeps fewer than 4 of its 7 digits there: batch norm over tiny maps) is
@@ -68,16 +71,20 @@ import workdir  # noqa: E402
 # PyTorch float32's own error beyond which a tensor is ill-conditioned.
 ILL_CONDITIONED = 1e-3
 CONV_PATHS = ["auto", "plain", "im2col"]
+# PyTorch float32 steps with the weights and input moved one ulp at random,
+# besides its two convolution paths, in the spread (module docstring).
+PERTURBED = 3
 # Models remat refuses, each with a piece of the message that names what
 # stops it (docs/onnx.md lists them).
 STOPPED = {}
 
 
-def reference_step(module, x, labels, loss_kind, dtype, mkldnn=True):
+def reference_step(module, x, labels, loss_kind, dtype, mkldnn=True,
+                   perturb=None):
     """onnx_parity.torch_step's loss, parameter gradients and running
     statistics after the step (named "NAME (after)") in one dict."""
     loss, grads, stats = torch_step(module, x, labels, loss_kind, dtype,
-                                    mkldnn=mkldnn)
+                                    mkldnn=mkldnn, perturb=perturb)
     out = {"loss": np.array([loss])}
     out.update(grads)
     out.update({name + " (after)": v for name, v in stats.items()})
@@ -185,6 +192,8 @@ def check_model(args, name, work):
     ref = reference_step(module, x, labels, entry.loss, torch.float64)
     torch32 = [reference_step(module, x, labels, entry.loss, torch.float32, m)
                for m in (True, False)]
+    torch32 += [reference_step(module, x, labels, entry.loss, torch.float32,
+                               perturb=seed + p) for p in range(PERTURBED)]
     spread = {k: max(relative_error(t[k], ref[k]) for t in torch32)
               for k in ref}
 

@@ -117,8 +117,12 @@ void Executor::planGradientSums() {
   const Plan &p = loaded.plan;
   sumsAfter.assign(p.steps.size(), {});
   sumsBefore.assign(p.steps.size(), {});
+  // A split step averages the accumulated gradients, once, after the last
+  // micro-batch's grad_accumulate.
+  const BufferRole summed =
+      p.microbatches > 1 ? BufferRole::Accumulator : BufferRole::Grad;
   for (size_t b = 0; b < p.buffers.size(); ++b) {
-    if (p.buffers[b].role != BufferRole::Grad || loaded.lastWriter[b] < 0)
+    if (p.buffers[b].role != summed || loaded.lastWriter[b] < 0)
       continue;
     if (p.buffers[b].dtype != DType::F32)
       throw PlanError(loaded.bufferPlace(b) + ": data-parallel runs average "

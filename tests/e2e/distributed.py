@@ -3,6 +3,7 @@
 
   distributed.py REMAT parity MODEL PRESET [--budget-frac F]
                   [--shard-optimizer] [--set NAME=VALUE]...
+                  [--microbatches K]
       2 ranks (mpirun -np 2) with the global batch B against 1 rank with
       batch B, 50 steps: every step's loss within 1e-4 relative (the first
       within 1e-6), and every parameter after the last step likewise. With
@@ -16,7 +17,10 @@
       the whole state (compared as above); and both plans resumed from the
       1-rank checkpoint (--weights, with its optimizer state) agree after
       3 more steps, so each rank loads its slice. --set configures the
-      model further (an odd width: slices of uneven size).
+      model further (an odd width: slices of uneven size). With
+      --microbatches K the 2-rank plan also splits each rank's batch into
+      K micro-batches (accumulated, then averaged across the ranks once a
+      step), against the same unsplit 1-rank plan.
   distributed.py REMAT errors
       a rank count that does not divide the batch, a plan run on another
       rank count, different plans on the ranks: clear errors, exit 1.
@@ -169,12 +173,16 @@ def check_sharded_plans(plans, reports):
           f"{sum(1 for _, n in half.values() if n % 2)} of odd size)")
 
 
-def parity(remat, work, model, preset, budget_frac, shard=False, sets=()):
+def parity(remat, work, model, preset, budget_frac, shard=False, sets=(),
+           microbatches=1):
     base = [model_path(model), "--preset", preset]
     for value in sets:
         base += ["--set", value]
-    # --shard-optimizer: the 2-rank plan only (it changes nothing on one).
+    # --shard-optimizer and --microbatches: the 2-rank plan only (the
+    # 1-rank plan is the reference, unsplit).
     sharding = {1: [], 2: ["--shard-optimizer"] if shard else []}
+    if microbatches > 1:
+        sharding[2] += ["--microbatches", str(microbatches)]
     budget = []
     if budget_frac:
         # F of the way from each plan's minimum feasible budget up to its
@@ -585,8 +593,11 @@ def main():
                 frac = float(sys.argv[sys.argv.index("--budget-frac") + 1])
             sets = [sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1])
                     if a == "--set"]
+            k = 1
+            if "--microbatches" in sys.argv:
+                k = int(sys.argv[sys.argv.index("--microbatches") + 1])
             return parity(remat, work, sys.argv[3], sys.argv[4], frac,
-                          "--shard-optimizer" in sys.argv, sets)
+                          "--shard-optimizer" in sys.argv, sets, k)
         if check == "errors":
             return errors(remat, work)
         if check == "rank-killed":

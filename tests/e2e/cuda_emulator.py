@@ -6,7 +6,8 @@ emulator (stdlib only; tools/test.sh runs it).
 
 REMAT is the compiler (`remat`, main build); EMU_REMAT_RUN is `remat-run`
 of a REMAT_CUDA_EMULATOR=ON build (docs/cuda.md, "The CPU emulator"). For
-gpt2 (tiny and small, dropout 0.1), mlp_deep (tiny) and seed_mlp (tiny), at store-all
+gpt2 (tiny and small, dropout 0.1; tiny at batch 8 also split into 2
+micro-batches), mlp_deep (tiny) and seed_mlp (tiny), at store-all
 and at half the store-all activation memory plus the CUDA workspace:
 - the cuda run's losses and step-1 gradients are bitwise equal at both
   budgets (recomputation changes no bit);
@@ -102,9 +103,14 @@ def run_cases(args, work):
     cases = (("gpt2", ["--preset", "tiny", "--set", "dropout=0.1"], 3),
              ("gpt2", ["--preset", "small", "--set", "dropout=0.1"], 2),
              ("mlp_deep", ["--preset", "tiny"], 3),
-             ("seed_mlp", ["--preset", "tiny"], 3))
+             ("seed_mlp", ["--preset", "tiny"], 3),
+             # A split step: the slices' inputs filled between the runs of
+             # the steps, the gradients accumulated.
+             ("gpt2", ["--preset", "tiny", "--set", "dropout=0.1",
+                       "--set", "batch=8", "--microbatches", "2"], 3))
     for name, config, steps in cases:
-        tag = f"{name}-{config[1]}"
+        tag = f"{name}-{config[1]}" + ("-k2" if "--microbatches" in config
+                                        else "")
         source = [model(name + ".json")] + config
         plan_all, rep = compile_plan(args.remat, source, work, tag + "-all")
         if plan_all is None:

@@ -134,8 +134,12 @@ std::string renderTimelineSvg(const Plan &plan, const PlanExplanation &ex,
         "font-size=\"16\" font-weight=\"bold\">"
      << escapeXml(title) << "</text>\n";
   std::string subtitle =
-      std::to_string(plan.steps.size()) + " steps, peak " +
-      formatBytes(ex.peakLiveBytes) + ", arena " +
+      std::to_string(plan.steps.size()) + " steps" +
+      (plan.microbatches > 1
+           ? " run for each of " + std::to_string(plan.microbatches) +
+                 " micro-batches (the optimizer's in the last)"
+           : std::string()) +
+      ", peak " + formatBytes(ex.peakLiveBytes) + ", arena " +
       formatBytes(plan.arenaBytes) +
       (budget ? ", budget " + formatBytes(*budget) : std::string()) + ", " +
       std::to_string(ex.recomputeSteps) + " recompute steps";

@@ -92,8 +92,13 @@ std::string formatExplanation(const Plan &plan, const PlanExplanation &ex,
     os << " (forward 0.." << ex.backwardStart - 1 << ", backward from step "
        << ex.backwardStart << ")";
   os << "\n";
-  os << "arena: " << bytesWithExact(plan.arenaBytes) << ", batch " << plan.batch
-     << "\n";
+  os << "arena: " << bytesWithExact(plan.arenaBytes) << ", batch "
+     << plan.batch;
+  if (plan.microbatches > 1)
+    os << " a micro-batch: the steps run for each of " << plan.microbatches
+       << " micro-batches in turn (" << plan.batch * plan.microbatches
+       << " samples a training step), the optimizer's in the last only";
+  os << "\n";
   if (plan.report.is_object() && !plan.report.empty()) {
     os << "report:\n";
     size_t width = 0;

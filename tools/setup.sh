@@ -8,7 +8,7 @@ build="${1:-$root/build}"
 
 packages=(cmake ninja-build g++ pkg-config python3
   libmlir-19-dev mlir-19-tools llvm-19-dev llvm-19-tools
-  catch2 nlohmann-json3-dev coinor-libcbc-dev libopenblas-dev
+  catch2 nlohmann-json3-dev coinor-libcbc-dev libopenblas-dev libopenblas0-openmp
   libonnx-dev libdnnl-dev libopenmpi-dev openmpi-bin
   python3-torch python3-torchvision python3-numpy python3-onnx)
 missing=()

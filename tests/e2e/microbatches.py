@@ -20,11 +20,14 @@
       --microbatches 0, -3, abc, more than the batch, one that does not
       divide it, --max-microbatches 0: a clear error and exit status 2; a
       model with batch norm split without --microbatch-norm per-slice: an
-      error that names the node and the flag.
+      error that names the node and the flag; a budget no split fits: the
+      unsplit minimum and the least the most micro-batches need, which
+      compiles (1% less does not).
 
 Exit 0 on success, 1 with a message on failure, 77 (skipped).
 """
 import os
+import re
 import sys
 import tempfile
 
@@ -137,6 +140,22 @@ def errors(remat, work):
     must(run(norm_model + ["--microbatches", "2",
                            "--microbatch-norm", "per-slice"]),
          "norm.json with --microbatch-norm per-slice")
+    # A budget no split fits: the error names the unsplit minimum and the
+    # least the most micro-batches need, a budget that then compiles while
+    # 1% less does not.
+    r = run(mlp + ["--budget", "1000"])
+    expect(r, 1, "minimum feasible budget", "8 micro-batches need at least")
+    found = re.search(r"--microbatches 8 --budget (\d+)", r.stderr)
+    if not found:
+        raise SystemExit(f"FAIL: no suggested budget in:\n{r.stderr}")
+    least = int(found.group(1))
+    must(run(mlp + ["--microbatches", "8", "--budget", str(least)]),
+         f"--microbatches 8 --budget {least}")
+    if run(mlp + ["--microbatches", "8",
+                  "--budget", str(least * 99 // 100)]).returncode == 0:
+        raise SystemExit(f"FAIL: 1% below the suggested {least} compiles")
+    print(f"split minimum: --microbatches 8 --budget {least} compiles, "
+          f"1% less does not")
     print("OK")
     return 0
 

@@ -334,19 +334,41 @@ runtime::Plan planWithSplit(const CompileCommandOptions &options,
     }
   }
   if (!best) {
-    // The unsplit step's error, with its minimum feasible budget.
+    // The unsplit step's error, with its minimum feasible budget, and the
+    // least any split needs: that of the most micro-batches.
+    std::string split = "; the batch is not split: " + refused;
+    if (refused.empty()) {
+      int64_t most = std::min(mo.maxMicrobatches, batch);
+      while (batch % most != 0)
+        --most;
+      split = "; no split into at most " +
+              std::to_string(std::min(mo.maxMicrobatches, batch)) +
+              " micro-batches (--max-microbatches) that divides the batch " +
+              std::to_string(batch) + " fits either";
+      if (most > 1) {
+        model::ModelOptions least = mo;
+        least.microbatches = most;
+        compiler::CompileOptions search = compile;
+        search.budgetBytes.reset();
+        search.searchMinimum = true;
+        nlohmann::json r;
+        compiler::compilePlan(model::readModelFile(options.model, least).graph,
+                              search, r);
+        if (r.value("min_feasible_bytes", int64_t(-1)) > 0)
+          split +=
+              " (" + std::to_string(most) + " micro-batches need at least " +
+              compiler::formatBytes(r["min_feasible_bytes"].get<int64_t>() +
+                                    compile.workspaceReserveBytes.value_or(0)) +
+              ": --microbatches " + std::to_string(most) + " --budget " +
+              std::to_string(r["min_feasible_bytes"].get<int64_t>() +
+                             compile.workspaceReserveBytes.value_or(0)) +
+              ")";
+      }
+    }
     try {
       compiler::compilePlan(model.graph, compile, report);
     } catch (const InfeasibleBudget &e) {
-      throw InfeasibleBudget(
-          std::string(e.what()) +
-          (refused.empty()
-               ? "; no split into at most " +
-                     std::to_string(std::min(mo.maxMicrobatches, batch)) +
-                     " micro-batches (--max-microbatches) that divides the "
-                     "batch " +
-                     std::to_string(batch) + " fits either"
-               : "; the batch is not split: " + refused));
+      throw InfeasibleBudget(std::string(e.what()) + split);
     }
   }
   report["microbatch_search"] = tried;

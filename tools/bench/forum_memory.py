@@ -125,6 +125,8 @@ def main():
         print()
         print(f"remat measured / PyTorch eager: {entry['rss_growth_bytes'] / eager:.3f}")
         print(f"remat measured / arena: {entry['rss_growth_bytes'] / rep['arena_bytes']:.3f}")
+    else:
+        print("\n(PyTorch not installed: no peer measured)")
     if args.split_budget > 0:
         held = srep["arena_bytes"] + srep["breakdown"]["workspace"]
         print(f"remat split measured / (arena + workspace): "
@@ -132,8 +134,6 @@ def main():
         if have_torch:
             print(f"remat split measured / PyTorch eager: "
                   f"{sentry['rss_growth_bytes'] / eager:.3f}")
-    else:
-        print("\n(PyTorch not installed: no peer measured)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/remat/PlanSession.h"
 #include "tools/remat/CompileCommand.h"
 #include "tools/remat/Backends.h"
 #include "passes/planner/Defaults.h"
@@ -106,29 +107,6 @@ static const char *kPlanHelp =
 
 namespace {
 
-struct PlanOptions {
-  std::string model;
-  std::string graph;
-  std::optional<int64_t> budget;
-  std::optional<int64_t> workspaceReserve; ///< --workspace-reserve
-  std::string backend = "cpu";             ///< --backend
-  std::string budgetFraction;
-  bool sweep = false;
-  bool maxBatch = false;
-  bool minFeasible = false; ///< --min-feasible
-  int points = 10;
-  std::string solver = defaults::kSolver;
-  double timeLimit = -1; ///< -1: defaults::timeLimitFor(solver)
-  bool progress = false;
-  /// Default: on for models, off for --graph (the literature's fixed order).
-  std::optional<bool> reorder;
-  std::string jsonPath;
-  std::string svgPath; ///< --svg (with --sweep)
-  model::ModelOptions modelOptions;
-  DeviceProfile deviceProfile; ///< --device-profile
-  bool measureProfile = false; ///< --device-profile measure
-};
-
 int usage(const std::string &message) {
   return usageError(std::cerr, "plan", message);
 }
@@ -148,71 +126,6 @@ std::vector<std::string> planFlagNames() {
   for (const std::string &flag : trainingFlagNames())
     names.push_back(flag);
   return names;
-}
-
-/// The scheduled step of a model configuration and its planner problem.
-struct Session {
-  TrainStep step;
-  planner::Problem problem;
-  int64_t storeAllArena = 0;
-  int64_t alignment = defaults::kAlignment;
-};
-
-/// The model as `modelOptions` configure it; its notes go to stderr
-/// when `warn` (once per command, not once per --max-batch trial).
-model::ModelGraph loadModelFile(const PlanOptions &options,
-                                const model::ModelOptions &modelOptions,
-                                bool warn) {
-  model::ModelGraph graph =
-      model::readModelFile(options.model, modelOptions).graph;
-  if (warn)
-    printModelNotes(graph);
-  return graph;
-}
-
-Session openSession(const PlanOptions &options,
-                    const model::ModelOptions &modelOptions, bool warn = true) {
-  model::ModelGraph graph = loadModelFile(options, modelOptions, warn);
-  mlir::MLIRContext context;
-  compiler::CompileOptions compileOptions;
-  compileOptions.deviceProfile = options.deviceProfile;
-  setBackend(compileOptions, options.backend);
-  Session s;
-  s.step = *compiler::buildStep(graph, context, compiler::Stage::Scheduled,
-                                compileOptions)
-                .step;
-  planner::SolverKind kind = planner::SolverKind::Auto;
-  planner::parseSolverKind(options.solver, kind);
-  s.problem = buildPlannerProblem(s.step, s.alignment,
-                                  kind != planner::SolverKind::ChainDp);
-  memory::Liveness live = memory::computeLiveness(s.step.graph, s.alignment);
-  s.storeAllArena =
-      memory::assignOffsets(s.step.graph, live, s.alignment).arenaBytes;
-  return s;
-}
-
-double recomputeOverhead(const Session &s, const Attempt &a) {
-  double extra = 0;
-  for (size_t k = 0; k < a.applied.origin.size(); ++k)
-    if (a.applied.recompute[k])
-      extra += s.step.ops[a.applied.origin[k]].seconds;
-  return extra * double(s.step.microbatches) / s.step.totalSeconds();
-}
-
-planner::SolveOptions solveOptions(const PlanOptions &options) {
-  planner::SolveOptions o;
-  o.timeLimitSeconds = options.timeLimit >= 0
-                           ? options.timeLimit
-                           : defaults::timeLimitFor(options.solver);
-  o.progress = options.progress;
-  o.reorder = options.reorder.value_or(options.graph.empty());
-  return o;
-}
-
-void writeJson(const PlanOptions &options, const json &j) {
-  if (options.jsonPath.empty())
-    return;
-  runtime::writeOutputFile(options.jsonPath, j.dump(2) + "\n");
 }
 
 struct SweepPoint {
@@ -452,151 +365,6 @@ int planSweep(const PlanOptions &options, planner::SolverKind kind) {
                       {"lower_bound_reason", found.lowerBoundReason},
                       {"sweep", out}});
   return 0;
-}
-
-int planMaxBatch(const PlanOptions &options, planner::SolverKind kind) {
-  using planner::SolverKind;
-  planner::SolveOptions solve = solveOptions(options);
-  solve.progress = false;
-  // A batch fits when its store-all arena does or the solver's plan does;
-  // `quick` means the fast solvers only (the heuristic, then per-block),
-  // which `auto` falls back to, so auto fits every batch they fit.
-  // With --ranks N the search is over the per-rank batch: the config's
-  // (global) batch is N times it, so always a multiple of N. With k
-  // micro-batches it is over the slice: the batch is k times that.
-  const int64_t ranks = std::max<int64_t>(options.modelOptions.ranks, 1);
-  int64_t k = 1; // the micro-batches of the search under way
-  auto fits = [&](int64_t batch, bool quick) {
-    model::ModelOptions m = options.modelOptions;
-    m.overrides.push_back({"batch", std::to_string(batch * ranks * k)});
-    m.microbatches = k;
-    m.autoMicrobatches = false;
-    Session s = openSession(options, m, /*warn=*/false);
-    int64_t arenaBudget = *options.budget;
-    bool ok = s.storeAllArena <= arenaBudget;
-    if (!ok && arenaBudget <= 0)
-      ok = false;
-    else if (!ok && quick)
-      ok = fitsWithFastSolvers(s.problem, s.step, arenaBudget, solve,
-                               s.alignment);
-    else if (!ok)
-      ok = attemptWithFallbacks(s.problem, s.step, arenaBudget, kind, solve,
-                                s.alignment)
-               .ok;
-    std::cerr << "remat plan: "
-              << (k > 1 ? std::to_string(k) + " micro-batches of " : "")
-              << "batch " << batch
-              << (k > 1       ? " per micro-batch"
-                  : ranks > 1 ? " per rank"
-                              : "")
-              << (ok ? " fits" : " does not fit")
-              << (quick ? " (heuristic, per-block)" : "") << "\n";
-    return ok;
-  };
-  // From a batch that fits: gallop up (+1, +2, +4, ...) to one that does
-  // not, then bisect.
-  auto largest = [&](int64_t low, bool quick) {
-    int64_t step = 1, high = 0;
-    for (;;) {
-      if (!fits(low + step, quick)) {
-        high = low + step;
-        break;
-      }
-      low += step;
-      step *= 2;
-      if (step > (int64_t(1) << 40))
-        return low;
-    }
-    while (high - low > 1) {
-      int64_t mid = low + (high - low) / 2;
-      (fits(mid, quick) ? low : high) = mid;
-    }
-    return low;
-  };
-  // With auto, the fast solvers bracket the answer in cheap trials, then
-  // auto (whose MILP and DP may fit a little more) goes on from there:
-  // usually one more trial. Other solvers search alone. 0: no batch fits.
-  bool twoPhase = kind == SolverKind::Auto;
-  auto search = [&]() -> int64_t {
-    int64_t low = 0;
-    if (twoPhase && fits(1, true))
-      low = largest(1, true);
-    if (low == 0 && !fits(1, false))
-      return 0;
-    return largest(std::max<int64_t>(low, 1), false);
-  };
-  {
-    // Read as one rank: the config's batch need not be a multiple of the
-    // ranks, since the search sets it.
-    model::ModelOptions one = options.modelOptions;
-    one.ranks = one.microbatches = 1;
-    one.autoMicrobatches = false;
-    model::ModelGraph g = loadModelFile(options, one, /*warn=*/true);
-    if (!g.config.count("batch"))
-      throw model::ModelError(options.model +
-                              ": --max-batch needs a config variable 'batch'");
-  }
-  const model::ModelOptions &mo = options.modelOptions;
-  // The split search: the micro-batches given, else the most allowed
-  // (--max-microbatches): the largest batch is k times the largest slice,
-  // whose step (with the accumulators) fits.
-  const int64_t splitK = mo.microbatchesGiven && !mo.autoMicrobatches
-                             ? mo.microbatches
-                             : mo.maxMicrobatches;
-  const int64_t unsplit = search();
-  int64_t slice = 0;
-  std::string refused;
-  if (splitK > 1) {
-    k = splitK;
-    try {
-      slice = search();
-    } catch (const model::OptionError &e) {
-      refused = e.what();
-    } catch (const model::ModelError &e) {
-      refused = e.what();
-    } catch (const std::runtime_error &e) {
-      refused = e.what(); // e.g. a loss the split cannot weight
-    }
-  }
-  const std::string budget = std::to_string(*options.budget);
-  const std::string scope =
-      ranks > 1 ? " per rank on " + std::to_string(ranks) + " ranks" : "";
-  if (unsplit == 0)
-    std::cout << "no batch fits " << budget << " bytes" << scope
-              << " unsplit\n";
-  else if (ranks > 1)
-    std::cout << "largest global batch that fits " << budget << " bytes"
-              << scope << ": " << unsplit * ranks << " (" << unsplit
-              << " per rank)\n";
-  else
-    std::cout << "largest batch that fits " << budget << " bytes: " << unsplit
-              << "\n";
-  json out = {{"budget_bytes", *options.budget},
-              {"max_batch", unsplit * ranks}};
-  if (ranks > 1) {
-    out["ranks"] = ranks;
-    out["max_batch_per_rank"] = unsplit;
-  }
-  if (splitK > 1) {
-    if (!refused.empty())
-      std::cout << "split into " << splitK
-                << " micro-batches: not available: " << refused << "\n";
-    else if (slice == 0)
-      std::cout << "split into " << splitK << " micro-batches: no batch fits "
-                << budget << " bytes" << scope << "\n";
-    else
-      std::cout << "split into " << splitK << " micro-batches"
-                << (mo.microbatchesGiven ? "" : " (--max-microbatches)") << ": "
-                << slice * splitK * ranks << " (micro-batches of " << slice
-                << (ranks > 1 ? " per rank" : "") << ")\n";
-    out["microbatches"] = splitK;
-    out["max_batch_split"] = slice * splitK * ranks;
-    out["microbatch_samples"] = slice;
-    if (!refused.empty())
-      out["split_refused"] = refused;
-  }
-  writeJson(options, out);
-  return unsplit == 0 && slice == 0 ? 1 : 0;
 }
 
 /// The report of the plan `remat compile` would emit for the same options

@@ -628,9 +628,14 @@ StepResult Executor::runStep(bool prefetchNext) {
   const int64_t k = p.microbatches;
   double lossSum = 0;
   for (int64_t mb = 0; mb < k; ++mb) {
-    if (mb > 0)
+    if (mb > 0 && !prefetch)
       fillInputs(numStepsRun, mb);
     runPlanSteps(mb, mb + 1 == k);
+    if (prefetch && mb + 1 < k) {
+      // The next micro-batch's inputs, queued behind this one's work: their
+      // host side overlaps the device computing this micro-batch.
+      fillInputs(numStepsRun, mb + 1);
+    }
     if (k > 1) {
       // The batch's loss: each micro-batch's weighted by its share (its
       // gradients' grad_accumulate scale: 1/k for a mean loss, 1 for a

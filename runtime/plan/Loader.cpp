@@ -11,6 +11,13 @@ namespace {
   throw PlanError(where + ": " + msg);
 }
 
+/// "a param", "an accumulator", "an optimizer".
+std::string withArticle(const std::string &word) {
+  bool vowel =
+      !word.empty() && std::string("aeiou").find(word[0]) != std::string::npos;
+  return (vowel ? "an " : "a ") + word;
+}
+
 bool overlaps(const BufferDesc &a, const BufferDesc &b) {
   return a.bytes > 0 && b.bytes > 0 && a.offset < b.offset + b.bytes &&
          b.offset < a.offset + a.bytes;
@@ -74,8 +81,8 @@ void validateBuffer(const LoadedPlan &lp, size_t i) {
   if (persistent && !b.init)
     fail(where, std::string(roleName(b.role)) + " buffer needs \"init\"");
   if (!persistent && b.init)
-    fail(where, std::string("\"init\" is only for param/optimizer/state "
-                            "buffers, not role ") +
+    fail(where, std::string("\"init\" is only for param/optimizer/state/"
+                            "accumulator buffers, not role ") +
                     roleName(b.role));
   if (b.init) {
     const InitSpec &init = *b.init;
@@ -285,12 +292,12 @@ void validateStep(LoadedPlan &lp, size_t si, std::vector<bool> &written) {
       fail(where, what + " is a state buffer, which only state updates (the "
                       "running statistics of batch normalization) may write");
     if ((ob.role == BufferRole::Accumulator) != accumulates)
-      fail(where, what + " is a " + roleName(ob.role) +
+      fail(where, what + " is " + withArticle(roleName(ob.role)) +
                       " buffer, but grad_accumulate writes accumulator "
                       "buffers, and only them");
     if (isPersistent(ob.role) && ob.role != BufferRole::State &&
         ob.role != BufferRole::Accumulator && !isOptimizerOp(*op))
-      fail(where, what + " is a " + roleName(ob.role) +
+      fail(where, what + " is " + withArticle(roleName(ob.role)) +
                       " buffer, which only optimizer ops may write");
     if (ob.role == BufferRole::Input)
       fail(where, what + " is an input buffer, which steps may not write");

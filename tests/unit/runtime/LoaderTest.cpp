@@ -305,7 +305,8 @@ TEST_CASE("loader rejects init and data on the wrong roles", "[runtime]") {
   expectRejected(p, "/buffers/1 'w': param buffer needs \"init\"");
   p = tinyJson();
   p["buffers"][9]["init"] = {{"kind", "zeros"}};
-  expectRejected(p, "\"init\" is only for param/optimizer/state buffers");
+  expectRejected(
+      p, "\"init\" is only for param/optimizer/state/accumulator buffers");
   p = tinyJson();
   p["buffers"][0]["dtype"] = "i32"; // buffers are checked before steps
   p["buffers"][0]["data"] = {{"kind", "labels_of"}, {"of", 1}};
@@ -635,7 +636,7 @@ TEST_CASE("loader accepts a state update in place and no other write to "
   p = withState();
   p["steps"][2]["inputs"] = {5, 9}; // momentum:b is optimizer state
   p["steps"][2]["outputs"] = {5};
-  expectRejected(p, "output 0 'momentum:b' is a optimizer buffer, which only "
+  expectRejected(p, "output 0 'momentum:b' is an optimizer buffer, which only "
                     "optimizer ops may write");
   p = withState();
   p["steps"][5]["outputs"] = {14}; // constant writing the state
@@ -664,4 +665,57 @@ TEST_CASE("loader checks sharded optimizer updates against the plan's ranks",
                     "sharded over 2 ranks but the plan is for 1 (/ranks)");
   p["ranks"] = 2;
   CHECK(loadPlanText(p.dump(), "ok.plan").steps[8].attrs.shards == 2);
+}
+
+TEST_CASE("loader checks a split plan's micro-batches and accumulators",
+          "[runtime]") {
+  // The tiny plan split into 2 micro-batches: grad:w summed into the
+  // accumulator acc:w (scale 1/2), which sgd_update reads.
+  json p = tinyJson();
+  p["microbatches"] = 2;
+  p["arena_bytes"] = 960;
+  p["buffers"].push_back({{"name", "accum:w"},
+                          {"role", "accumulator"},
+                          {"dtype", "f32"},
+                          {"shape", {4, 2}},
+                          {"offset", 896},
+                          {"bytes", 32},
+                          {"init", {{"kind", "zeros"}}}});
+  json accumulate = {{"op", "grad_accumulate"}, {"inputs", {14, 6}},
+                     {"outputs", {14}},         {"attrs", {{"scale", 0.5}}},
+                     {"phase", "backward"},     {"recompute", false}};
+  p["steps"].insert(p["steps"].begin() + 7, accumulate);
+  p["steps"][9]["inputs"] = {1, 14, 4};
+  LoadedPlan lp = loadPlanText(p.dump(), "split.plan");
+  CHECK(lp.plan.microbatches == 2);
+  CHECK(lp.plan.buffers[14].role == BufferRole::Accumulator);
+  CHECK(lp.steps[7].op == OpKind::GradAccumulate);
+  CHECK(lp.steps[7].attrs.scale == Approx(0.5));
+  CHECK(lp.lastWriter[14] == 7);
+  // The field round-trips, and an unsplit plan does not write it.
+  std::string text = serializePlanText(lp.plan);
+  CHECK(json::parse(text)["microbatches"] == 2);
+  CHECK(!json::parse(
+             serializePlanText(parsePlanText(kTinyLinearPlan, "tiny.plan")))
+             .contains("microbatches"));
+
+  for (json bad : {json(0), json(-1), json(4097)}) {
+    json q = p;
+    q["microbatches"] = bad;
+    expectRejected(q, "microbatches must be in [1, 4096]");
+  }
+  {
+    // grad_accumulate writes accumulators only, and only it does.
+    json q = p;
+    q["buffers"][14]["role"] = "param";
+    expectRejected(q, "output 0 'accum:w' is a param buffer, but "
+                      "grad_accumulate writes accumulator buffers, and only "
+                      "them");
+  }
+  {
+    json q = p;
+    q["steps"][6]["outputs"] = {14}; // the weight gradient's matmul
+    expectRejected(q, "is an accumulator buffer, but grad_accumulate writes "
+                      "accumulator buffers, and only them");
+  }
 }

@@ -19,8 +19,8 @@ The table: budget, the K remat chose and its median, the fastest K and its
 median, their ratio (the target: at most 1.10). Run it on an idle machine.
 
 usage: microbatch_choice.py [--remat build/tools/remat/remat]
-           [--model gpt2] [--preset P] [--set NAME=VALUE]... [--points 5]
-           [--rounds 3]
+           [--model gpt2|FILE] [--arg ARG]... [--preset P]
+           [--set NAME=VALUE]... [--points 5] [--rounds 3]
            [--json OUT.json]
 """
 import argparse
@@ -70,14 +70,21 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--remat",
                    default=os.path.join(ROOT, "build/tools/remat/remat"))
-    p.add_argument("--model", default="gpt2")
+    p.add_argument("--model", default="gpt2",
+                   help="a model of models/ by name, or a model file (an "
+                        ".onnx export: give its batch with --arg "
+                        "--input-shape --arg x=B,...)")
+    p.add_argument("--arg", action="append", default=[],
+                   help="a further argument of every compile (repeat)")
     p.add_argument("--preset")
     p.add_argument("--set", action="append", default=[])
     p.add_argument("--points", type=int, default=5)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--json")
     args = p.parse_args()
-    source = [os.path.join(ROOT, "models", args.model + ".json")]
+    source = [args.model if os.path.exists(args.model) else
+              os.path.join(ROOT, "models", args.model + ".json")]
+    source += args.arg
     if args.preset:
         source += ["--preset", args.preset]
     for value in args.set:
@@ -89,11 +96,15 @@ def main():
         with open(plan) as f:
             batch = json.load(f)["batch"]
         ks = [k for k in range(1, 17) if batch % k == 0]
-        high, low = minimum(args.remat, source, 1), minimum(args.remat,
-                                                            source, ks[-1])
+        # (Where the accumulators outweigh the activations a slice saves,
+        # the split needs more than the unsplit step: the range runs the
+        # other way.)
+        unsplit, split = (minimum(args.remat, source, 1),
+                          minimum(args.remat, source, ks[-1]))
+        high, low = max(unsplit, split), min(unsplit, split)
         print(f"{' '.join(source[1:])}: batch {batch}; minimum "
-              f"feasible budget unsplit {high} B, split into {ks[-1]} "
-              f"{low} B", flush=True)
+              f"feasible budget unsplit {unsplit} B, split into {ks[-1]} "
+              f"{split} B", flush=True)
         for i in range(args.points):
             budget = high - (high - low) * i // max(args.points - 1, 1)
             chosen = compile_at(args.remat, source, work, f"c{i}", budget,

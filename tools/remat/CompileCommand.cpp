@@ -346,23 +346,27 @@ runtime::Plan planWithSplit(const CompileCommandOptions &options,
               " micro-batches (--max-microbatches) that divides the batch " +
               std::to_string(batch) + " fits either";
       if (most > 1) {
-        model::ModelOptions least = mo;
-        least.microbatches = most;
-        compiler::CompileOptions search = compile;
-        search.budgetBytes.reset();
-        search.searchMinimum = true;
-        nlohmann::json r;
-        compiler::compilePlan(model::readModelFile(options.model, least).graph,
-                              search, r);
-        if (r.value("min_feasible_bytes", int64_t(-1)) > 0)
-          split +=
-              " (" + std::to_string(most) + " micro-batches need at least " +
-              compiler::formatBytes(r["min_feasible_bytes"].get<int64_t>() +
-                                    compile.workspaceReserveBytes.value_or(0)) +
-              ": --microbatches " + std::to_string(most) + " --budget " +
-              std::to_string(r["min_feasible_bytes"].get<int64_t>() +
-                             compile.workspaceReserveBytes.value_or(0)) +
-              ")";
+        // (A hint: where its search fails, the error goes without it.)
+        try {
+          model::ModelOptions least = mo;
+          least.microbatches = most;
+          compiler::CompileOptions search = compile;
+          search.budgetBytes.reset();
+          search.searchMinimum = true;
+          nlohmann::json r;
+          compiler::compilePlan(
+              model::readModelFile(options.model, least).graph, search, r);
+          int64_t need = r.value("min_feasible_bytes", int64_t(-1));
+          if (need > 0) {
+            need += compile.workspaceReserveBytes.value_or(0);
+            split += " (" + std::to_string(most) +
+                     " micro-batches need at least " +
+                     compiler::formatBytes(need) + ": --microbatches " +
+                     std::to_string(most) + " --budget " +
+                     std::to_string(need) + ")";
+          }
+        } catch (const std::exception &) {
+        }
       }
     }
     try {

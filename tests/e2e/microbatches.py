@@ -22,12 +22,15 @@
       model with batch norm split without --microbatch-norm per-slice: an
       error that names the node and the flag; a budget no split fits: the
       unsplit minimum and the least the most micro-batches need, which
-      compiles (1% less does not).
+      compiles (1% less does not); a model from standard input with
+      --microbatches auto: exit 2 (the search reads the model once per
+      split); without it, the unsplit step's error.
 
 Exit 0 on success, 1 with a message on failure, 77 (skipped).
 """
 import os
 import re
+import subprocess
 import sys
 import tempfile
 
@@ -156,6 +159,18 @@ def errors(remat, work):
         raise SystemExit(f"FAIL: 1% below the suggested {least} compiles")
     print(f"split minimum: --microbatches 8 --budget {least} compiles, "
           f"1% less does not")
+    # A model from standard input is read once: no split search.
+    with open(model_path("seed_mlp")) as f:
+        text = f.read()
+    stdin = [remat, "compile", "-", "--preset", "tiny", "--emit=plan", "-o",
+             os.path.join(work, "s.plan")]
+    expect(subprocess.run(stdin + ["--microbatches", "auto", "--budget",
+                                   str(least)], input=text,
+                          capture_output=True, text=True), 2,
+           "--microbatches auto", "not '-' (standard input)")
+    expect(subprocess.run(stdin + ["--budget", "1000"], input=text,
+                          capture_output=True, text=True), 1,
+           "minimum feasible budget")
     print("OK")
     return 0
 

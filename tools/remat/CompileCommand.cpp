@@ -271,7 +271,14 @@ runtime::Plan planWithSplit(const CompileCommandOptions &options,
                             const compiler::CompileOptions &compile,
                             nlohmann::json &report) {
   const model::ModelOptions &mo = options.modelOptions;
-  if (!compile.budgetBytes || (mo.microbatchesGiven && !mo.autoMicrobatches))
+  // The search reads the model again for each split, which standard input
+  // cannot give: a model from it is compiled as given.
+  if (options.model == "-" && mo.autoMicrobatches)
+    throw model::OptionError("--microbatches auto reads the model once per "
+                             "split tried: give a model file, not '-' "
+                             "(standard input)");
+  if (!compile.budgetBytes || (mo.microbatchesGiven && !mo.autoMicrobatches) ||
+      options.model == "-")
     return compiler::compilePlan(model.graph, compile, report);
   compiler::CompileOptions quick = compile;
   quick.explainInfeasible = false;

@@ -601,9 +601,7 @@ RematOutcome rematerializeTrainStep(mlir::ModuleOp module, TrainStep &step,
   out.solveSeconds = seconds;
   if (!std::isnan(result.stats.provenGap))
     out.optimalityGap = result.stats.provenGap;
-  // Each micro-batch recomputes.
-  out.recomputeOverhead =
-      recomputeSeconds * double(step.microbatches) / step.totalSeconds();
+  out.recomputeOverhead = step.recomputeOverhead(recomputeSeconds);
   out.order = result.stats.order;
   step = replayTrainStep(step, applied);
   return out;

@@ -67,6 +67,10 @@ double TrainStep::totalSeconds() const {
   return total;
 }
 
+double TrainStep::recomputeOverhead(double seconds) const {
+  return seconds * double(microbatches) / totalSeconds();
+}
+
 namespace {
 
 /// The model-level name in a location made by the importer

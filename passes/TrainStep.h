@@ -89,6 +89,9 @@ struct TrainStep {
   /// Modeled cost of the whole step, in seconds: every op but the
   /// optimizer's once per micro-batch.
   double totalSeconds() const;
+  /// Recomputation of `seconds` a micro-batch as a fraction of
+  /// totalSeconds(): every micro-batch recomputes.
+  double recomputeOverhead(double seconds) const;
 };
 
 /// Extracts @train_step from `module`, costs modeled with the module's

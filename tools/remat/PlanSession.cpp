@@ -48,7 +48,7 @@ double recomputeOverhead(const Session &s, const Attempt &a) {
   for (size_t k = 0; k < a.applied.origin.size(); ++k)
     if (a.applied.recompute[k])
       extra += s.step.ops[a.applied.origin[k]].seconds;
-  return extra * double(s.step.microbatches) / s.step.totalSeconds();
+  return s.step.recomputeOverhead(extra);
 }
 
 planner::SolveOptions solveOptions(const PlanOptions &options) {

@@ -377,7 +377,7 @@ runtime::Plan planWithSplit(const CompileCommandOptions &options,
       }
     }
     try {
-      compiler::compilePlan(model.graph, compile, report);
+      return compiler::compilePlan(model.graph, compile, report);
     } catch (const InfeasibleBudget &e) {
       throw InfeasibleBudget(std::string(e.what()) + split);
     }

@@ -369,6 +369,18 @@ std::optional<double> nonNegativeNumber(const std::string &value) {
     return std::nullopt;
   return number;
 }
+
+/// `value` of `flag` as a micro-batch count in [1, kMaxMicrobatches];
+/// `orElse` names what else the flag takes in the error.
+int64_t microbatchCount(const std::string &flag, const std::string &value,
+                        const std::string &orElse) {
+  std::optional<int64_t> k = positiveCount(value, runtime::kMaxMicrobatches);
+  if (!k)
+    throw std::invalid_argument(flag + " needs a count in [1, " +
+                                std::to_string(runtime::kMaxMicrobatches) +
+                                "]" + orElse + ", got '" + value + "'");
+  return *k;
+}
 } // namespace
 
 double parseSeconds(const std::string &flag, const std::string &value) {
@@ -407,22 +419,12 @@ bool takeModelFlag(int argc, char **argv, int &i,
       options.microbatches = 1;
       return true;
     }
-    std::optional<int64_t> k = positiveCount(value, runtime::kMaxMicrobatches);
-    if (!k)
-      throw std::invalid_argument("--microbatches needs a count in [1, " +
-                                  std::to_string(runtime::kMaxMicrobatches) +
-                                  "] or auto, got '" + value + "'");
-    options.microbatches = *k;
+    options.microbatches = microbatchCount("--microbatches", value, " or auto");
     options.autoMicrobatches = false;
     return true;
   }
   if (takeValue(argc, argv, i, "--max-microbatches", value)) {
-    std::optional<int64_t> k = positiveCount(value, runtime::kMaxMicrobatches);
-    if (!k)
-      throw std::invalid_argument("--max-microbatches needs a count in [1, " +
-                                  std::to_string(runtime::kMaxMicrobatches) +
-                                  "], got '" + value + "'");
-    options.maxMicrobatches = *k;
+    options.maxMicrobatches = microbatchCount("--max-microbatches", value, "");
     return true;
   }
   if (takeValue(argc, argv, i, "--microbatch-norm", value)) {

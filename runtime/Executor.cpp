@@ -119,8 +119,7 @@ void Executor::planGradientSums() {
   sumsBefore.assign(p.steps.size(), {});
   // A split step averages the accumulated gradients, once, after the last
   // micro-batch's grad_accumulate.
-  const BufferRole summed =
-      p.microbatches > 1 ? BufferRole::Accumulator : BufferRole::Grad;
+  const BufferRole summed = updateGradientRole(p);
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     if (p.buffers[b].role != summed || loaded.lastWriter[b] < 0)
       continue;

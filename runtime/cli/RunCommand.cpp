@@ -311,8 +311,7 @@ int runCommand(const RunOptions &opt) {
     // split step's gradients are its accumulators after the last
     // micro-batch.
     const Plan &p = plan.plan;
-    const BufferRole gradRole =
-        p.microbatches > 1 ? BufferRole::Accumulator : BufferRole::Grad;
+    const BufferRole gradRole = updateGradientRole(p);
     std::map<size_t, std::vector<size_t>> gradsFinalAfter;
     std::map<size_t, std::vector<std::string>> gradParams;
     std::map<std::string, NamedTensor> dumped;

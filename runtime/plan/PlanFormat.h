@@ -130,6 +130,12 @@ struct Plan {
   nlohmann::json report = nlohmann::json::object(); ///< free-form
 };
 
+/// The role of the gradients the optimizer steps read: the accumulators of
+/// a split plan (after the last micro-batch), else the grads.
+inline BufferRole updateGradientRole(const Plan &plan) {
+  return plan.microbatches > 1 ? BufferRole::Accumulator : BufferRole::Grad;
+}
+
 /// Converts JSON to a Plan. Checks structure, field types and enum names, and
 /// the format and version; throws PlanError naming `source` and the JSON
 /// pointer of the bad field. Shapes, offsets and ops are checked by
@@ -183,8 +189,9 @@ using ops::parseDType;
 using ops::parseOpKind;
 const char *roleName(BufferRole role); ///< "param", ...
 /// Whether buffers of the role persist across steps (param, optimizer,
-/// state): initialized once from `init`, saved by --save, written only by
-/// update steps, sharing their bytes with no other buffer.
+/// state, accumulator): initialized once from `init`, written only by
+/// update steps, sharing their bytes with no other buffer; --save saves
+/// all but the accumulators, which hold nothing between steps.
 inline bool isPersistent(BufferRole role) {
   return role == BufferRole::Param || role == BufferRole::Optimizer ||
          role == BufferRole::State || role == BufferRole::Accumulator;

@@ -293,6 +293,15 @@ TEST_CASE("cuda optimizer updates match the cpu", "[cuda]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(13);
   Shape s = {31, 17};
+  // A split step's gradient sum: micro-batch 0 overwrites, later ones add.
+  for (int64_t microbatch : {0, 1}) {
+    OpCase accumulate{OpKind::GradAccumulate,
+                      {{"scale", 0.25}},
+                      {randomTensor(s, rng), randomTensor(s, rng)},
+                      {typeOf(s)}};
+    accumulate.microbatch = microbatch;
+    checkAgainstCpu(accumulate, kElementwiseTol);
+  }
   checkAgainstCpu(
       {OpKind::SgdUpdate,
        {{"lr", 0.1}, {"momentum", 0.9}, {"weight_decay", 0.01}},

@@ -23,14 +23,16 @@ nlohmann::json opPlanJson(const OpCase &c) {
     uint64_t bytes = *checkedNumElements(shape) * dtypeSize(dtype);
     json b = {{"name", name},   {"role", role},     {"dtype", dtypeName(dtype)},
               {"shape", shape}, {"offset", offset}, {"bytes", bytes}};
-    if (role == "param" || role == "optimizer" || role == "state")
+    if (role == "param" || role == "optimizer" || role == "state" ||
+        role == "accumulator")
       b["init"] = {{"kind", "zeros"}};
     buffers.push_back(b);
     offset += (bytes + kAlign - 1) / kAlign * kAlign;
     return int64_t(buffers.size()) - 1;
   };
   bool optimizer = isOptimizerOp(c.op);
-  // A state update (running statistics) writes input 0, a state buffer.
+  // A state update (running statistics, or a micro-batch's gradient sum)
+  // writes input 0, a state (accumulator) buffer.
   bool stateUpdate = ops::opInfo(c.op).updatesState;
   std::vector<int64_t> inputIds, outputIds;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
@@ -38,7 +40,7 @@ nlohmann::json opPlanJson(const OpCase &c) {
     if (optimizer)
       role = i == 0 ? "param" : i == 1 ? "input" : "optimizer";
     if (stateUpdate && i == 0)
-      role = "state";
+      role = c.op == OpKind::GradAccumulate ? "accumulator" : "state";
     inputIds.push_back(addBuffer("in" + std::to_string(i), role,
                                  c.inputs[i].dtype, c.inputs[i].shape));
   }
@@ -108,6 +110,7 @@ std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c) {
     call.outputs = outs.data();
     call.numOutputs = int(outs.size());
     call.trainingStep = c.trainingStep;
+    call.microbatch = c.microbatch;
     call.stepIndex = 0;
     backend.runStep(call);
     backend.synchronize();

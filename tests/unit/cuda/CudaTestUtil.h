@@ -44,6 +44,7 @@ struct OpCase {
   std::vector<HostTensor> inputs;
   std::vector<TensorType> outputs;
   int64_t trainingStep = 0;
+  int64_t microbatch = 0; ///< KernelCall::microbatch
 };
 
 /// The one-step plan (JSON, 256-aligned buffers) runOnBackend runs.

@@ -82,3 +82,21 @@ TEST_CASE("adamw_update matches the closed form at steps 1 and 2",
     }
   }
 }
+
+TEST_CASE("grad_accumulate overwrites in micro-batch 0 and adds after it",
+          "[runtime]") {
+  HostTensor acc = tensorOf({3}, {5.0, -1.0, 2.0});
+  HostTensor grad = tensorOf({3}, {0.4, 0.8, -1.2});
+  OpAttrs attrs;
+  attrs.scale = 0.25f;
+  // Micro-batch 0: whatever the accumulator held from the last step goes.
+  auto first = runOp<float>(OpKind::GradAccumulate, attrs, {acc, grad},
+                            {typeOf({3})}, 0, 0);
+  auto later = runOp<float>(OpKind::GradAccumulate, attrs, {acc, grad},
+                            {typeOf({3})}, 0, 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(first[0].values[i] == Approx(0.25 * grad.values[i]).epsilon(1e-7));
+    CHECK(later[0].values[i] ==
+          Approx(acc.values[i] + 0.25 * grad.values[i]).epsilon(1e-7));
+  }
+}

@@ -89,9 +89,10 @@ HostTensor hostTensorFromBytes(const TensorType &type,
 }
 
 template <typename T>
-std::vector<HostTensor>
-runOp(OpKind op, const OpAttrs &attrs, const std::vector<HostTensor> &inputs,
-      const std::vector<TensorType> &outputs, int64_t trainingStep) {
+std::vector<HostTensor> runOp(OpKind op, const OpAttrs &attrs,
+                              const std::vector<HostTensor> &inputs,
+                              const std::vector<TensorType> &outputs,
+                              int64_t trainingStep, int64_t microbatch) {
   // Storage as vectors of T-aligned words so every pointer is aligned.
   std::vector<std::vector<int64_t>> storage;
   std::vector<TensorRef> ins, outs;
@@ -125,6 +126,7 @@ runOp(OpKind op, const OpAttrs &attrs, const std::vector<HostTensor> &inputs,
   call.outputs = outs.data();
   call.numOutputs = int(outs.size());
   call.trainingStep = trainingStep;
+  call.microbatch = microbatch;
   cpu::runKernel<T>(call, workspace.data(), workspace.size());
   std::vector<HostTensor> results;
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -141,11 +143,11 @@ runOp(OpKind op, const OpAttrs &attrs, const std::vector<HostTensor> &inputs,
 template std::vector<HostTensor> runOp<float>(OpKind, const OpAttrs &,
                                               const std::vector<HostTensor> &,
                                               const std::vector<TensorType> &,
-                                              int64_t);
+                                              int64_t, int64_t);
 template std::vector<HostTensor> runOp<double>(OpKind, const OpAttrs &,
                                                const std::vector<HostTensor> &,
                                                const std::vector<TensorType> &,
-                                               int64_t);
+                                               int64_t, int64_t);
 
 double weightedObjective(OpKind op, const OpAttrs &attrs,
                          const std::vector<HostTensor> &inputs,

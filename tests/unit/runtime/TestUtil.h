@@ -39,9 +39,10 @@ HostTensor tensorOf(const Shape &shape, std::vector<double> values,
 
 /// Runs `op` with the CPU kernels instantiated for T (float or double).
 template <typename T>
-std::vector<HostTensor>
-runOp(OpKind op, const OpAttrs &attrs, const std::vector<HostTensor> &inputs,
-      const std::vector<TensorType> &outputs, int64_t trainingStep = 0);
+std::vector<HostTensor> runOp(OpKind op, const OpAttrs &attrs,
+                              const std::vector<HostTensor> &inputs,
+                              const std::vector<TensorType> &outputs,
+                              int64_t trainingStep = 0, int64_t microbatch = 0);
 
 /// L = sum_k sum_i weights[k][i] * out_k[i], forward op evaluated in f64.
 double weightedObjective(OpKind op, const OpAttrs &attrs,

@@ -18,9 +18,13 @@ uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
                   (dnnl->workspaceBytes + sizeof(float) - 1) / sizeof(float));
 }
 
-uint64_t cpuMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
-                                     const std::vector<Shape> &inputs,
-                                     const std::vector<Shape> &outputs) {
+namespace {
+
+/// The kernel's own scratch of cpuMinimumWorkspaceElements, before the
+/// GEMMs' scratchpad.
+uint64_t ownWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                              const std::vector<Shape> &inputs,
+                              const std::vector<Shape> &outputs) {
   if (op == OpKind::Conv2d || op == OpKind::Conv2dGradInput ||
       op == OpKind::Conv2dGradWeight)
     return convWorkspaceElements(op, attrs, inputs, outputs);
@@ -36,6 +40,75 @@ uint64_t cpuMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
     return factor * s * s;
   }
   return 0;
+}
+
+} // namespace
+
+uint64_t cpuMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                                     const std::vector<Shape> &inputs,
+                                     const std::vector<Shape> &outputs) {
+  uint64_t own = ownWorkspaceElements(op, attrs, inputs, outputs);
+  uint64_t gemm = gemmScratchElements(op, attrs, inputs);
+  return own > UINT64_MAX - gemm ? UINT64_MAX : own + gemm;
+}
+
+MatmulGemms matmulGemms(const OpAttrs &at, const Shape &as, const Shape &bs) {
+  size_t ra = as.size(), rb = bs.size();
+  MatmulGemms g;
+  if (ra < 2 || rb < 2)
+    return g;
+  int64_t m = at.transposeA ? as[ra - 1] : as[ra - 2];
+  int64_t k = at.transposeA ? as[ra - 2] : as[ra - 1];
+  int64_t n = at.transposeB ? bs[rb - 2] : bs[rb - 1];
+  int64_t batch = 1;
+  for (size_t i = 0; i + 2 < ra; ++i)
+    batch *= as[i];
+  int64_t lda = at.transposeA ? m : k, ldb = at.transposeB ? k : n;
+  if (at.sumBatch) {
+    // [batch*K, M]^T x [batch*K, N]: the batches' products summed, as one
+    // GEMM over the flattened rows.
+    g.gemm = {true, false, m, n, batch * k, lda, ldb, n};
+  } else if (rb == 2 && !at.transposeA) {
+    // [batch*M, K] x [K, N]: one GEMM over all batches.
+    g.gemm = {false, at.transposeB, batch * m, n, k, lda, ldb, n};
+  } else {
+    g.gemm = {at.transposeA, at.transposeB, m, n, k, lda, ldb, n};
+    g.count = batch;
+    g.strideA = m * k;
+    g.strideB = rb == 2 ? 0 : k * n;
+    g.strideC = m * n;
+  }
+  return g;
+}
+
+uint64_t gemmScratchElements(OpKind op, const OpAttrs &attrs,
+                             const std::vector<Shape> &inputs) {
+  std::vector<GemmShape> gemms;
+  if (op == OpKind::Matmul && inputs.size() == 2) {
+    gemms.push_back(matmulGemms(attrs, inputs[0], inputs[1]).gemm);
+  } else if ((op == OpKind::Attention || op == OpKind::AttentionGrad) &&
+             !inputs.empty() && inputs[0].size() == 4) {
+    // Per (batch, head): the scores, then (attention_grad) dV, dP, dQ, dK;
+    // the kernels in runtime/backends/cpu/kernels/attention.cpp.
+    int64_t s = inputs[0][2], dh = inputs[0][3];
+    float scale = attrs.scale;
+    gemms.push_back({false, true, s, s, dh, dh, dh, s, scale, 0});
+    if (op == OpKind::Attention) {
+      gemms.push_back({false, false, s, dh, s, s, dh, dh, 1, 0});
+    } else {
+      gemms.push_back({true, false, s, dh, s, s, dh, dh, 1, 0});
+      gemms.push_back({false, true, s, s, dh, dh, dh, s, 1, 0});
+      gemms.push_back({false, false, s, dh, s, s, dh, dh, scale, 0});
+      gemms.push_back({true, false, s, dh, s, s, dh, dh, scale, 0});
+    }
+  }
+  uint64_t bytes = 0;
+  for (const GemmShape &g : gemms)
+    bytes = std::max(bytes, dnnlMatmulScratchBytes(g).value_or(0));
+  // gemm() aligns the scratchpad to a cache line within what it is given.
+  if (bytes > 0)
+    bytes += kGemmScratchAlignment;
+  return (bytes + sizeof(float) - 1) / sizeof(float);
 }
 
 int64_t convChunkColumns(int64_t k, int64_t positions) {

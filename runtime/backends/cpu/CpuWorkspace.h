@@ -11,6 +11,7 @@
 #define REMAT_RUNTIME_BACKENDS_CPU_CPUWORKSPACE_H
 
 #include "ops/OpTable.h"
+#include "runtime/backends/cpu/DnnlMatmul.h"
 
 #include <vector>
 
@@ -24,8 +25,10 @@ using ops::Shape;
 /// backend's own kernel of `op` needs for these operand and result shapes;
 /// UINT64_MAX when the count does not fit 64 bits. Attention: S*S (the
 /// scores of one batch and head); attention_grad: 2*S*S; conv2d and its
-/// gradients: convWorkspaceElements; every other op: 0. The backend cannot
-/// run `op` with less.
+/// gradients: convWorkspaceElements; every other op: 0; then, for matmul
+/// and attention, room after that for the scratchpad of the op's largest
+/// GEMM where oneDNN runs it (gemmScratchElements). The backend cannot run
+/// `op` with less.
 uint64_t cpuMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
                                      const std::vector<Shape> &inputs,
                                      const std::vector<Shape> &outputs);
@@ -38,6 +41,21 @@ uint64_t cpuMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
 uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
                               const std::vector<Shape> &inputs,
                               const std::vector<Shape> &outputs);
+
+/// The GEMMs the CPU backend's matmul kernel runs for operands of shapes
+/// `a` and `b`: `count` times `gemm`, the i-th on A + i*strideA,
+/// B + i*strideB and C + i*strideC (in elements).
+struct MatmulGemms {
+  GemmShape gemm;
+  int64_t count = 1, strideA = 0, strideB = 0, strideC = 0;
+};
+MatmulGemms matmulGemms(const OpAttrs &attrs, const Shape &a, const Shape &b);
+
+/// Elements (4 bytes each) that hold oneDNN's scratchpad for the largest of
+/// the GEMMs the CPU backend runs for matmul, attention or attention_grad;
+/// 0 for other ops, and where the GEMMs run on OpenBLAS.
+uint64_t gemmScratchElements(OpKind op, const OpAttrs &attrs,
+                             const std::vector<Shape> &inputs);
 
 /// x [N, C, H, W], w [O, C/groups, kh, kw] and y [N, O, OH, OW] of
 /// conv2d, conv2d_grad_input or conv2d_grad_weight, wherever the op has

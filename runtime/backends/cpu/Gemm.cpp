@@ -1,6 +1,8 @@
 //===- Gemm.cpp - Row-major GEMM for the CPU backend ----------------------===//
 #include "runtime/backends/cpu/Gemm.h"
 
+#include "runtime/backends/cpu/DnnlMatmul.h"
+
 #include <algorithm>
 
 #ifdef REMAT_HAVE_OPENBLAS
@@ -61,12 +63,36 @@ void blasGemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
 }
 #endif
 
+template <typename T>
+bool viaDnnl(const GemmShape &, const T *, const T *, T *, void *, uint64_t) {
+  return false;
+}
+template <>
+bool viaDnnl<float>(const GemmShape &g, const float *a, const float *b,
+                    float *c, void *scratch, uint64_t scratchBytes) {
+  // The scratchpad starts at a cache line within the scratch given.
+  auto address = reinterpret_cast<uintptr_t>(scratch);
+  uint64_t skip = scratch ? (kGemmScratchAlignment -
+                             address % kGemmScratchAlignment) %
+                                kGemmScratchAlignment
+                          : 0;
+  if (skip > scratchBytes)
+    scratch = nullptr, scratchBytes = 0;
+  else if (scratch)
+    scratch = static_cast<char *>(scratch) + skip, scratchBytes -= skip;
+  return dnnlMatmulRun(g, a, b, c, scratch, scratchBytes);
+}
+
 } // namespace
 
 template <typename T>
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
           const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
-          int64_t ldc) {
+          int64_t ldc, void *scratch, uint64_t scratchBytes) {
+  if (viaDnnl<T>({transA, transB, m, n, k, lda, ldb, ldc, float(alpha),
+                  float(beta)},
+                 a, b, c, scratch, scratchBytes))
+    return;
 #ifdef REMAT_HAVE_OPENBLAS
   if (m > 0 && n > 0 && k > 0) {
     // OpenBLAS sizes its internal packing buffer with M; row blocks keep
@@ -90,10 +116,10 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
 
 template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float,
                           const float *, int64_t, const float *, int64_t,
-                          float, float *, int64_t);
+                          float, float *, int64_t, void *, uint64_t);
 template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double,
                            const double *, int64_t, const double *, int64_t,
-                           double, double *, int64_t);
+                           double, double *, int64_t, void *, uint64_t);
 
 bool gemmUsesBlas() {
 #ifdef REMAT_HAVE_OPENBLAS

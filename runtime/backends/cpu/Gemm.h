@@ -1,9 +1,11 @@
 //===- Gemm.h - Row-major GEMM for the CPU backend ------------------------===//
 //
 // C = alpha * op(A) * op(B) + beta * C, row-major, op = transpose or not.
-// float and double go to OpenBLAS (cblas_sgemm, cblas_dgemm) where built
-// with REMAT_HAVE_OPENBLAS (deterministic for fixed shapes); otherwise to
-// a plain i-k-j loop that accumulates in k order.
+// float goes to oneDNN's matmul where it runs the shape with the scratch
+// given (DnnlMatmul.h), else, like double, to OpenBLAS (cblas_sgemm,
+// cblas_dgemm) where built with REMAT_HAVE_OPENBLAS; otherwise to a plain
+// i-k-j loop that accumulates in k order. Each is deterministic for fixed
+// shapes and threads.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_GEMM_H
@@ -16,7 +18,7 @@ namespace remat::runtime::cpu {
 template <typename T>
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
           const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
-          int64_t ldc);
+          int64_t ldc, void *scratch = nullptr, uint64_t scratchBytes = 0);
 
 /// Whether GEMMs use OpenBLAS in this build.
 bool gemmUsesBlas();

@@ -1,0 +1,149 @@
+//===- GemmTest.cpp - float GEMMs on oneDNN and on OpenBLAS ---------------===//
+#include "TestUtil.h"
+
+#include "runtime/backends/cpu/CpuWorkspace.h"
+#include "runtime/backends/cpu/DnnlMatmul.h"
+#include "runtime/backends/cpu/Gemm.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+using namespace remat::runtime;
+using namespace remat::runtime::test;
+using cpu::GemmShape;
+
+namespace {
+
+/// Restores oneDNN's GEMMs to what they were when it leaves scope.
+struct DnnlGemmSwitch {
+  bool was = cpu::dnnlMatmulEnabled();
+  explicit DnnlGemmSwitch(bool on) { cpu::setDnnlMatmulEnabled(on); }
+  ~DnnlGemmSwitch() { cpu::setDnnlMatmulEnabled(was); }
+};
+
+/// Checks gemm<float>(g) on random operands against the product in double,
+/// entry by entry, within float32's rounding of a k-term dot product:
+/// k * eps * sum |alpha a b| + eps * |beta c|.
+void checkGemm(const GemmShape &g, std::mt19937 &rng) {
+  int64_t rowsA = g.transA ? g.k : g.m, rowsB = g.transB ? g.n : g.k;
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(size_t(rowsA * g.lda)), b(size_t(rowsB * g.ldb)),
+      c(size_t(g.m * g.ldc));
+  for (float &v : a)
+    v = u(rng);
+  for (float &v : b)
+    v = u(rng);
+  for (float &v : c)
+    v = u(rng);
+  std::vector<float> before = c;
+  std::vector<char> scratch(
+      size_t(cpu::dnnlMatmulScratchBytes(g).value_or(0) +
+             cpu::kGemmScratchAlignment));
+  cpu::gemm<float>(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a.data(), g.lda,
+                   b.data(), g.ldb, g.beta, c.data(), g.ldc, scratch.data(),
+                   scratch.size());
+  const double eps = std::numeric_limits<float>::epsilon();
+  double worst = 0;
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t j = 0; j < g.n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t p = 0; p < g.k; ++p) {
+        double x = g.transA ? a[size_t(p * g.lda + i)] : a[size_t(i * g.lda + p)];
+        double y = g.transB ? b[size_t(j * g.ldb + p)] : b[size_t(p * g.ldb + j)];
+        sum += x * y;
+        magnitude += std::abs(x * y);
+      }
+      double old = before[size_t(i * g.ldc + j)];
+      double expected = g.alpha * sum + g.beta * old;
+      double bound = double(g.k) * eps * std::abs(g.alpha) * magnitude +
+                     eps * std::abs(g.beta * old) + eps * std::abs(expected);
+      worst = std::max(worst,
+                       std::abs(c[size_t(i * g.ldc + j)] - expected) / bound);
+    }
+  INFO("m " << g.m << " n " << g.n << " k " << g.k << " transA " << g.transA
+            << " transB " << g.transB << " alpha " << g.alpha << " beta "
+            << g.beta);
+  CHECK(worst <= 1.0);
+  // Columns beyond n in a padded C are left alone.
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t j = g.n; j < g.ldc; ++j)
+      CHECK(c[size_t(i * g.ldc + j)] == before[size_t(i * g.ldc + j)]);
+}
+
+std::vector<GemmShape> gemmCases() {
+  std::vector<GemmShape> cases;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {0.125f, 0.0f},
+                                 {1.0f, 1.0f}, {-0.5f, 0.75f}}) {
+        int64_t m = 37, n = 29, k = 53;
+        // Leading dimensions wider than the rows they hold.
+        int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 2;
+        cases.push_back({ta, tb, m, n, k, lda, ldb, ldc, alpha, beta});
+      }
+  cases.push_back({false, true, 4100, 24, 16, 16, 16, 24, 1, 0}); // tall
+  cases.push_back({true, false, 64, 48, 2048, 64, 48, 48, 1, 0}); // deep
+  return cases;
+}
+
+} // namespace
+
+TEST_CASE("float GEMMs through oneDNN and through OpenBLAS are both within "
+          "float32's rounding of the product, for every transpose, alpha, "
+          "beta and leading dimension",
+          "[runtime]") {
+  std::mt19937 rng(5);
+  for (bool dnnl : {true, false}) {
+    DnnlGemmSwitch path(dnnl);
+    if (dnnl && !cpu::dnnlMatmulEnabled()) {
+      WARN("built without oneDNN: only the OpenBLAS path is checked");
+      continue;
+    }
+    cpu::DnnlMatmulCounts before = cpu::dnnlMatmulCounts();
+    std::vector<GemmShape> cases = gemmCases();
+    for (const GemmShape &g : cases)
+      checkGemm(g, rng);
+    cpu::DnnlMatmulCounts after = cpu::dnnlMatmulCounts();
+    // Every case ran where the switch says.
+    CHECK(after.run - before.run == (dnnl ? cases.size() : 0));
+    CHECK(after.scratchTooSmall == before.scratchTooSmall);
+  }
+}
+
+TEST_CASE("the workspace the CPU backend reserves for matmul and attention "
+          "holds every GEMM's oneDNN scratchpad",
+          "[runtime]") {
+  if (!cpu::dnnlMatmulEnabled()) {
+    WARN("built without oneDNN, or REMAT_CPU_GEMM=blas: nothing to check");
+    return;
+  }
+  std::mt19937 rng(9);
+  cpu::DnnlMatmulCounts before = cpu::dnnlMatmulCounts();
+  OpAttrs plain, transB, sum;
+  transB.transposeB = true;
+  sum.transposeA = true;
+  sum.sumBatch = true;
+  runOp<float>(OpKind::Matmul, plain,
+               {randomTensor({4, 96, 64}, rng), randomTensor({64, 80}, rng)},
+               {typeOf({4, 96, 80})});
+  runOp<float>(OpKind::Matmul, transB,
+               {randomTensor({3, 40, 64}, rng), randomTensor({3, 50, 64}, rng)},
+               {typeOf({3, 40, 50})});
+  runOp<float>(OpKind::Matmul, sum,
+               {randomTensor({4, 96, 64}, rng), randomTensor({4, 96, 80}, rng)},
+               {typeOf({64, 80})});
+  OpAttrs attention;
+  attention.scale = 0.125f;
+  attention.causal = true;
+  Shape qkv = {2, 3, 48, 16};
+  runOp<float>(OpKind::AttentionGrad, attention,
+               {randomTensor(qkv, rng), randomTensor(qkv, rng),
+                randomTensor(qkv, rng), randomTensor(qkv, rng)},
+               {typeOf(qkv), typeOf(qkv), typeOf(qkv)});
+  cpu::DnnlMatmulCounts after = cpu::dnnlMatmulCounts();
+  // 1 + 3 + 1 matmul GEMMs, 5 per (batch, head) of attention_grad.
+  CHECK(after.run - before.run == 5 + 6 * 5);
+  CHECK(after.scratchTooSmall == before.scratchTooSmall);
+}

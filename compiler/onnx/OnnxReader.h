@@ -76,6 +76,15 @@ inline bool isFloatTensorType(int elemType) {
          elemType == onnx::TensorProto::BFLOAT16;
 }
 
+/// Whether an initializer or input of this element type is read as float32:
+/// float, and float16 and bfloat16, each value widened exactly (a trained
+/// initializer becomes a float32 master weight; an input is float32 data).
+inline bool readsAsFloat32(int elemType) {
+  return elemType == onnx::TensorProto::FLOAT ||
+         elemType == onnx::TensorProto::FLOAT16 ||
+         elemType == onnx::TensorProto::BFLOAT16;
+}
+
 /// The name of an ONNX element type ("unknown" for an invalid one).
 inline const char *elemTypeName(int elemType) {
   return onnx::TensorProto::DataType_IsValid(elemType)

@@ -261,12 +261,11 @@ void OnnxReader::checkAndInferShapes() {
       fail("input '" + input.name() + "' is not a tensor");
     // (Before shape inference, whose error for this is less clear.)
     int elemType = input.type().tensor_type().elem_type();
-    if (elemType != onnx::TensorProto::FLOAT &&
-        elemType != onnx::TensorProto::INT64 &&
+    if (!readsAsFloat32(elemType) && elemType != onnx::TensorProto::INT64 &&
         elemType != onnx::TensorProto::INT32)
       fail("input '" + input.name() + "' is " + elemTypeName(elemType) +
-           "; this remat imports float (f32) and integer (int64, int32) "
-           "inputs only");
+           "; this remat imports float (float32, float16, bfloat16: read as "
+           "float32) and integer (int64, int32) inputs only");
     onnx::TensorShapeProto *shape =
         input.mutable_type()->mutable_tensor_type()->mutable_shape();
     auto given = options.training.inputShapes.find(input.name());

@@ -45,7 +45,8 @@ void OnnxReader::readInputs() {
     Value v;
     v.kind = ValueKind::Input;
     v.name = input.name();
-    v.type.dtype = elemType == onnx::TensorProto::FLOAT   ? "f32"
+    // float16 and bfloat16 inputs are float32 in the step.
+    v.type.dtype = readsAsFloat32(elemType)               ? "f32"
                    : elemType == onnx::TensorProto::INT64 ? "i64"
                                                           : "i32";
     for (const auto &dim : tensor.shape().dim())
@@ -57,7 +58,7 @@ void OnnxReader::readInputs() {
     }
     // Integer inputs (token ids) get their generator where an embedding
     // reads them (its table's rows bound them; importEmbedding).
-    if (elemType == onnx::TensorProto::FLOAT)
+    if (readsAsFloat32(elemType))
       v.data = json{{"kind", "randn"}, {"std", 1.0}};
     v.pointer = "input '" + v.name + "'";
     if (names.count(v.name))
@@ -87,9 +88,59 @@ int64_t OnnxReader::elementCount(const onnx::TensorProto &t) {
   return n;
 }
 
+namespace {
+
+/// An IEEE half's value as float (exact: every half is a float).
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16, exponent = (h >> 10) & 0x1f,
+           mantissa = h & 0x3ff, bits;
+  if (exponent == 0x1f) // inf, NaN
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  else if (exponent != 0) // normal
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  else if (mantissa == 0) // zero
+    bits = sign;
+  else { // subnormal: mantissa * 2^-24
+    float f = std::ldexp(float(mantissa), -24);
+    return sign ? -f : f;
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/// Values stored 16 bits each (float16 or bfloat16) as floats.
+std::vector<float> widen16(int dataType, const uint16_t *bits, size_t count) {
+  std::vector<float> values(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (dataType == onnx::TensorProto::FLOAT16) {
+      values[i] = halfToFloat(bits[i]);
+    } else {
+      uint32_t u = uint32_t(bits[i]) << 16;
+      std::memcpy(&values[i], &u, sizeof u);
+    }
+  }
+  return values;
+}
+
+} // namespace
+
 std::vector<float> OnnxReader::initializerFloats(const onnx::TensorProto &t) {
   int64_t count = elementCount(t);
   std::string where = "initializer '" + t.name() + "'";
+  // float16 and bfloat16 are read as float32 (exactly).
+  const int type = t.data_type();
+  const int64_t width = type == onnx::TensorProto::FLOAT ? 4 : 2;
+  auto fromBytes = [&](const char *bytes) {
+    if (width == 4) {
+      std::vector<float> values(size_t(count), 0.0f);
+      std::memcpy(values.data(), bytes, size_t(count) * 4);
+      return values;
+    }
+    std::vector<uint16_t> bits(static_cast<size_t>(count));
+    std::memcpy(bits.data(), bytes, size_t(count) * 2);
+    return widen16(type, bits.data(), bits.size());
+  };
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
@@ -124,7 +175,7 @@ std::vector<float> OnnxReader::initializerFloats(const onnx::TensorProto &t) {
     if (!std::filesystem::is_regular_file(file, ec))
       fail(where + ": cannot open its external data file '" + file.string() +
            "'");
-    int64_t bytes = count * 4;
+    int64_t bytes = count * width;
     if (length >= 0 && length != bytes)
       fail(where + ": its external data has " + std::to_string(length) +
            " bytes, expected " + std::to_string(bytes));
@@ -137,21 +188,30 @@ std::vector<float> OnnxReader::initializerFloats(const onnx::TensorProto &t) {
     if (!in)
       fail(where + ": cannot open its external data file '" + file.string() +
            "'");
-    std::vector<float> values(size_t(count), 0.0f);
+    std::vector<char> data(static_cast<size_t>(bytes));
     in.seekg(offset);
-    in.read(reinterpret_cast<char *>(values.data()), bytes);
+    in.read(data.data(), bytes);
     if (in.gcount() != bytes)
       fail(where + ": its external data file '" + file.string() +
            "' ends before offset " + std::to_string(offset + bytes));
-    return values;
+    return fromBytes(data.data());
   }
   if (!t.raw_data().empty()) {
-    if (int64_t(t.raw_data().size()) != count * 4)
+    if (int64_t(t.raw_data().size()) != count * width)
       fail(where + ": raw data of " + std::to_string(t.raw_data().size()) +
-           " bytes, expected " + std::to_string(count * 4));
-    std::vector<float> values(size_t(count), 0.0f);
-    std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
-    return values;
+           " bytes, expected " + std::to_string(count * width));
+    return fromBytes(t.raw_data().data());
+  }
+  if (width == 2) {
+    // float16 and bfloat16 values outside raw_data: one to an int32_data
+    // entry, in its low 16 bits.
+    if (t.int32_data_size() != count)
+      fail(where + ": " + std::to_string(t.int32_data_size()) +
+           " values, expected " + std::to_string(count));
+    std::vector<uint16_t> bits;
+    for (int32_t v : t.int32_data())
+      bits.push_back(uint16_t(v & 0xffff));
+    return widen16(type, bits.data(), bits.size());
   }
   if (t.float_data_size() != count)
     fail(where + ": " + std::to_string(t.float_data_size()) +
@@ -176,6 +236,8 @@ ConstantData OnnxReader::tensorConstant(const onnx::TensorProto &t) {
   };
   switch (t.data_type()) {
   case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
     c.isFloat = true;
     for (float f : initializerFloats(t))
       c.values.push_back(f);
@@ -213,9 +275,11 @@ ConstantData OnnxReader::tensorConstant(const onnx::TensorProto &t) {
         c.values.push_back(v ? 1.0 : 0.0);
     break;
   default:
-    fail("tensor '" + t.name() + "' has element type " +
-         elemTypeName(t.data_type()) +
-         "; this remat folds float, int32, int64 and bool constants only");
+    fail(
+        "tensor '" + t.name() + "' has element type " +
+        elemTypeName(t.data_type()) +
+        "; this remat folds float (float32, float16, bfloat16, double), int32, "
+        "int64 and bool constants only");
   }
   if (int64_t(c.values.size()) != count)
     fail("tensor '" + t.name() + "' holds " + std::to_string(c.values.size()) +
@@ -227,7 +291,7 @@ ConstantData OnnxReader::tensorConstant(const onnx::TensorProto &t) {
 void OnnxReader::checkFrozen() {
   std::vector<std::string> floats;
   for (const auto &[name, t] : initializers)
-    if (t->data_type() == onnx::TensorProto::FLOAT)
+    if (readsAsFloat32(t->data_type()))
       floats.push_back(name);
   for (const std::string &name : options.training.frozen) {
     auto it = initializers.find(name);
@@ -235,7 +299,7 @@ void OnnxReader::checkFrozen() {
       throw OptionError(graph.sourceName + ": --frozen " + name +
                         ": the model has no initializer '" + name + "'" +
                         didYouMean(name, floats));
-    if (it->second->data_type() != onnx::TensorProto::FLOAT)
+    if (!readsAsFloat32(it->second->data_type()))
       throw OptionError(graph.sourceName + ": --frozen " + name +
                         ": initializer '" + name + "' is " +
                         elemTypeName(it->second->data_type()) +
@@ -389,7 +453,7 @@ int OnnxReader::stateInput(int i, const std::string &what) {
   const std::string &name = node->input(i);
   auto init = initializers.find(name);
   if (!hasInput(i) || init == initializers.end() ||
-      init->second->data_type() != onnx::TensorProto::FLOAT)
+      !readsAsFloat32(init->second->data_type()))
     failNode(what + " '" + name +
              "' must be a float initializer (remat keeps it as state the "
              "step updates)");
@@ -442,7 +506,7 @@ const Symbol &OnnxReader::symbolOf(int i) {
   // (--frozen, or the buffer rule of frozenReason); frozen and integer ones
   // are constant data.
   // Its values are read once for both (a parameter's may be large).
-  if (init->second->data_type() == onnx::TensorProto::FLOAT) {
+  if (readsAsFloat32(init->second->data_type())) {
     std::vector<float> values = initializerFloats(*init->second);
     if (std::optional<std::string> why = frozenReason(*init->second, values))
       graph.frozen[name] = *why;

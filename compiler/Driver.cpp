@@ -107,21 +107,8 @@ void annotateKernelScratch(mlir::ModuleOp module,
       continue;
     ops::OpAttrs attrs =
         runtime::parseOpAttrs(*opKind, opAttributes(*op), name.str());
-    // The width of the op's float tensors (f64 under --precision fp64).
-    uint64_t elementBytes = 0;
-    auto widthOf = [&](mlir::TypeRange types) {
-      for (mlir::Type t : types)
-        if (auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(t);
-            tensor && !elementBytes &&
-            mlir::isa<mlir::FloatType>(tensor.getElementType()))
-          elementBytes = tensor.getElementTypeBitWidth() / 8;
-    };
-    widthOf(op->getResultTypes());
-    widthOf(op->getOperandTypes());
-    int64_t bytes = info.opScratchBytes(*opKind, attrs,
-                                        shapesOf(op->getOperands()),
-                                        shapesOf(op->getResults()),
-                                        elementBytes ? elementBytes : 4);
+    int64_t bytes = info.opScratchBytes(
+        *opKind, attrs, typesOf(op->getOperands()), typesOf(op->getResults()));
     if (bytes > 0)
       op->setAttr(kScratchBytesAttr, builder.getI64IntegerAttr(bytes));
   }

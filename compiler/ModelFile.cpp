@@ -1,6 +1,8 @@
 //===- ModelFile.cpp - Read a model file of any supported format ----------===//
 #include "compiler/ModelFile.h"
 
+#include "compiler/Precision.h"
+
 #ifdef REMAT_HAVE_ONNX
 #include "compiler/OnnxImporter.h"
 #endif
@@ -48,7 +50,11 @@ namespace {
 
 /// `--precision fp64`: every f32 value of `graph` becomes f64 (the weights
 /// file keeps F32; the runtime widens what it loads into f64 buffers).
+/// `--precision bf16`: casts and bf16 values by autocast's rules
+/// (Precision.h); params, inputs and the weights file stay F32.
 ModelFile withPrecision(ModelFile file, const ModelOptions &options) {
+  if (options.precision == "bf16")
+    file.graph = withBf16Compute(std::move(file.graph));
   if (options.precision == "fp64")
     for (Value &v : file.graph.values)
       if (v.type.dtype == "f32")

@@ -202,7 +202,9 @@ struct ModelOptions {
   std::string splitFlags() const;
   /// `--precision fp64`: every f32 value of the model becomes f64, so the
   /// whole step computes in float64 on the CPU backend (for testing against
-  /// a float64 reference: docs/cli.md). "fp32" (the default) or "fp64".
+  /// a float64 reference: docs/cli.md). `--precision bf16`: GEMMs and the
+  /// ops between them in bf16 under autocast's rules (Precision.h). "fp32"
+  /// (the default), "bf16" or "fp64".
   std::string precision = "fp32";
 };
 

@@ -17,6 +17,7 @@ include "ir/GraphOpBase.td"
 
 def Graph_MatmulOp : Graph_ForwardOp<"matmul", [OwnFlops]> {
   let kernelFamily = "Matmul";
+  let autocast = "Bf16";
   let shapeRule = "Gemm";
   let summary = "batched matrix product with optional transposes";
   let description = [{
@@ -86,7 +87,9 @@ class Graph_BinaryOp<string mnemonic, string symbol>
   }];
 }
 
-def Graph_AddOp : Graph_BinaryOp<"add", "a + b">;
+def Graph_AddOp : Graph_BinaryOp<"add", "a + b"> {
+  let autocast = "BiasAdd";
+}
 def Graph_SubOp : Graph_BinaryOp<"sub", "a - b">;
 def Graph_MulOp : Graph_BinaryOp<"mul", "a · b">;
 def Graph_DivOp : Graph_BinaryOp<"div", "a / b">;
@@ -142,6 +145,7 @@ def Graph_SoftmaxOp : Graph_UnaryOp<"softmax",
     "softmax over the last dimension, max-subtracted",
     "5 per element (row max, subtract, exp, row sum, divide)", [OwnFlops]> {
   let kernelFamily = "Softmax";
+  let autocast = "Float32";
   let shapeRule = "RowWise";
   let inPlace = 0;
   // 5 per element: row max, subtract, exp, row sum, divide.
@@ -215,6 +219,7 @@ def Graph_ConstantOp : Graph_Op<"constant", [OwnFlops]> {
 
 def Graph_EmbeddingOp : Graph_ForwardOp<"embedding", [OwnFlops]> {
   let kernelFamily = "Embedding";
+  let autocast = "Float32";
   let shapeRule = "Gather";
   let summary = "gathers rows of a table";
   let description = [{
@@ -238,6 +243,7 @@ def Graph_EmbeddingOp : Graph_ForwardOp<"embedding", [OwnFlops]> {
 
 def Graph_CrossEntropyOp : Graph_ForwardOp<"cross_entropy", [OwnFlops]> {
   let kernelFamily = "CrossEntropy";
+  let autocast = "Float32";
   let shapeRule = "ClassLoss";
   let averages = 1;
   let summary = "mean softmax cross-entropy over all positions";
@@ -264,6 +270,7 @@ def Graph_CrossEntropyOp : Graph_ForwardOp<"cross_entropy", [OwnFlops]> {
 
 def Graph_MseOp : Graph_ForwardOp<"mse", [OwnFlops]> {
   let kernelFamily = "Mse";
+  let autocast = "Float32";
   let shapeRule = "PairLoss";
   let averages = 1;
   let summary = "mean squared error";
@@ -310,6 +317,7 @@ def Graph_DropoutOp : Graph_ForwardOp<"dropout", [OwnFlops]> {
 
 def Graph_AttentionOp : Graph_ForwardOp<"attention", [OwnFlops]> {
   let kernelFamily = "Attention";
+  let autocast = "Bf16";
   let shapeRule = "Attention";
   let summary = "scaled dot-product attention";
   let description = [{
@@ -355,6 +363,7 @@ def Graph_AttentionOp : Graph_ForwardOp<"attention", [OwnFlops]> {
 
 def Graph_Conv2dOp : Graph_ForwardOp<"conv2d", [OwnFlops]> {
   let kernelFamily = "Conv";
+  let autocast = "Bf16";
   let shapeRule = "Conv";
   let summary = "2-D convolution (cross-correlation), NCHW";
   let description = [{

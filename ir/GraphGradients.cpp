@@ -385,6 +385,17 @@ LogicalResult ReshapeOp::buildGradient(OpBuilder &b,
   return success();
 }
 
+/// dx = convert(dy) back to x's type.
+LogicalResult ConvertOp::buildGradient(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  if (!resultGrads[0] || !isFloatTensor(getX()))
+    return noGradients(getOperation(), operandGrads);
+  operandGrads.push_back(
+      b.create<ConvertOp>(getLoc(), getX().getType(), resultGrads[0]));
+  return success();
+}
+
 /// dx = transpose(dy) with the inverse permutation.
 LogicalResult TransposeOp::buildGradient(OpBuilder &b,
                                          ArrayRef<Value> resultGrads,

@@ -18,6 +18,7 @@ include "ir/GraphOpBase.td"
 
 def Graph_ReshapeOp : Graph_ForwardOp<"reshape", [OwnFlops]> {
   let kernelFamily = "Reshape";
+  let bf16Native = 1;
   let shapeRule = "Reshape";
   let inPlace = 1;
   let resultTypeGiven = 1;
@@ -37,8 +38,34 @@ def Graph_ReshapeOp : Graph_ForwardOp<"reshape", [OwnFlops]> {
   let flops = [{ return 0; }];
 }
 
+def Graph_ConvertOp : Graph_ForwardOp<"convert", [OwnFlops]> {
+  let kernelFamily = "Convert";
+  let bf16Native = 1;
+  let shapeRule = "Retype";
+  let resultTypeGiven = 1;
+  // Inserted by the compiler (--precision bf16), not written in models.
+  let inModelFormat = 0;
+  let summary = "converts float elements to the result's float type";
+  let description = [{
+    `y` has the shape of `x` and the float element type of the result
+    type (f32, bf16 or f64): each element converted, rounded to the nearest
+    value of the narrower type (ties to even). A widening convert is exact.
+    Its gradient is the convert of dy back to x's type. FLOPs: 0.
+
+    ```mlir
+    %y = graph.convert %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+    ```
+  }];
+  let arguments = (ins Graph_Tensor:$x);
+  let results = (outs Graph_Tensor:$y);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($y)";
+  // 0: a conversion per element, counted in bytes.
+  let flops = [{ return 0; }];
+}
+
 def Graph_TransposeOp : Graph_ForwardOp<"transpose", [OwnFlops]> {
   let kernelFamily = "Transpose";
+  let bf16Native = 1;
   let shapeRule = "Permute";
   let summary = "permutes the dimensions";
   let description = [{
@@ -60,6 +87,7 @@ def Graph_TransposeOp : Graph_ForwardOp<"transpose", [OwnFlops]> {
 class Graph_ReduceOp<string mnemonic, string what>
     : Graph_ForwardOp<mnemonic, [OwnFlops]> {
   let kernelFamily = "Reduce";
+  let autocast = "Float32";
   let shapeRule = "Reduce";
   let summary = what # " over the given axes";
   let description = [{

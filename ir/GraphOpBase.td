@@ -79,6 +79,17 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
   // result 0 its new value in the operand's bytes. Only these ops and the
   // optimizer updates write persistent buffers.
   bit updatesState = 0;
+  // The op's compute type under --precision bf16 (compiler/Precision.h,
+  // docs/precision.md): "Promote" (bf16 when every float operand is bf16,
+  // else float32), "Bf16" (autocast's lower-precision ops: GEMMs and
+  // convolutions), "Float32" (autocast's float32 ops: norms, softmax,
+  // losses, sums), or "BiasAdd" (bf16 for a parameter added to a Bf16
+  // op's result, as nn.Linear's bias; else as Promote).
+  string autocast = "Promote";
+  // Whether the backends' kernels read and write bf16 elements themselves
+  // (moves and conversions); other ops with bf16 tensors compute on float
+  // copies of them.
+  bit bf16Native = 0;
   // Whether the op's reduction is a mean (the mean reduction and losses)
   // rather than a sum: a split step (--microbatches) scales each slice's
   // gradients by its share of the batch when the loss averages over it.

@@ -15,7 +15,7 @@ std::vector<OpInfo> buildTable() {
   std::vector<OpInfo> table;
 #define REMAT_OP(Kind, name, inputs, outputs, rule, family, inPlace,           \
                  inModelFormat, resultTypeGiven, updatesParam, updatesState,   \
-                 averages)                                                     \
+                 averages, autocast, bf16Native)                               \
   table.push_back(OpInfo{OpKind::Kind,                                         \
                          name,                                                 \
                          inputs,                                               \
@@ -28,6 +28,8 @@ std::vector<OpInfo> buildTable() {
                          updatesParam,                                         \
                          updatesState,                                         \
                          averages,                                             \
+                         Autocast::autocast,                                   \
+                         bf16Native,                                           \
                          {},                                                   \
                          {},                                                   \
                          {}});

@@ -63,6 +63,15 @@ enum class KernelFamily {
 
 enum class AttrType { Bool, F32, I64, I64Array };
 
+/// An op's compute type under `--precision bf16` (GraphOpBase.td
+/// `autocast`; compiler/Precision.h).
+enum class Autocast {
+  Promote, ///< bf16 when every float operand is bf16, else float32
+  Bf16,    ///< GEMMs and convolutions
+  Float32, ///< norms, softmax, losses, sums
+  BiasAdd, ///< bf16 for a parameter added to a Bf16 op's result
+};
+
 /// One attribute an op takes.
 struct AttrInfo {
   const char *name; ///< as in ODS and the plan file, e.g. "transpose_a"
@@ -93,6 +102,9 @@ struct OpInfo {
   /// The op's reduction is a mean, not a sum (GraphOps.td `averages`:
   /// the mean reduction and the mean losses).
   bool averages;
+  Autocast autocast;
+  /// The kernels move bf16 elements themselves (GraphOps.td `bf16Native`).
+  bool bf16Native;
   std::vector<const char *> operandNames;
   std::vector<const char *> resultNames;
   std::vector<AttrInfo> attrs;

@@ -40,6 +40,7 @@ private:
   Shape sliceShape(const Shape &x) const;
   std::vector<Expected> slice(bool grad);
   std::vector<Expected> concat();
+  std::vector<Expected> retype();
 };
 
 std::optional<std::vector<Expected>> TensorRule::tryApply() {
@@ -62,6 +63,8 @@ std::optional<std::vector<Expected>> TensorRule::tryApply() {
     return gatherGrad();
   case ShapeRule::Reshape:
     return reshape();
+  case ShapeRule::Retype:
+    return retype();
   case ShapeRule::Permute:
     return permute();
   case ShapeRule::Reduce:
@@ -233,6 +236,19 @@ std::vector<Expected> TensorRule::reshape() {
          " does not have the element count of " + inLabel(0) + " " +
          formatShape(in(0).shape));
   return {{{in(0).dtype, y.shape}, ""}};
+}
+
+/// x float -> the given type: x's shape, another (or the same) float dtype.
+std::vector<Expected> TensorRule::retype() {
+  expectFloat(0);
+  const TensorType &y = givenType(0);
+  if (!isFloatDType(y.dtype))
+    fail("the result dtype " + std::string(dtypeName(y.dtype)) +
+         " is not a float dtype (f32|f16|bf16|f64)");
+  if (y.shape != in(0).shape)
+    fail("the result shape " + formatShape(y.shape) + " is not the shape " +
+         formatShape(in(0).shape) + " of " + inLabel(0));
+  return {{y, ""}};
 }
 
 std::vector<Expected> TensorRule::permute() {

@@ -111,7 +111,7 @@ def generate(records):
         "//",
         "// REMAT_OP(Kind, name, inputs, outputs, ShapeRule, KernelFamily,",
         "//          inPlace, inModelFormat, resultTypeGiven, updatesParam,",
-        "//          updatesState, averages)",
+        "//          updatesState, averages, Autocast, bf16Native)",
         "// REMAT_OP_OPERAND(Kind, index, name)",
         "// REMAT_OP_RESULT(Kind, index, name)",
         "// REMAT_OP_ATTR(Kind, name, field, AttrType, required, default)",
@@ -129,6 +129,10 @@ def generate(records):
         rule = r.get("shapeRule")
         if not family or not rule:
             fail(f"{rec_name}: set kernelFamily and shapeRule")
+        autocast = r.get("autocast")
+        if autocast not in ("Promote", "Bf16", "Float32", "BiasAdd"):
+            fail(f"{rec_name}: autocast '{autocast}' is not Promote, Bf16, "
+                 "Float32 or BiasAdd")
         operands, attrs = [], []
         for arg, arg_name in r["arguments"]["args"]:
             d = records[arg["def"]]
@@ -145,7 +149,8 @@ def generate(records):
             f'{str(bool(r["resultTypeGiven"])).lower()}, '
             f'{str(bool(r["updatesParam"])).lower()}, '
             f'{str(bool(r["updatesState"])).lower()}, '
-            f'{str(bool(r["averages"])).lower()})')
+            f'{str(bool(r["averages"])).lower()}, '
+            f'{autocast}, {str(bool(r["bf16Native"])).lower()})')
         for i, o in enumerate(operands):
             operand_lines.append(f'REMAT_OP_OPERAND({kind}, {i}, "{o}")')
         for i, o in enumerate(results):

@@ -264,6 +264,19 @@ std::vector<std::vector<int64_t>> shapesOf(mlir::ValueRange values) {
   return shapes;
 }
 
+std::vector<ops::TensorType> typesOf(mlir::ValueRange values) {
+  std::vector<ops::TensorType> types;
+  for (mlir::Value v : values) {
+    ops::TensorType t;
+    if (auto type = mlir::dyn_cast<mlir::RankedTensorType>(v.getType())) {
+      t.shape.assign(type.getShape().begin(), type.getShape().end());
+      t.dtype = graph::dtypeOf(type.getElementType()).value_or(ops::DType::F32);
+    }
+    types.push_back(std::move(t));
+  }
+  return types;
+}
+
 json attributeToJson(mlir::Attribute attr) {
   if (auto b = mlir::dyn_cast<mlir::BoolAttr>(attr))
     return b.getValue();

@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include "ops/DeviceProfile.h"
+#include "ops/OpTable.h"
 
 #include <nlohmann/json.hpp>
 
@@ -137,9 +138,11 @@ nlohmann::json attributeToJson(mlir::Attribute attr);
 nlohmann::json opAttributes(mlir::Operation &op);
 
 /// The static shapes of `values` (an empty shape for a value that is not a
-/// ranked tensor), as ops::opCostKey and runtime::KernelInfo::opScratchBytes
-/// take them.
+/// ranked tensor), as ops::opCostKey takes them.
 std::vector<std::vector<int64_t>> shapesOf(mlir::ValueRange values);
+/// The dtypes and static shapes of `values`, as
+/// runtime::KernelInfo::opScratchBytes takes them.
+std::vector<ops::TensorType> typesOf(mlir::ValueRange values);
 
 /// The ops of @train_step's body in IR order, terminator excluded: ops[k]
 /// is the op of step.graph.ops[k] as extractTrainStep numbers them. Call it

@@ -41,13 +41,12 @@ struct PlanKernelFacts {
 class KernelInfo {
 public:
   virtual ~KernelInfo() = default;
-  /// Scratch bytes the kernel of `op` uses while it runs with these operand
-  /// and result shapes, its float tensors `elementBytes` wide (4: f32, 8:
-  /// f64), (0: none); INT64_MAX when it does not fit.
-  virtual int64_t opScratchBytes(ops::OpKind op, const ops::OpAttrs &attrs,
-                                 const std::vector<ops::Shape> &inputs,
-                                 const std::vector<ops::Shape> &outputs,
-                                 uint64_t elementBytes) const = 0;
+  /// Scratch bytes the kernel of `op` uses while it runs with operands and
+  /// results of these types (0: none); INT64_MAX when it does not fit.
+  virtual int64_t
+  opScratchBytes(ops::OpKind op, const ops::OpAttrs &attrs,
+                 const std::vector<ops::TensorType> &inputs,
+                 const std::vector<ops::TensorType> &outputs) const = 0;
   /// What the backend holds beside the arena for `plan` under a budget of
   /// `budgetBytes` (0: none).
   virtual PlanKernelFacts planFacts(const Plan &plan,

@@ -11,7 +11,8 @@ anything under a `generated/` folder). A file names an op when
     (`graph`, `op`, `kind`, `launch`, `kernel`, `check`, `infer`, `k`),
     e.g. `GeluGradOp`, `OpKind::GeluGrad`, `launchGeluGrad`, `gelu_grad`; or
     A call of a <cmath> function of the same name (`std::exp(x)`,
-    `exp(x)` in device code) is the math function, not the op; or
+    `exp(x)` in device code) is the math function, not the op, and a name
+    in oneDNN's namespace (`dnnl::matmul`) is the library's primitive; or
   - a string literal or a comment holds the op's snake-case name as a word
     (`"gelu_grad"`, `graph.gelu_grad`; not joined to others by hyphens,
     as in the flag value `per-slice`); in comments a one-word name such as
@@ -66,6 +67,7 @@ COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MATH_CALL = re.compile(r"(?:std::)?\b(exp|tanh|erf|pow)\s*\(")
+LIBRARY_NAME = re.compile(r"\bdnnl::[A-Za-z_][A-Za-z0-9_]*")
 
 
 def names_in(text, ops):
@@ -76,6 +78,7 @@ def names_in(text, ops):
     strings = " ".join(m.group(0) for m in STRING.finditer(code))
     code = STRING.sub(" ", code)
     code = MATH_CALL.sub(" (", code)
+    code = LIBRARY_NAME.sub(" ", code)
     opwords = {op: op.split("_") for op in ops}
     for ident in set(IDENT.findall(code)):
         w = words(ident)

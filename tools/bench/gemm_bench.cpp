@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
     if (arg == "--help" || arg == "-h") {
       std::printf("usage: remat-gemm-bench [M N K] [--repeat R]\n"
                   "Times remat's float32 CPU GEMM C[M,N] = A[M,K] B[K,N] "
-                  "through oneDNN's matmul and through OpenBLAS.\n");
+                  "through oneDNN and through OpenBLAS.\n");
       return 0;
     }
     if (arg == "--repeat" && i + 1 < argc) {
@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
   double flops = 2.0 * double(m) * double(n) * double(k);
   std::printf("GEMM %lld x %lld x %lld, float32, %d runs each, alternating\n",
               (long long)m, (long long)n, (long long)k, repeat);
-  const char *names[2] = {"oneDNN matmul", "OpenBLAS"};
+  const char *names[2] = {"oneDNN", "OpenBLAS"};
   for (int path = 0; path < 2; ++path) {
     if (times[path].empty()) {
       std::printf("%-14s not built\n", names[path]);

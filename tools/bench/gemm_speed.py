@@ -15,8 +15,10 @@ Every variant runs in its own process, one at a time, the same threads
 (--threads, default the machine's cores) for OpenMP and OpenBLAS; rounds
 interleave the variants; each process's first --warmup steps are dropped
 and the medians of the rest are reported, with the step's FLOPs per second
-(the remat report's forward + backward + recomputation FLOPs) against the
-GEMM peak remat-gemm-bench measures in the same run (2048 x 768 x 3072).
+against the GEMM peak remat-gemm-bench measures in the same run (2048 x 768
+x 3072; configure with -DREMAT_BUILD_BENCH=ON). The step's FLOPs are three
+times the forward's GEMM FLOPs (model_flops: the projections, the MLP, the
+full S x S attention products the kernels compute and the logits).
 
 usage: gemm_speed.py [--build build] [--set k=v ...] [--steps 3]
            [--warmup 1] [--rounds 2] [--threads N] [--variants ...]
@@ -92,6 +94,14 @@ print(json.dumps(times[cfg["warmup"]:]))
 """
 
 
+def model_flops(cfg):
+    """A GPT-2 step's FLOPs: 3x the forward's GEMMs (backward 2x)."""
+    b, s, v, l, d = (int(cfg[k]) for k in ("batch", "seq", "vocab",
+                                            "n_layer", "d_model"))
+    per_token = l * (24 * d * d + 4 * s * d) + 2 * d * v
+    return 3 * b * s * per_token
+
+
 def has_avx512():
     try:
         return " avx512f" in open("/proc/cpuinfo").read()
@@ -120,10 +130,10 @@ def main():
     cfg = json.load(open(os.path.join(ROOT, "models", "gpt2.json")))["config"]
     cfg.update({k: float(v) if "." in v else int(v) for k, v in sets.items()})
     set_args = [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
-    plan, report = cpu_measure.compile_plan(
+    plan, _ = cpu_measure.compile_plan(
         remat, os.path.join(ROOT, "models", "gpt2.json"), set_args, work,
         "gpt2")
-    flops = report.get("step_flops") or report.get("flops")
+    flops = model_flops(cfg)
     threads = str(args.threads)
     base = dict(os.environ, OMP_NUM_THREADS=threads,
                 OPENBLAS_NUM_THREADS=threads)
@@ -160,7 +170,7 @@ def main():
                   file=sys.stderr)
     peaks = {}
     for out in gemm:
-        for name, key in (("oneDNN matmul", "onednn"), ("OpenBLAS", "blas")):
+        for name, key in (("oneDNN", "onednn"), ("OpenBLAS", "blas")):
             m = re.search(name + r"\s+best\s+[\d.]+ ms\s+([\d.]+) GFLOP/s",
                           out)
             if m:
@@ -168,7 +178,8 @@ def main():
     peak = {k: max(v) for k, v in peaks.items()}
     print(f"GPT-2 {sets}, {threads} threads, {args.rounds} rounds x "
           f"{args.steps} steps (after {args.warmup} warm-up)")
-    print(f"GEMM peak (2048x768x3072, best): " + ", ".join(
+    print(f"step {flops / 1e12:.3f} TFLOP; GEMM peak (2048x768x3072, "
+          "best): " + ", ".join(
         f"{k} {v:.0f} GFLOP/s" for k, v in peak.items()))
     torch_ms = statistics.median(times["torch"]) if "torch" in times else None
     rows = []

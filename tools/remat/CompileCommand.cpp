@@ -509,7 +509,8 @@ static const char *kProfileHelp =
     "  --backend NAME     the backend to time (default cpu)\n"
     "  --preset NAME, --set NAME=VALUE   model configuration\n"
     "  --ranks N          time one rank's step of an N-rank plan\n"
-    "  --precision NAME   fp32 (default) or fp64 (see remat compile --help)\n"
+    "  --precision NAME   fp32 (default), bf16 or fp64 (see remat compile\n"
+    "                     --help)\n"
     "  --input-shape NAME=D0,D1,..., --loss NAME, --optimizer NAME, --lr X,\n"
     "  --frozen NAME,...  an ONNX model's training step (docs/onnx.md)\n"
     "  -h, --help         this text\n";

@@ -127,11 +127,14 @@ static const std::string kCompileHelp =
         "                     param, then the params are all-gathered "
         "(ZeRO-1;\n"
         "                     docs/distributed.md); no effect with one rank\n"
-        "  --precision NAME   fp32 (default), or fp64: every float tensor of "
-        "the\n"
-        "                     step in float64, for checking against a float64\n"
-        "                     reference (cpu backend; convolutions take its\n"
-        "                     im2col path)\n") +
+        "  --precision NAME   fp32 (default); bf16: GEMMs, convolutions and\n"
+        "                     attention in bf16 with float32 accumulation,\n"
+        "                     the ops between them in bf16, norms, softmax,\n"
+        "                     losses and the optimizer in float32 (autocast's\n"
+        "                     rules, docs/precision.md); or fp64: every float\n"
+        "                     tensor of the step in float64, for checking\n"
+        "                     against a float64 reference (cpu backend;\n"
+        "                     convolutions take its im2col path)\n") +
     kTrainingFlagsHelp + "  -h, --help         this text\n";
 
 static const std::string kTrainHelp = std::string(
@@ -450,9 +453,10 @@ bool takeModelFlag(int argc, char **argv, int &i,
     return true;
   }
   if (takeValue(argc, argv, i, "--precision", value)) {
-    if (value != "fp32" && value != "fp64")
+    if (value != "fp32" && value != "bf16" && value != "fp64")
       throw std::invalid_argument(
-          "--precision: " + unknownName("precision", value, {"fp32", "fp64"}));
+          "--precision: " +
+          unknownName("precision", value, {"fp32", "bf16", "fp64"}));
     options.precision = value;
     return true;
   }

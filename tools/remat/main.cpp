@@ -35,7 +35,8 @@ static const char *kUsage =
     "\n"
     "commands:\n"
 #ifdef REMAT_HAVE_COMPILER
-    "  compile MODEL   read a model file, build the training step, emit IR or a plan\n"
+    "  compile MODEL   read a model file, build the training step, emit IR or "
+    "a plan\n"
     "  train MODEL     compile a model and run training steps on it\n"
     "  plan MODEL      plan under a budget: report, --sweep, --max-batch;\n"
     "                  plan --graph FILE for external (Checkmate) graphs\n"
@@ -44,7 +45,8 @@ static const char *kUsage =
 #ifdef REMAT_HAVE_RUN
     "  run PLAN        execute a compiled plan for N training steps\n"
 #endif
-    "  explain PLAN    list saved and recomputed tensors; -o SVG memory timeline\n"
+    "  explain PLAN    list saved and recomputed tensors; -o SVG memory "
+    "timeline\n"
     "  help            this text\n"
     "  version         the version (also --version)\n"
     "\n"
@@ -58,6 +60,7 @@ static const char *kUsage =
     "  docs/ops.md          the ops and their semantics\n"
     "  docs/plan-format.md  the plan file the runtime executes\n"
     "  docs/planner.md      how budgets are planned: solvers, costs\n"
+    "  docs/precision.md    --precision: bf16 under autocast's rules, fp64\n"
     "  docs/explain.md      reading `remat explain` and its timeline\n"
     "  docs/cuda.md         the CUDA backend and its CPU emulator\n"
     "  docs/distributed.md  data-parallel runs on several ranks (MPI)\n"

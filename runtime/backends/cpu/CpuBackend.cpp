@@ -1,14 +1,18 @@
 //===- CpuBackend.cpp - The reference CPU backend -------------------------===//
 #include "runtime/backends/cpu/CpuBackend.h"
 
+#include "ops/BFloat16.h"
+#include "runtime/backends/cpu/CpuWorkspace.h"
 #include "runtime/backends/cpu/EnvChoice.h"
-#include "runtime/backends/cpu/StepScratch.h"
 #include "runtime/backends/cpu/Kernels.h"
+#include "runtime/backends/cpu/StepScratch.h"
+#include "runtime/backends/cpu/kernels/Common.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 #include <unistd.h>
 
@@ -39,18 +43,19 @@ uint64_t physicalMemoryBytes() {
 CpuBackend::~CpuBackend() = default;
 
 void CpuBackend::checkSupport(const LoadedPlan &plan) const {
-  // Every float buffer f32, or every one f64 (--precision fp64): the
-  // kernels compute in float or in double.
-  DType floats = floatElementBytes(plan.plan) == 8 ? DType::F64 : DType::F32;
+  // Float buffers f32 and bf16 (--precision bf16), or every one f64
+  // (--precision fp64): the kernels compute in float or in double.
+  bool f64 = floatElementBytes(plan.plan) == 8;
   for (size_t i = 0; i < plan.plan.buffers.size(); ++i) {
     DType d = plan.plan.buffers[i].dtype;
-    if (d == DType::F16 || d == DType::BF16)
+    if (d == DType::F16)
       throw PlanError(plan.bufferPlace(i) + ": dtype " + dtypeName(d) +
-                      " is not supported by the cpu backend (f32 or f64)");
-    if (isFloatDType(d) && d != floats)
+                      " is not supported by the cpu backend (f32, bf16 or "
+                      "f64)");
+    if (f64 && isFloatDType(d) && d != DType::F64)
       throw PlanError(plan.bufferPlace(i) + ": dtype " + dtypeName(d) +
                       " in a plan with f64 buffers: the cpu backend runs a "
-                      "plan whose floats are all f32 or all f64");
+                      "plan whose floats are all f64, or f32 and bf16");
   }
   // Refuse what cannot fit in host memory before allocating any of it: a
   // huge-but-valid arena would otherwise fail in posix_memalign (or be
@@ -140,14 +145,84 @@ void CpuBackend::copyOut(void *dst, const void *src, uint64_t bytes) {
   std::memcpy(dst, src, size_t(bytes));
 }
 
-void CpuBackend::runStep(const KernelCall &call) {
-  if (inDouble)
-    runAs<double>(call);
-  else
-    runAs<float>(call);
+std::pair<char *, uint64_t> CpuBackend::stepScratch(size_t step) {
+  auto [offset, bytes] = arenaScratch(step);
+  if (bytes > 0 && arenaBase)
+    return {arenaBase + offset, bytes};
+  return {reinterpret_cast<char *>(workspace.data()),
+          workspace.size() * sizeof(double)};
 }
 
-template <typename T> void CpuBackend::runAs(const KernelCall &call) {
+void CpuBackend::runStep(const KernelCall &call) {
+  if (inDouble)
+    return runAs<double>(call, UINT64_MAX);
+  if (!runStaged(call))
+    runAs<float>(call, UINT64_MAX);
+}
+
+bool CpuBackend::runStaged(const KernelCall &call) {
+  std::vector<ops::TensorType> ins, outs;
+  for (int i = 0; i < call.numInputs; ++i)
+    ins.push_back({call.inputs[i].dtype, call.inputs[i].shape});
+  for (int i = 0; i < call.numOutputs; ++i)
+    outs.push_back({call.outputs[i].dtype, call.outputs[i].shape});
+  uint64_t staging = cpu::cpuStagingBytes(call.op, ins, outs);
+  if (staging == 0)
+    return false;
+  // The float copies lie at the end of the step's scratch, 64-aligned; the
+  // kernel's own scratch before them (cpuStepScratchBytes counts both).
+  auto [scratch, scratchBytes] = stepScratch(call.stepIndex);
+  uintptr_t base = reinterpret_cast<uintptr_t>(scratch);
+  uintptr_t start = staging <= scratchBytes
+                        ? (base + scratchBytes - staging) /
+                              cpu::kStagingAlignment * cpu::kStagingAlignment
+                        : 0;
+  if (start < base)
+    throw std::logic_error(std::string("cpu step '") + opName(call.op) +
+                           "' has no room for the float copies of its bf16 "
+                           "tensors");
+  char *next = reinterpret_cast<char *>(start);
+  std::vector<TensorRef> inputs(call.inputs, call.inputs + call.numInputs),
+      outputs(call.outputs, call.outputs + call.numOutputs);
+  // Points t at its float copy, the next one in the staging area.
+  auto stage = [&](TensorRef &t) {
+    float *copy = reinterpret_cast<float *>(next);
+    uint64_t b = uint64_t(t.numElements) * sizeof(float);
+    next += (b + cpu::kStagingAlignment - 1) / cpu::kStagingAlignment *
+            cpu::kStagingAlignment;
+    t.data = copy;
+    t.dtype = DType::F32;
+    return copy;
+  };
+  for (TensorRef &t : inputs)
+    if (t.dtype == DType::BF16) {
+      const uint16_t *from = t.as<const uint16_t>();
+      float *to = stage(t);
+      cpu::parallelElements(
+          t.numElements, [&](int64_t i) { to[i] = ops::bf16ToFloat(from[i]); });
+    }
+  for (TensorRef &t : outputs)
+    if (t.dtype == DType::BF16)
+      stage(t);
+  KernelCall staged = call;
+  staged.inputs = inputs.data();
+  staged.outputs = outputs.data();
+  runAs<float>(staged, uint64_t(start - base));
+  // Each float result rounded into its bf16 buffer.
+  for (int o = 0; o < call.numOutputs; ++o) {
+    if (call.outputs[o].dtype != DType::BF16)
+      continue;
+    uint16_t *to = call.outputs[o].as<uint16_t>();
+    const float *from = outputs[size_t(o)].as<const float>();
+    cpu::parallelElements(call.outputs[o].numElements, [&](int64_t i) {
+      to[i] = ops::floatToBf16(from[i]);
+    });
+  }
+  return true;
+}
+
+template <typename T>
+void CpuBackend::runAs(const KernelCall &call, uint64_t scratchLimit) {
   ++runs;
   if (lastStep == SIZE_MAX || call.stepIndex != lastStep + 1)
     sequenceStart = runs;
@@ -173,13 +248,11 @@ template <typename T> void CpuBackend::runAs(const KernelCall &call) {
       return;
     }
   }
-  auto [offset, bytes] = arenaScratch(call.stepIndex);
-  if (bytes > 0 && arenaBase)
-    cpu::runKernel<T>(call, reinterpret_cast<T *>(arenaBase + offset),
-                      bytes / sizeof(T));
-  else
-    cpu::runKernel<T>(call, reinterpret_cast<T *>(workspace.data()),
-                      workspace.size() * sizeof(double) / sizeof(T));
+  // The step's scratch, less the float copies of a staged step's bf16
+  // tensors at its end.
+  auto [scratch, bytes] = stepScratch(call.stepIndex);
+  cpu::runKernel<T>(call, reinterpret_cast<T *>(scratch),
+                    std::min(bytes, scratchLimit) / sizeof(T));
 }
 
 std::unique_ptr<Backend> createCpuBackend() {

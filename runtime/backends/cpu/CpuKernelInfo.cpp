@@ -13,14 +13,12 @@ namespace {
 
 class CpuKernelInfo final : public KernelInfo {
 public:
-  int64_t opScratchBytes(ops::OpKind op, const ops::OpAttrs &attrs,
-                         const std::vector<ops::Shape> &inputs,
-                         const std::vector<ops::Shape> &outputs,
-                         uint64_t elementBytes) const override {
-    // The CPU backend computes f32 plans in float, f64 plans in double
-    // (CpuBackend.cpp).
+  int64_t
+  opScratchBytes(ops::OpKind op, const ops::OpAttrs &attrs,
+                 const std::vector<ops::TensorType> &inputs,
+                 const std::vector<ops::TensorType> &outputs) const override {
     uint64_t bytes = cpu::cpuStepScratchBytes(op, attrs, inputs, outputs,
-                                              elementBytes, /*least=*/false);
+                                              /*least=*/false);
     return bytes > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(bytes);
   }
 

@@ -84,7 +84,7 @@ MatmulGemms matmulGemms(const OpAttrs &at, const Shape &as, const Shape &bs) {
 uint64_t gemmScratchElements(OpKind op, const OpAttrs &attrs,
                              const std::vector<Shape> &inputs) {
   std::vector<GemmShape> gemms;
-  if (op == OpKind::Matmul && inputs.size() == 2) {
+  if (ops::opInfo(op).shapeRule == ops::ShapeRule::Gemm && inputs.size() == 2) {
     gemms.push_back(matmulGemms(attrs, inputs[0], inputs[1]).gemm);
   } else if ((op == OpKind::Attention || op == OpKind::AttentionGrad) &&
              !inputs.empty() && inputs[0].size() == 4) {
@@ -144,15 +144,57 @@ uint64_t cpuWorkspaceBytes(uint64_t elements, uint64_t elementBytes) {
   return elements * elementBytes;
 }
 
+uint64_t cpuStagingBytes(OpKind op, const std::vector<ops::TensorType> &inputs,
+                         const std::vector<ops::TensorType> &outputs) {
+  if (ops::opInfo(op).bf16Native)
+    return 0;
+  uint64_t bytes = 0;
+  for (const auto *list : {&inputs, &outputs})
+    for (const ops::TensorType &t : *list) {
+      if (t.dtype != DType::BF16)
+        continue;
+      std::optional<uint64_t> n = ops::checkedNumElements(t.shape);
+      if (!n || *n > (UINT64_MAX - bytes) / sizeof(float) - kStagingAlignment)
+        return UINT64_MAX;
+      uint64_t b = *n * sizeof(float);
+      bytes +=
+          (b + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+    }
+  return bytes;
+}
+
 uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
-                             const std::vector<Shape> &inputs,
-                             const std::vector<Shape> &outputs,
-                             uint64_t elementBytes, bool least) {
+                             const std::vector<ops::TensorType> &inputs,
+                             const std::vector<ops::TensorType> &outputs,
+                             bool least) {
+  uint64_t elementBytes = sizeof(float);
+  std::vector<Shape> inShapes, outShapes;
+  for (const ops::TensorType &t : inputs) {
+    inShapes.push_back(t.shape);
+    if (t.dtype == DType::F64)
+      elementBytes = sizeof(double);
+  }
+  for (const ops::TensorType &t : outputs) {
+    outShapes.push_back(t.shape);
+    if (t.dtype == DType::F64)
+      elementBytes = sizeof(double);
+  }
   bool own = least || elementBytes != sizeof(float);
-  return cpuWorkspaceBytes(
-      own ? cpuMinimumWorkspaceElements(op, attrs, inputs, outputs)
-          : cpuWorkspaceElements(op, attrs, inputs, outputs),
+  uint64_t kernel = cpuWorkspaceBytes(
+      own ? cpuMinimumWorkspaceElements(op, attrs, inShapes, outShapes)
+          : cpuWorkspaceElements(op, attrs, inShapes, outShapes),
       elementBytes);
+  uint64_t staging = cpuStagingBytes(op, inputs, outputs);
+  if (staging == 0)
+    return kernel;
+  // The float copies lie at the end of the scratch from a 64-byte boundary
+  // (CpuBackend::runStaged), after the kernel's own: one alignment more
+  // leaves the kernel its bytes wherever the scratch starts.
+  if (kernel > UINT64_MAX - staging - 2 * kStagingAlignment)
+    return UINT64_MAX;
+  kernel =
+      (kernel + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+  return kernel + staging + kStagingAlignment;
 }
 
 } // namespace remat::runtime::cpu

@@ -17,6 +17,7 @@
 
 namespace remat::runtime::cpu {
 
+using ops::DType;
 using ops::OpAttrs;
 using ops::OpKind;
 using ops::Shape;
@@ -52,8 +53,9 @@ struct MatmulGemms {
 MatmulGemms matmulGemms(const OpAttrs &attrs, const Shape &a, const Shape &b);
 
 /// Elements (4 bytes each) that hold oneDNN's scratchpad for the largest of
-/// the GEMMs the CPU backend runs for matmul, attention or attention_grad;
-/// 0 for other ops, and where the GEMMs run on OpenBLAS.
+/// the GEMMs the CPU backend runs for an op of the Gemm shape rule,
+/// attention or attention_grad; 0 for other ops, and where the GEMMs run
+/// on OpenBLAS.
 uint64_t gemmScratchElements(OpKind op, const OpAttrs &attrs,
                              const std::vector<Shape> &inputs);
 
@@ -99,14 +101,24 @@ uint64_t cpuBudgetedWorkspaceBytes(uint64_t wanted, uint64_t least,
 /// at a time).
 uint64_t cpuWorkspaceBytes(uint64_t elements, uint64_t elementBytes);
 
-/// The scratch bytes of `op` in a plan whose float tensors are
-/// `elementBytes` wide (4: the kernels compute in float; 8: in double,
-/// where oneDNN takes no part): what it wants, or with `least` the least
-/// it runs with.
+/// The scratch bytes of `op` on operands and results of these types: what
+/// it wants, or with `least` the least it runs with. The kernels compute in
+/// double where a tensor is f64 (`--precision fp64`, where oneDNN takes no
+/// part), else in float; an op that reads or writes bf16 tensors
+/// (`--precision bf16`) also holds float copies of them (cpuStagingBytes).
 uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
-                             const std::vector<Shape> &inputs,
-                             const std::vector<Shape> &outputs,
-                             uint64_t elementBytes, bool least);
+                             const std::vector<ops::TensorType> &inputs,
+                             const std::vector<ops::TensorType> &outputs,
+                             bool least);
+
+/// The bytes of the float copies of `op`'s bf16 operands and results, each
+/// rounded up to kStagingAlignment: 0 where there are none or the kernel
+/// reads bf16 itself (OpInfo::bf16Native); every other op runs its float
+/// kernel on such copies (CpuBackend.cpp). They follow the kernel's own
+/// scratch in the step's scratch.
+uint64_t cpuStagingBytes(OpKind op, const std::vector<ops::TensorType> &inputs,
+                         const std::vector<ops::TensorType> &outputs);
+inline constexpr uint64_t kStagingAlignment = 64;
 
 } // namespace remat::runtime::cpu
 

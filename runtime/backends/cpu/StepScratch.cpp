@@ -71,7 +71,6 @@ bool cpuScratchInArena() {
 
 StepScratch cpuStepScratch(const Plan &plan) {
   std::vector<uint64_t> wanted, least;
-  uint64_t elementBytes = floatElementBytes(plan);
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const StepDesc &step = plan.steps[s];
     std::optional<OpKind> kind = parseOpKind(step.op);
@@ -80,20 +79,20 @@ StepScratch cpuStepScratch(const Plan &plan) {
       least.push_back(0);
       continue;
     }
-    std::vector<Shape> inputs, outputs;
+    std::vector<ops::TensorType> inputs, outputs;
     for (int64_t b : step.inputs)
-      inputs.push_back(plan.buffers[size_t(b)].shape);
+      inputs.push_back(
+          {plan.buffers[size_t(b)].dtype, plan.buffers[size_t(b)].shape});
     for (int64_t b : step.outputs)
-      outputs.push_back(plan.buffers[size_t(b)].shape);
+      outputs.push_back(
+          {plan.buffers[size_t(b)].dtype, plan.buffers[size_t(b)].shape});
     OpAttrs attrs =
         parseOpAttrs(*kind, step.attrs,
                      "/steps/" + std::to_string(s) + " '" + step.op + "'");
-    // The CPU backend computes in float, or in double where the plan's
-    // floats are f64 (CpuBackend.cpp).
     for (bool atLeast : {false, true})
       (atLeast ? least : wanted)
-          .push_back(cpu::cpuStepScratchBytes(*kind, attrs, inputs, outputs,
-                                              elementBytes, atLeast));
+          .push_back(
+              cpu::cpuStepScratchBytes(*kind, attrs, inputs, outputs, atLeast));
   }
   return placeStepScratch(plan, wanted, least, cpuScratchInArena());
 }

@@ -177,6 +177,17 @@ func.func @shape_ops(%x: tensor<2x3x4xf32>, %i: tensor<2x5xi64>) {
 
 // -----
 
+// convert's gradient converts dy back to x's type.
+// CHECK-LABEL: func.func @convert
+// CHECK: %[[Y:.*]] = graph.convert %{{.*}} : tensor<2x3xf32> -> tensor<2x3xbf16>
+// CHECK-NEXT: graph.convert %[[Y]] : tensor<2x3xbf16> -> tensor<2x3xf32>
+func.func @convert(%x: tensor<2x3xf32>) {
+  %0 = graph.convert %x : tensor<2x3xf32> -> tensor<2x3xbf16>
+  return
+}
+
+// -----
+
 // broadcast_to and sum_to are each other's adjoints.
 // CHECK-LABEL: func.func @broadcasts
 // CHECK: %[[B:.*]] = graph.broadcast_to %{{.*}} : tensor<3xf32> -> tensor<2x3xf32>

@@ -628,3 +628,20 @@ func.func @case_running_momentum(%r: tensor<3xf32>, %x: tensor<4x3xf32>) {
   %0 = graph.running_mean_update %r, %x {momentum = 1.5 : f32} : tensor<3xf32>, tensor<4x3xf32> -> tensor<3xf32>
   return
 }
+
+// -----
+
+// convert keeps the shape and converts to a float type.
+func.func @convert_shape(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{the result shape [3,2] is not the shape [2,3] of 'x'}}
+  %0 = graph.convert %x : tensor<2x3xf32> -> tensor<3x2xbf16>
+  return
+}
+
+// -----
+
+func.func @convert_to_index(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{the result dtype i32 is not a float dtype (f32|f16|bf16|f64)}}
+  %0 = graph.convert %x : tensor<2x3xf32> -> tensor<2x3xi32>
+  return
+}

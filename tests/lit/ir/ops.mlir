@@ -82,7 +82,8 @@ func.func @embedding(%t: tensor<100x16xf32>, %i: tensor<2x5xi64>, %j: tensor<7xi
   return
 }
 
-// Shape ops: reshape (also of indices), transpose, broadcast_to, sum_to.
+// Shape ops: reshape (also of indices), transpose, broadcast_to, sum_to,
+// convert.
 // CHECK-LABEL: func.func @shape_ops
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>, %[[I:.*]]: tensor<2x5xi64>, %[[R:.*]]: tensor<3xf32>)
 func.func @shape_ops(%x: tensor<2x3x4xf32>, %i: tensor<2x5xi64>, %r: tensor<3xf32>) {
@@ -96,6 +97,8 @@ func.func @shape_ops(%x: tensor<2x3x4xf32>, %i: tensor<2x5xi64>, %r: tensor<3xf3
   %3 = graph.broadcast_to %r : tensor<3xf32> -> tensor<2x3xf32>
   // CHECK: graph.sum_to %[[X]] : tensor<2x3x4xf32> -> tensor<3x1xf32>
   %4 = graph.sum_to %x : tensor<2x3x4xf32> -> tensor<3x1xf32>
+  // CHECK: graph.convert %[[X]] : tensor<2x3x4xf32> -> tensor<2x3x4xbf16>
+  %5 = graph.convert %x : tensor<2x3x4xf32> -> tensor<2x3x4xbf16>
   return
 }
 

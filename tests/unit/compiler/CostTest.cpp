@@ -89,11 +89,13 @@ TEST_CASE("every graph op is speculatable and implements the cost model",
     // Pure = AlwaysSpeculatable + no memory effects (CSE/DCE: pure.mlir).
     CHECK(name.hasTrait<mlir::OpTrait::AlwaysSpeculatableImplTrait>());
     CHECK(name.hasInterface<mlir::MemoryEffectOpInterface>());
-    // Forward ops (the model format's, but for constant) have a gradient.
+    // Forward ops (the model format's, but for constant, and the
+    // conversion --precision bf16 inserts) have a gradient.
     auto kind = remat::ops::parseOpKind(name.stripDialect().str());
     REQUIRE(kind);
-    bool forward = remat::ops::opInfo(*kind).inModelFormat &&
-                   *kind != remat::ops::OpKind::Constant;
+    bool forward = (remat::ops::opInfo(*kind).inModelFormat &&
+                    *kind != remat::ops::OpKind::Constant) ||
+                   *kind == remat::ops::OpKind::Convert;
     CHECK(name.hasInterface<GradientOpInterface>() == forward);
     if (forward)
       ++differentiable;

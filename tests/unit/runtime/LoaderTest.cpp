@@ -224,7 +224,7 @@ TEST_CASE("cpu backend rejects f16 plans with a clear message", "[runtime]") {
   CpuBackend cpu;
   CHECK_THROWS_WITH(cpu.checkSupport(lp),
                     "half.plan: /buffers/0 'x': dtype f16 is not supported by "
-                    "the cpu backend (f32 or f64)");
+                    "the cpu backend (f32, bf16 or f64)");
 }
 
 TEST_CASE("cpu backend takes a plan whose floats are all f64; the loader "

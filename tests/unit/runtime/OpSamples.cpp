@@ -85,6 +85,10 @@ std::optional<OpSample> sampleFor(OpKind op, std::mt19937 &rng) {
     random({4, 6});
     given.push_back({DType::F32, {3, 8}});
     break;
+  case ShapeRule::Retype:
+    random({4, 6});
+    given.push_back({DType::BF16, {4, 6}});
+    break;
   case ShapeRule::Permute:
   case ShapeRule::Reduce:
     random({3, 4, 5});
@@ -197,6 +201,7 @@ double backendTolerance(OpKind op) {
   case ShapeRule::Elementwise:
   case ShapeRule::Gather:
   case ShapeRule::Reshape:
+  case ShapeRule::Retype:
   case ShapeRule::Permute:
   case ShapeRule::BroadcastTo:
   case ShapeRule::Fill:

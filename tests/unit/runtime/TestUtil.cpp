@@ -1,6 +1,7 @@
 //===- TestUtil.cpp - Helpers for the runtime unit tests -----------------===//
 #include "TestUtil.h"
 
+#include "ops/BFloat16.h"
 #include "runtime/backends/cpu/Kernels.h"
 
 #include <catch2/catch.hpp>
@@ -45,6 +46,8 @@ template <typename T> std::vector<char> toBytes(const HostTensor &t) {
       append(int32_t(v));
     else if (t.dtype == DType::I64)
       append(int64_t(v));
+    else if (t.dtype == DType::BF16)
+      append(ops::floatToBf16(float(v)));
     else
       append(T(v));
   }
@@ -54,9 +57,10 @@ template <typename T> std::vector<char> toBytes(const HostTensor &t) {
 template <typename T>
 HostTensor fromBytes(const TensorType &type, const std::vector<char> &bytes) {
   HostTensor t{type.dtype, type.shape, {}};
-  size_t size = type.dtype == DType::I32   ? 4
-                : type.dtype == DType::I64 ? 8
-                                           : sizeof(T);
+  size_t size = type.dtype == DType::I32    ? 4
+                : type.dtype == DType::I64  ? 8
+                : type.dtype == DType::BF16 ? 2
+                                            : sizeof(T);
   for (size_t off = 0; off < bytes.size(); off += size) {
     if (type.dtype == DType::I32) {
       int32_t v;
@@ -66,6 +70,10 @@ HostTensor fromBytes(const TensorType &type, const std::vector<char> &bytes) {
       int64_t v;
       std::memcpy(&v, &bytes[off], 8);
       t.values.push_back(double(v));
+    } else if (type.dtype == DType::BF16) {
+      uint16_t v;
+      std::memcpy(&v, &bytes[off], 2);
+      t.values.push_back(double(ops::bf16ToFloat(v)));
     } else {
       T v;
       std::memcpy(&v, &bytes[off], sizeof(T));
@@ -130,9 +138,10 @@ std::vector<HostTensor> runOp(OpKind op, const OpAttrs &attrs,
   cpu::runKernel<T>(call, workspace.data(), workspace.size());
   std::vector<HostTensor> results;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    size_t elem = outputs[i].dtype == DType::I32   ? 4
-                  : outputs[i].dtype == DType::I64 ? 8
-                                                   : sizeof(T);
+    size_t elem = outputs[i].dtype == DType::I32    ? 4
+                  : outputs[i].dtype == DType::I64  ? 8
+                  : outputs[i].dtype == DType::BF16 ? 2
+                                                    : sizeof(T);
     const char *p = reinterpret_cast<const char *>(outs[i].data);
     std::vector<char> bytes(p, p + elem * size_t(outs[i].numElements));
     results.push_back(fromBytes<T>(outputs[i], bytes));

@@ -4,11 +4,14 @@
 // transpose, broadcast_to and slice gather: result element i reads x at a
 // strided offset. slice_grad zero-fills dx and scatters dy into the box
 // slice reads; concat scatters a and b into their boxes of the result.
-// reshape and transpose also move index tensors, in their dtype.
+// reshape and transpose also move index tensors and bf16 ones, in their
+// dtype. convert converts between the float type the kernels compute in (T:
+// the plan's f32, or f64) and bf16 (ops/BFloat16.h: round to nearest even).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
 
+#include "ops/BFloat16.h"
 #include "runtime/Strides.h"
 
 #include <cstring>
@@ -33,17 +36,20 @@ template <typename E> void transposeAs(const KernelCall &call) {
 
 template <typename T> void runReshape(const KernelCall &call, T *, uint64_t) {
   const TensorRef &x = call.inputs[0];
-  // A float tensor holds T (double when tests run the kernels in f64), an
-  // index tensor its own dtype.
-  size_t elementBytes =
-      isFloatDType(x.dtype) ? sizeof(T) : size_t(dtypeSize(x.dtype));
+  // An f32 tensor holds T (double when tests run the kernels in f64); a
+  // bf16 or index tensor its own dtype.
+  size_t elementBytes = isFloatDType(x.dtype) && x.dtype != DType::BF16
+                            ? sizeof(T)
+                            : size_t(dtypeSize(x.dtype));
   if (call.outputs[0].data != x.data)
     std::memmove(call.outputs[0].data, x.data,
                  size_t(x.numElements) * elementBytes);
 }
 
 template <typename T> void runTranspose(const KernelCall &call, T *, uint64_t) {
-  // transpose also moves index tensors, whose elements are not T.
+  // transpose also moves index and bf16 tensors, whose elements are not T.
+  if (call.inputs[0].dtype == DType::BF16)
+    return transposeAs<uint16_t>(call);
   if (call.inputs[0].dtype == DType::I64)
     return transposeAs<int64_t>(call);
   if (call.inputs[0].dtype == DType::I32)
@@ -100,6 +106,31 @@ template <typename T> void runConcat(const KernelCall &call, T *, uint64_t) {
   }
 }
 
+template <typename T> void runConvert(const KernelCall &call, T *, uint64_t) {
+  const TensorRef &x = call.inputs[0], &y = call.outputs[0];
+  int64_t n = x.numElements;
+  bool fromBf16 = x.dtype == DType::BF16, toBf16 = y.dtype == DType::BF16;
+  if (fromBf16 == toBf16) { // the same float type: a copy
+    if (y.data != x.data)
+      std::memmove(y.data, x.data,
+                   size_t(n) * (fromBf16 ? sizeof(uint16_t) : sizeof(T)));
+  } else if (fromBf16) {
+    const uint16_t *in = x.as<const uint16_t>();
+    T *out = y.as<T>();
+    parallelElements(n,
+                     [&](int64_t i) { out[i] = T(ops::bf16ToFloat(in[i])); });
+  } else {
+    // From T through float (for T = double the f64 test mode, rounding
+    // twice: to float, then to bf16).
+    const T *in = x.as<const T>();
+    uint16_t *out = y.as<uint16_t>();
+    parallelElements(
+        n, [&](int64_t i) { out[i] = ops::floatToBf16(float(in[i])); });
+  }
+}
+
+template void runConvert<float>(const KernelCall &, float *, uint64_t);
+template void runConvert<double>(const KernelCall &, double *, uint64_t);
 template void runReshape<float>(const KernelCall &, float *, uint64_t);
 template void runReshape<double>(const KernelCall &, double *, uint64_t);
 template void runTranspose<float>(const KernelCall &, float *, uint64_t);

@@ -4,7 +4,9 @@
 // lets them share bytes when they are the very same range). transpose,
 // broadcast_to and slice gather: result element i reads x at a strided
 // offset. slice_grad zero-fills dx and scatters dy into the box slice
-// reads; concat scatters a and b into their boxes of the result.
+// reads; concat scatters a and b into their boxes of the result. convert
+// converts f32 and bf16 as the CPU does (ops/BFloat16.h: round to nearest,
+// ties to even, on the bits).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/kernels/common.cuh"
@@ -26,6 +28,23 @@ __global__ void gatherKernel(const Element *x, StridedIndex ix, Element *y,
   for (Index i = Index(blockIdx.x) * Index(blockDim.x) + Index(threadIdx.x);
        i < n; i += Index(gridDim.x) * Index(blockDim.x))
     y[i] = x[stridedOffsetAs(ix, i)];
+}
+
+/// f32 <-> bf16 on the bits, as ops/BFloat16.h.
+__global__ void convertKernel(const void *x, void *y, int64_t n, bool toBf16) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    if (toBf16) {
+      uint32_t u = static_cast<const uint32_t *>(x)[i];
+      uint16_t h = (u & 0x7fffffffu) > 0x7f800000u
+                       ? uint16_t((u >> 16) | 0x40)
+                       : uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+      static_cast<uint16_t *>(y)[i] = h;
+    } else {
+      static_cast<uint32_t *>(y)[i] =
+          uint32_t(static_cast<const uint16_t *>(x)[i]) << 16;
+    }
+  }
 }
 
 /// dst[offset(i)] = src[i]: src walks the box `ix` of dst.
@@ -80,6 +99,8 @@ void gather(const KernelCall &call, const DeviceContext &ctx,
   StridedIndex ix = makeStridedIndex(call.outputs[0].shape, strides);
   if (dtypeSize(call.inputs[0].dtype) == 8)
     gatherAs<uint64_t>(call, ctx, ix);
+  else if (dtypeSize(call.inputs[0].dtype) == 2) // bf16
+    gatherAs<uint16_t>(call, ctx, ix);
   else
     gatherAs<uint32_t>(call, ctx, ix);
 }
@@ -93,6 +114,23 @@ void launchReshape(const KernelCall &call, const DeviceContext &ctx) {
   REMAT_CUDA_CHECK(cudaMemcpyAsync(call.outputs[0].data, x.data,
                                    size_t(x.numElements) * dtypeSize(x.dtype),
                                    cudaMemcpyDeviceToDevice, ctx.stream));
+}
+
+void launchConvert(const KernelCall &call, const DeviceContext &ctx) {
+  const TensorRef &x = call.inputs[0], &y = call.outputs[0];
+  int64_t n = x.numElements;
+  if (x.dtype == y.dtype) {
+    if (y.data != x.data)
+      REMAT_CUDA_CHECK(cudaMemcpyAsync(y.data, x.data,
+                                       size_t(n) * dtypeSize(x.dtype),
+                                       cudaMemcpyDeviceToDevice, ctx.stream));
+    return;
+  }
+  if (n == 0)
+    return;
+  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, convertKernel)
+  (x.data, y.data, n, y.dtype == DType::BF16);
+  REMAT_CUDA_CHECK_LAUNCH("convertKernel");
 }
 
 void launchTranspose(const KernelCall &call, const DeviceContext &ctx) {

@@ -1,0 +1,89 @@
+// Tests of --precision bf16's rewrite of a model (compiler/Precision.h):
+// which ops compute in bf16, where the conversions go, and that each value
+// is converted once.
+
+#include "compiler/Precision.h"
+#include "compiler/ModelGraph.h"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace remat::model;
+
+namespace {
+
+ModelGraph gpt2Tiny() {
+  std::ifstream in(std::string(REMAT_SOURCE_DIR) + "/models/gpt2.json");
+  REQUIRE(in);
+  std::stringstream s;
+  s << in.rdbuf();
+  ModelOptions options;
+  options.preset = "tiny";
+  return loadModel(s.str(), "gpt2.json", options);
+}
+
+const std::string &dtypeOf(const ModelGraph &g, int value) {
+  return g.values[size_t(value)].type.dtype;
+}
+
+} // namespace
+
+TEST_CASE("bf16: GEMMs and their bias adds compute in bf16, norms, softmax "
+          "and the loss in float32, every operand of another type through "
+          "one conversion",
+          "[compiler]") {
+  ModelGraph f32 = gpt2Tiny();
+  ModelGraph bf16 = withBf16Compute(f32);
+  REQUIRE(bf16.ops.size() > f32.ops.size());
+  std::map<std::pair<int, std::string>, int> conversions;
+  int bf16Ops = 0;
+  for (const Op &op : bf16.ops) {
+    INFO(op.where());
+    if (op.kind == "convert") {
+      REQUIRE(op.operands.size() == 1);
+      // Each value converted to each type once.
+      CHECK(++conversions[{op.operands[0], dtypeOf(bf16, op.result)}] == 1);
+      CHECK(dtypeOf(bf16, op.operands[0]) != dtypeOf(bf16, op.result));
+      continue;
+    }
+    const std::string &result = dtypeOf(bf16, op.result);
+    if (op.kind == "matmul" || op.kind == "attention") {
+      ++bf16Ops;
+      CHECK(result == "bf16");
+      for (int v : op.operands)
+        CHECK(dtypeOf(bf16, v) == "bf16");
+    }
+    if (op.kind == "layer_norm" || op.kind == "cross_entropy") {
+      CHECK(result == "f32");
+      CHECK(dtypeOf(bf16, op.operands[0]) == "f32");
+    }
+    // A bias add after a GEMM stays bf16; the residual add (a float32
+    // stream plus a bf16 branch) is float32.
+    if (op.kind == "add" &&
+        bf16.values[size_t(op.operands[1])].kind == ValueKind::Param &&
+        op.name.find("bias") != std::string::npos)
+      CHECK(result == "bf16");
+    if (op.name.find("res1") != std::string::npos && op.kind == "add")
+      CHECK(result == "f32");
+    // Every op's float operands share its type.
+    for (int v : op.operands)
+      if (isFloatDType(dtypeOf(bf16, v)) && isFloatDType(result) &&
+          op.kind != "embedding")
+        CHECK(dtypeOf(bf16, v) == dtypeOf(bf16, op.operands[0]));
+  }
+  // 2 layers x (q, k, v, o, fc, proj matmuls + attention) + the logits.
+  CHECK(bf16Ops == 2 * 7 + 1);
+  // Parameters, inputs and the loss stay float32.
+  for (const Value &v : bf16.values)
+    if (v.kind == ValueKind::Param || v.kind == ValueKind::Input)
+      CHECK(v.type.dtype ==
+            f32.values[size_t(bf16.findValue(v.name))].type.dtype);
+  CHECK(dtypeOf(bf16, bf16.loss) == "f32");
+  // The tied embedding table: one bf16 copy for the logits, read as float32
+  // by the embedding.
+  int wte = bf16.findValue("wte");
+  CHECK(conversions.count({wte, "bf16"}) == 1);
+}

@@ -82,11 +82,15 @@ ModelGraph withBf16Compute(ModelGraph graph) {
     return casts[key] = id;
   };
   for (Op &op : ops) {
-    std::string want = computesInBf16(graph, op, producers) ? "bf16" : "f32";
-    for (int &v : op.operands)
-      if (isFloatDType(graph.values[size_t(v)].type.dtype))
-        v = as(v, want, op);
     std::optional<ops::OpKind> kind = ops::parseOpKind(op.kind);
+    std::string want = computesInBf16(graph, op, producers) ? "bf16" : "f32";
+    // A float32 op whose kernel reads bf16 itself (the loss on bf16
+    // logits) computes in float32 without a float32 copy of them.
+    bool readsBf16 = want == "f32" && kind && ops::opInfo(*kind).bf16Native;
+    for (int &v : op.operands)
+      if (isFloatDType(graph.values[size_t(v)].type.dtype) &&
+          !(readsBf16 && graph.values[size_t(v)].type.dtype == "bf16"))
+        v = as(v, want, op);
     Value &result = graph.values[size_t(op.result)];
     if (kind && isFloatDType(result.type.dtype)) {
       // (A given result type is the attribute `shape`, not an op

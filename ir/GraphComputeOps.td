@@ -243,6 +243,7 @@ def Graph_EmbeddingOp : Graph_ForwardOp<"embedding", [OwnFlops]> {
 
 def Graph_CrossEntropyOp : Graph_ForwardOp<"cross_entropy", [OwnFlops]> {
   let kernelFamily = "CrossEntropy";
+  let bf16Native = 1;
   let autocast = "Float32";
   let shapeRule = "ClassLoss";
   let averages = 1;
@@ -589,6 +590,7 @@ def Graph_EmbeddingGradOp : Graph_Op<"embedding_grad", [OwnFlops]> {
 
 def Graph_CrossEntropyGradOp : Graph_Op<"cross_entropy_grad", [OwnFlops]> {
   let kernelFamily = "CrossEntropyGrad";
+  let bf16Native = 1;
   let shapeRule = "ClassLossGrad";
   let inPlace = 1;
   let summary = "gradient of cross_entropy with respect to the logits";

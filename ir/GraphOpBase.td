@@ -86,9 +86,11 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
   // losses, sums), or "BiasAdd" (bf16 for a parameter added to a Bf16
   // op's result, as nn.Linear's bias; else as Promote).
   string autocast = "Promote";
-  // Whether the backends' kernels read and write bf16 elements themselves
-  // (moves and conversions); other ops with bf16 tensors compute on float
-  // copies of them.
+  // Whether the cpu backend's kernels read and write bf16 elements
+  // themselves: moves and conversions, and cross_entropy and its gradient,
+  // which read bf16 logits a row at a time and compute in float32 (so
+  // --precision bf16 gives them bf16 logits without a float32 copy). Other
+  // ops with bf16 tensors compute on float copies of them.
   bit bf16Native = 0;
   // Whether the op's reduction is a mean (the mean reduction and losses)
   // rather than a sum: a split step (--microbatches) scales each slice's

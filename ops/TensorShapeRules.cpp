@@ -315,8 +315,9 @@ std::vector<Expected> TensorRule::unbroadcast() {
   return {{{in(0).dtype, y.shape}, ""}};
 }
 
-/// logits [..., C], labels [...] -> a scalar loss; the gradient also takes
-/// the scalar dloss and returns dlogits like logits.
+/// logits [..., C] float, labels [...] index -> a scalar loss (float32 for
+/// bf16 logits); the gradient also takes the scalar dloss and returns
+/// dlogits like the logits.
 std::vector<Expected> TensorRule::classLoss(bool grad) {
   expectFloat(0);
   expectRankAtLeast(0, 1);
@@ -324,9 +325,11 @@ std::vector<Expected> TensorRule::classLoss(bool grad) {
   const Shape &logits = in(0).shape;
   expectShape(1, Shape(logits.begin(), logits.end() - 1),
               inLabel(0) + " shape without the last dim");
+  // bf16 logits (--precision bf16) give a float32 loss.
+  DType loss = in(0).dtype == DType::BF16 ? DType::F32 : in(0).dtype;
   if (!grad)
-    return {{{in(0).dtype, {}}, "a scalar loss"}};
-  expectDType(2, in(0).dtype);
+    return {{{loss, {}}, "a scalar loss"}};
+  expectDType(2, loss);
   expectShape(2, {}, "a scalar dloss");
   return {{in(0), ""}};
 }

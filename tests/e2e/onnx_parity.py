@@ -87,7 +87,7 @@ def one_ulp(t, generator):
 
 
 def torch_step(module, x, labels, loss_kind, dtype, pool_inputs=None,
-               mkldnn=True, perturb=None, slices=1):
+               mkldnn=True, perturb=None, slices=1, autocast=False):
     """Loss, gradients by parameter name and the running statistics
     (BatchNorm buffers) after one step in `dtype`. pool_inputs: a dict whose
     keys name submodules; each gets its forward input (float64 numpy).
@@ -98,7 +98,9 @@ def torch_step(module, x, labels, loss_kind, dtype, pool_inputs=None,
     accumulation: the batch in that many equal slices, each slice's loss
     divided by their number and its backward run in turn (batch norm sees
     each slice and updates its running statistics once per slice); the
-    loss is the sum of the divided losses."""
+    loss is the sum of the divided losses. autocast: the forward under
+    torch.autocast("cpu", torch.bfloat16) (dtype float32)."""
+    import contextlib
     import copy
     import torch
     import torch.nn.functional as F
@@ -134,12 +136,15 @@ def torch_step(module, x, labels, loss_kind, dtype, pool_inputs=None,
     with torch.backends.mkldnn.flags(enabled=mkldnn):
         for part, target in zip(inputs.chunk(slices),
                                 torch.from_numpy(labels).chunk(slices)):
-            y = m(part)
-            if loss_kind == "cross_entropy":
-                loss = F.cross_entropy(y.reshape(-1, y.shape[-1]),
-                                       target.reshape(-1))
-            else:
-                loss = F.mse_loss(y, target.to(dtype))
+            region = torch.autocast("cpu", dtype=torch.bfloat16) \
+                if autocast else contextlib.nullcontext()
+            with region:
+                y = m(part)
+                if loss_kind == "cross_entropy":
+                    loss = F.cross_entropy(y.reshape(-1, y.shape[-1]),
+                                           target.reshape(-1))
+                else:
+                    loss = F.mse_loss(y, target.to(dtype))
             loss = loss / slices
             loss.backward()
             total += float(loss.item())
@@ -174,7 +179,8 @@ def main():
     p.add_argument("--seed", type=int, default=1234,
                    help="seed of the batch (images or tokens, and labels); "
                         "the weights are the export's (default: 1234)")
-    p.add_argument("--precision", choices=["fp32", "fp64"], default="fp32",
+    p.add_argument("--precision", choices=["fp32", "bf16", "fp64"],
+                   default="fp32",
                    help="fp64: remat computes in float64 and must match "
                         "PyTorch float64 (the rule above)")
     p.add_argument("--microbatches", type=int, default=1,
@@ -307,6 +313,16 @@ def run_comparison(args, work):
     remat_saved = read_safetensors(saved_path)
     remat_pools = read_safetensors(values_path) if pools else {}
 
+    if args.precision == "bf16":
+        # Judged as torch_parity.py --precision bf16 judges: against
+        # torch.autocast, with float64 as the truth.
+        from torch_parity import judge_bf16
+        loss64, grads64, _ = torch_step(module, x, labels, loss_kind,
+                                        torch.float64)
+        autocast = torch_step(module, x, labels, loss_kind, torch.float32,
+                              autocast=True)
+        return judge_bf16(remat_loss, remat_grads, grads64, loss64,
+                          autocast[:2], loose_loss=True)
     pools64 = {name: None for name in pools}
     pools32 = {name: None for name in pools}
     loss64, grads64, stats64 = torch_step(module, x, labels, loss_kind,

@@ -1,12 +1,10 @@
 //===- CpuBackend.cpp - The reference CPU backend -------------------------===//
 #include "runtime/backends/cpu/CpuBackend.h"
 
-#include "ops/BFloat16.h"
-#include "runtime/backends/cpu/CpuWorkspace.h"
+#include "runtime/backends/cpu/Bf16Staging.h"
 #include "runtime/backends/cpu/EnvChoice.h"
 #include "runtime/backends/cpu/Kernels.h"
 #include "runtime/backends/cpu/StepScratch.h"
-#include "runtime/backends/cpu/kernels/Common.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -155,9 +153,9 @@ std::pair<char *, uint64_t> CpuBackend::stepScratch(size_t step) {
 
 void CpuBackend::runStep(const KernelCall &call) {
   if (inDouble)
-    return runAs<double>(call, UINT64_MAX);
+    return runAs<double>(call);
   if (!runStaged(call))
-    runAs<float>(call, UINT64_MAX);
+    runAs<float>(call);
 }
 
 bool CpuBackend::runStaged(const KernelCall &call) {
@@ -166,63 +164,31 @@ bool CpuBackend::runStaged(const KernelCall &call) {
     ins.push_back({call.inputs[i].dtype, call.inputs[i].shape});
   for (int i = 0; i < call.numOutputs; ++i)
     outs.push_back({call.outputs[i].dtype, call.outputs[i].shape});
-  uint64_t staging = cpu::cpuStagingBytes(call.op, ins, outs);
-  if (staging == 0)
+  cpu::Bf16Staging staging =
+      cpu::cpuBf16Staging(call.op, *call.attrs, ins, outs);
+  if (staging.kind == cpu::Bf16Staging::Kind::None)
     return false;
   // The float copies lie at the end of the step's scratch, 64-aligned; the
   // kernel's own scratch before them (cpuStepScratchBytes counts both).
   auto [scratch, scratchBytes] = stepScratch(call.stepIndex);
   uintptr_t base = reinterpret_cast<uintptr_t>(scratch);
-  uintptr_t start = staging <= scratchBytes
-                        ? (base + scratchBytes - staging) /
+  uintptr_t start = staging.bytes <= scratchBytes
+                        ? (base + scratchBytes - staging.bytes) /
                               cpu::kStagingAlignment * cpu::kStagingAlignment
                         : 0;
   if (start < base)
     throw std::logic_error(std::string("cpu step '") + opName(call.op) +
                            "' has no room for the float copies of its bf16 "
                            "tensors");
-  char *next = reinterpret_cast<char *>(start);
-  std::vector<TensorRef> inputs(call.inputs, call.inputs + call.numInputs),
-      outputs(call.outputs, call.outputs + call.numOutputs);
-  // Points t at its float copy, the next one in the staging area.
-  auto stage = [&](TensorRef &t) {
-    float *copy = reinterpret_cast<float *>(next);
-    uint64_t b = uint64_t(t.numElements) * sizeof(float);
-    next += (b + cpu::kStagingAlignment - 1) / cpu::kStagingAlignment *
-            cpu::kStagingAlignment;
-    t.data = copy;
-    t.dtype = DType::F32;
-    return copy;
-  };
-  for (TensorRef &t : inputs)
-    if (t.dtype == DType::BF16) {
-      const uint16_t *from = t.as<const uint16_t>();
-      float *to = stage(t);
-      cpu::parallelElements(
-          t.numElements, [&](int64_t i) { to[i] = ops::bf16ToFloat(from[i]); });
-    }
-  for (TensorRef &t : outputs)
-    if (t.dtype == DType::BF16)
-      stage(t);
-  KernelCall staged = call;
-  staged.inputs = inputs.data();
-  staged.outputs = outputs.data();
-  runAs<float>(staged, uint64_t(start - base));
-  // Each float result rounded into its bf16 buffer.
-  for (int o = 0; o < call.numOutputs; ++o) {
-    if (call.outputs[o].dtype != DType::BF16)
-      continue;
-    uint16_t *to = call.outputs[o].as<uint16_t>();
-    const float *from = outputs[size_t(o)].as<const float>();
-    cpu::parallelElements(call.outputs[o].numElements, [&](int64_t i) {
-      to[i] = ops::floatToBf16(from[i]);
-    });
-  }
+  ++runs;
+  lastStep = SIZE_MAX; // (no batch-norm moments are shared across it)
+  cpu::runOnFloatCopies(call, staging, reinterpret_cast<char *>(start),
+                        reinterpret_cast<float *>(scratch),
+                        uint64_t(start - base) / sizeof(float));
   return true;
 }
 
-template <typename T>
-void CpuBackend::runAs(const KernelCall &call, uint64_t scratchLimit) {
+template <typename T> void CpuBackend::runAs(const KernelCall &call) {
   ++runs;
   if (lastStep == SIZE_MAX || call.stepIndex != lastStep + 1)
     sequenceStart = runs;
@@ -248,11 +214,8 @@ void CpuBackend::runAs(const KernelCall &call, uint64_t scratchLimit) {
       return;
     }
   }
-  // The step's scratch, less the float copies of a staged step's bf16
-  // tensors at its end.
   auto [scratch, bytes] = stepScratch(call.stepIndex);
-  cpu::runKernel<T>(call, reinterpret_cast<T *>(scratch),
-                    std::min(bytes, scratchLimit) / sizeof(T));
+  cpu::runKernel<T>(call, reinterpret_cast<T *>(scratch), bytes / sizeof(T));
 }
 
 std::unique_ptr<Backend> createCpuBackend() {

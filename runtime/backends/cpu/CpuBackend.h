@@ -3,7 +3,7 @@
 // Float buffers f32 and bf16, or all f64 (f16 plans are rejected by
 // checkSupport); the kernels compute in float (double for f64), and an op
 // with bf16 tensors that does not read them itself runs on float copies
-// of them in its scratch (cpuStagingBytes, CpuWorkspace.h). The arena is one
+// of them in its scratch (Bf16Staging.h). The arena is one
 // zero-filled posix_memalign allocation. A step's kernel scratch (attention's
 // scores, a convolution's unfolded block or oneDNN's copies) lies in a gap of
 // the arena where one is free while the step runs (StepScratch.h); the
@@ -62,12 +62,11 @@ private:
   /// (`--precision fp64`); else in float.
   bool inDouble = false;
   std::vector<double> workspace; ///< holds floats or doubles
-  /// Runs `call` with the kernels instantiated for T, giving the kernel
-  /// at most `scratchLimit` bytes of the step's scratch.
-  template <typename T>
-  void runAs(const KernelCall &call, uint64_t scratchLimit);
-  /// Runs `call` on float copies of its bf16 tensors, where it has any its
-  /// kernel does not read itself; false (nothing done) otherwise.
+  /// Runs `call` with the kernels instantiated for T.
+  template <typename T> void runAs(const KernelCall &call);
+  /// Runs `call` on float copies of its bf16 tensors (Bf16Staging.h),
+  /// where it has any its kernel does not read itself; false (nothing
+  /// done) otherwise.
   bool runStaged(const KernelCall &call);
   /// The scratch of step `step`: its gap in the arena, or the workspace.
   std::pair<char *, uint64_t> stepScratch(size_t step);

@@ -144,23 +144,103 @@ uint64_t cpuWorkspaceBytes(uint64_t elements, uint64_t elementBytes) {
   return elements * elementBytes;
 }
 
-uint64_t cpuStagingBytes(OpKind op, const std::vector<ops::TensorType> &inputs,
-                         const std::vector<ops::TensorType> &outputs) {
-  if (ops::opInfo(op).bf16Native)
-    return 0;
-  uint64_t bytes = 0;
+namespace {
+
+bool allBf16(const std::vector<ops::TensorType> &inputs,
+             const std::vector<ops::TensorType> &outputs) {
+  for (const auto *list : {&inputs, &outputs})
+    for (const ops::TensorType &t : *list)
+      if (t.dtype != DType::BF16)
+        return false;
+  return true;
+}
+
+/// Whether `x` broadcasts to `y` without expanding along y's dim 0: its
+/// right-aligned dims miss y's dim 0 or have 1 there.
+bool broadcastAlongRows(const Shape &x, const Shape &y) {
+  return x.size() < y.size() ||
+         (x.size() == y.size() && !x.empty() && x[0] == 1 && y[0] != 1);
+}
+
+/// Rows of `rowElements` floats that make one piece (at least 1, at most
+/// `rows`).
+int64_t rowsPerPiece(int64_t rows, int64_t rowElements) {
+  return std::max<int64_t>(
+      1, std::min(rows,
+                  kStagingPieceElements / std::max<int64_t>(1, rowElements)));
+}
+
+} // namespace
+
+Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
+                           const std::vector<ops::TensorType> &inputs,
+                           const std::vector<ops::TensorType> &outputs) {
+  Bf16Staging s;
+  const ops::OpInfo &info = ops::opInfo(op);
+  if (info.bf16Native)
+    return s;
+  uint64_t whole = 0;
   for (const auto *list : {&inputs, &outputs})
     for (const ops::TensorType &t : *list) {
       if (t.dtype != DType::BF16)
         continue;
       std::optional<uint64_t> n = ops::checkedNumElements(t.shape);
-      if (!n || *n > (UINT64_MAX - bytes) / sizeof(float) - kStagingAlignment)
-        return UINT64_MAX;
-      uint64_t b = *n * sizeof(float);
-      bytes +=
-          (b + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+      if (!n || *n > (uint64_t(1) << 61)) {
+        s.kind = Bf16Staging::Kind::Whole;
+        s.bytes = UINT64_MAX;
+        return s;
+      }
+      whole += stagedBytes(int64_t(*n));
     }
-  return bytes;
+  if (whole == 0)
+    return s;
+  s.kind = Bf16Staging::Kind::Whole;
+  s.bytes = whole;
+  // GEMMs (all operands bf16): pieces of A and C, or of A and B.
+  if (info.shapeRule == ops::ShapeRule::Gemm && inputs.size() == 2 &&
+      outputs.size() == 1 && allBf16(inputs, outputs)) {
+    MatmulGemms g = matmulGemms(attrs, inputs[0].shape, inputs[1].shape);
+    const GemmShape &m = g.gemm;
+    if (!m.transA) {
+      s.kind = Bf16Staging::Kind::GemmRows;
+      s.block = rowsPerPiece(m.m, m.k + m.n);
+      s.bytes = stagedBytes(m.k * m.n) + stagedBytes(s.block * m.k) +
+                stagedBytes(s.block * m.n);
+    } else if (!m.transB) {
+      s.kind = Bf16Staging::Kind::GemmDepth;
+      s.block = rowsPerPiece(m.k, m.m + m.n);
+      s.bytes = stagedBytes(m.m * m.n) + stagedBytes(s.block * m.m) +
+                stagedBytes(s.block * m.n);
+    }
+    return s;
+  }
+  // Elementwise ops (not dropout, whose masks follow the element index):
+  // rows of the result at a time.
+  bool elementwise = (info.shapeRule == ops::ShapeRule::Elementwise ||
+                      info.shapeRule == ops::ShapeRule::Broadcast) &&
+                     info.family != ops::KernelFamily::Dropout &&
+                     !info.updatesParam && outputs.size() == 1 &&
+                     !outputs[0].shape.empty() && outputs[0].shape[0] > 0;
+  if (!elementwise)
+    return s;
+  const Shape &y = outputs[0].shape;
+  int64_t rows = y[0];
+  int64_t rowElements = int64_t(*ops::checkedNumElements(y)) / rows;
+  int64_t block = rowsPerPiece(rows, rowElements);
+  uint64_t bytes = 0;
+  for (const auto *list : {&inputs, &outputs})
+    for (const ops::TensorType &t : *list) {
+      if (t.shape != y && !broadcastAlongRows(t.shape, y))
+        return s; // expanded along rows: copied whole
+      if (t.dtype == DType::BF16)
+        bytes += t.shape == y
+                     ? stagedBytes(block * rowElements)
+                     : stagedBytes(int64_t(*ops::checkedNumElements(t.shape)));
+    }
+  s.kind = Bf16Staging::Kind::Rows;
+  s.block = block;
+  s.bytes = bytes;
+  return s;
 }
 
 uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
@@ -184,7 +264,15 @@ uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
       own ? cpuMinimumWorkspaceElements(op, attrs, inShapes, outShapes)
           : cpuWorkspaceElements(op, attrs, inShapes, outShapes),
       elementBytes);
-  uint64_t staging = cpuStagingBytes(op, inputs, outputs);
+  // cross_entropy and its gradient on bf16 logits: a row of them widened
+  // (kernels/loss.cpp).
+  ops::ShapeRule rule = ops::opInfo(op).shapeRule;
+  if ((rule == ops::ShapeRule::ClassLoss ||
+       rule == ops::ShapeRule::ClassLossGrad) &&
+      !inputs.empty() && inputs[0].dtype == DType::BF16 &&
+      !inputs[0].shape.empty())
+    kernel += stagedBytes(inputs[0].shape.back());
+  uint64_t staging = cpuBf16Staging(op, attrs, inputs, outputs).bytes;
   if (staging == 0)
     return kernel;
   // The float copies lie at the end of the scratch from a 64-byte boundary

@@ -105,20 +105,43 @@ uint64_t cpuWorkspaceBytes(uint64_t elements, uint64_t elementBytes);
 /// it wants, or with `least` the least it runs with. The kernels compute in
 /// double where a tensor is f64 (`--precision fp64`, where oneDNN takes no
 /// part), else in float; an op that reads or writes bf16 tensors
-/// (`--precision bf16`) also holds float copies of them (cpuStagingBytes).
+/// (`--precision bf16`) also holds float copies of them (cpuBf16Staging),
+/// or, for the loss on bf16 logits, one row of them.
 uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
                              const std::vector<ops::TensorType> &inputs,
                              const std::vector<ops::TensorType> &outputs,
                              bool least);
 
-/// The bytes of the float copies of `op`'s bf16 operands and results, each
-/// rounded up to kStagingAlignment: 0 where there are none or the kernel
-/// reads bf16 itself (OpInfo::bf16Native); every other op runs its float
-/// kernel on such copies (CpuBackend.cpp). They follow the kernel's own
-/// scratch in the step's scratch.
-uint64_t cpuStagingBytes(OpKind op, const std::vector<ops::TensorType> &inputs,
-                         const std::vector<ops::TensorType> &outputs);
+/// How the cpu backend runs an op on float copies of its bf16 operands and
+/// results (Bf16Staging.cpp), and the bytes those copies take, each piece
+/// rounded up to kStagingAlignment. They follow the kernel's own scratch in
+/// the step's scratch.
+struct Bf16Staging {
+  enum class Kind {
+    None,      ///< no bf16 tensor, or the kernel reads bf16 itself
+    Whole,     ///< a float copy of every bf16 tensor
+    Rows,      ///< elementwise: `block` rows (result dim 0) at a time; an
+               ///< operand broadcast along dim 0 copied whole
+    GemmRows,  ///< GEMMs op(A) B, A untransposed: B copied whole, `block`
+               ///< rows of A and C at a time
+    GemmDepth, ///< GEMMs A^T B: C in float, `block` rows of A and B (the
+               ///< summed dimension) at a time
+  };
+  Kind kind = Kind::None;
+  int64_t block = 0;
+  uint64_t bytes = 0;
+};
+Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
+                           const std::vector<ops::TensorType> &inputs,
+                           const std::vector<ops::TensorType> &outputs);
 inline constexpr uint64_t kStagingAlignment = 64;
+/// Elements of one piece of a Rows or Gemm staging (1 MiB of floats).
+inline constexpr int64_t kStagingPieceElements = int64_t(1) << 18;
+/// `elements` floats in bytes, rounded up to kStagingAlignment.
+inline uint64_t stagedBytes(int64_t elements) {
+  uint64_t b = uint64_t(elements) * sizeof(float);
+  return (b + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+}
 
 } // namespace remat::runtime::cpu
 

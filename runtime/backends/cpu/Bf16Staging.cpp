@@ -1,0 +1,192 @@
+//===- Bf16Staging.cpp - ops on float copies of their bf16 tensors --------===//
+#include "runtime/backends/cpu/Bf16Staging.h"
+
+#include "ops/BFloat16.h"
+#include "runtime/backends/cpu/Gemm.h"
+#include "runtime/backends/cpu/Kernels.h"
+#include "runtime/backends/cpu/kernels/Common.h"
+
+#include <algorithm>
+
+namespace remat::runtime::cpu {
+
+namespace {
+
+/// Hands out consecutive 64-aligned pieces of the copies' area.
+struct Pieces {
+  char *next;
+  float *take(int64_t elements) {
+    float *p = reinterpret_cast<float *>(next);
+    next += stagedBytes(elements);
+    return p;
+  }
+};
+
+void widen(const uint16_t *from, float *to, int64_t n) {
+  parallelElements(n, [&](int64_t i) { to[i] = ops::bf16ToFloat(from[i]); });
+}
+
+void narrow(const float *from, uint16_t *to, int64_t n) {
+  parallelElements(n, [&](int64_t i) { to[i] = ops::floatToBf16(from[i]); });
+}
+
+/// Rows of op(A) (A untransposed, [m, k] with row stride lda) at a time:
+/// B whole in float, then each block of A's rows and C's rows.
+void gemmRows(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
+              uint16_t *c, int64_t block, Pieces pieces, float *scratch,
+              uint64_t scratchBytes) {
+  const GemmShape &s = g.gemm;
+  float *bf = pieces.take(s.k * s.n);
+  float *af = pieces.take(block * s.k);
+  float *cf = pieces.take(block * s.n);
+  for (int64_t i = 0; i < g.count; ++i) {
+    // B as stored: [k, n] (ldb n) or, transposed, [n, k] (ldb k).
+    widen(b + i * g.strideB, bf, s.k * s.n);
+    for (int64_t r0 = 0; r0 < s.m; r0 += block) {
+      int64_t rows = std::min(block, s.m - r0);
+      widen(a + i * g.strideA + r0 * s.lda, af, rows * s.k);
+      gemm<float>(false, s.transB, rows, s.n, s.k, 1.0f, af, s.k, bf, s.ldb,
+                  0.0f, cf, s.n, scratch, scratchBytes);
+      narrow(cf, c + i * g.strideC + r0 * s.ldc, rows * s.n);
+    }
+  }
+}
+
+/// A^T B summed over A's and B's rows (the depth k) a block at a time into
+/// C in float.
+void gemmDepth(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
+               uint16_t *c, int64_t block, Pieces pieces, float *scratch,
+               uint64_t scratchBytes) {
+  const GemmShape &s = g.gemm;
+  float *cf = pieces.take(s.m * s.n);
+  float *af = pieces.take(block * s.m);
+  float *bf = pieces.take(block * s.n);
+  for (int64_t i = 0; i < g.count; ++i) {
+    for (int64_t p0 = 0; p0 < s.k; p0 += block) {
+      int64_t depth = std::min(block, s.k - p0);
+      widen(a + i * g.strideA + p0 * s.lda, af, depth * s.m);
+      widen(b + i * g.strideB + p0 * s.ldb, bf, depth * s.n);
+      gemm<float>(true, false, s.m, s.n, depth, 1.0f, af, s.m, bf, s.n,
+                  p0 == 0 ? 0.0f : 1.0f, cf, s.n, scratch, scratchBytes);
+    }
+    if (s.k == 0)
+      std::fill(cf, cf + s.m * s.n, 0.0f);
+    narrow(cf, c + i * g.strideC, s.m * s.n);
+  }
+}
+
+/// An elementwise op `block` rows of its result at a time; an operand
+/// broadcast along the rows is read whole (converted once).
+void rows(const KernelCall &call, int64_t block, Pieces pieces, float *scratch,
+          uint64_t scratchElements) {
+  const Shape &y = call.outputs[0].shape;
+  int64_t total = y[0];
+  int64_t rowElements = call.outputs[0].numElements / total;
+  std::vector<TensorRef> ins(call.inputs, call.inputs + call.numInputs),
+      outs(call.outputs, call.outputs + call.numOutputs);
+  // Per tensor: its piece (a bf16 row-shaped tensor) or null.
+  std::vector<float *> inPiece(ins.size(), nullptr),
+      outPiece(outs.size(), nullptr);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    bool rowShaped = call.inputs[i].shape == y;
+    if (call.inputs[i].dtype != DType::BF16)
+      continue;
+    if (rowShaped) {
+      inPiece[i] = pieces.take(block * rowElements);
+    } else { // broadcast along the rows: whole, once
+      float *whole = pieces.take(call.inputs[i].numElements);
+      widen(call.inputs[i].as<const uint16_t>(), whole,
+            call.inputs[i].numElements);
+      ins[i].data = whole;
+      ins[i].dtype = DType::F32;
+    }
+  }
+  for (size_t o = 0; o < outs.size(); ++o)
+    if (call.outputs[o].dtype == DType::BF16)
+      outPiece[o] = pieces.take(block * rowElements);
+  for (int64_t r0 = 0; r0 < total; r0 += block) {
+    int64_t count = std::min(block, total - r0);
+    int64_t offset = r0 * rowElements, n = count * rowElements;
+    auto piece = [&](TensorRef &t, const TensorRef &full, float *copy) {
+      t.shape = full.shape;
+      t.shape[0] = count;
+      t.numElements = n;
+      if (copy) {
+        t.data = copy;
+        t.dtype = DType::F32;
+      } else {
+        t.data = full.as<float>() + offset;
+      }
+    };
+    for (size_t i = 0; i < ins.size(); ++i)
+      if (call.inputs[i].shape == y) {
+        piece(ins[i], call.inputs[i], inPiece[i]);
+        if (inPiece[i])
+          widen(call.inputs[i].as<const uint16_t>() + offset, inPiece[i], n);
+      }
+    for (size_t o = 0; o < outs.size(); ++o)
+      piece(outs[o], call.outputs[o], outPiece[o]);
+    KernelCall part = call;
+    part.inputs = ins.data();
+    part.outputs = outs.data();
+    runKernel<float>(part, scratch, scratchElements);
+    for (size_t o = 0; o < outs.size(); ++o)
+      if (outPiece[o])
+        narrow(outPiece[o], call.outputs[o].as<uint16_t>() + offset, n);
+  }
+}
+
+/// Every bf16 tensor copied whole.
+void whole(const KernelCall &call, Pieces pieces, float *scratch,
+           uint64_t scratchElements) {
+  std::vector<TensorRef> ins(call.inputs, call.inputs + call.numInputs),
+      outs(call.outputs, call.outputs + call.numOutputs);
+  for (TensorRef &t : ins)
+    if (t.dtype == DType::BF16) {
+      float *copy = pieces.take(t.numElements);
+      widen(t.as<const uint16_t>(), copy, t.numElements);
+      t.data = copy;
+      t.dtype = DType::F32;
+    }
+  for (TensorRef &t : outs)
+    if (t.dtype == DType::BF16) {
+      t.data = pieces.take(t.numElements);
+      t.dtype = DType::F32;
+    }
+  KernelCall staged = call;
+  staged.inputs = ins.data();
+  staged.outputs = outs.data();
+  runKernel<float>(staged, scratch, scratchElements);
+  for (int o = 0; o < call.numOutputs; ++o)
+    if (call.outputs[o].dtype == DType::BF16)
+      narrow(outs[size_t(o)].as<const float>(), call.outputs[o].as<uint16_t>(),
+             call.outputs[o].numElements);
+}
+
+} // namespace
+
+void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
+                      char *copies, float *scratch, uint64_t scratchElements) {
+  Pieces pieces{copies};
+  switch (staging.kind) {
+  case Bf16Staging::Kind::GemmRows:
+  case Bf16Staging::Kind::GemmDepth: {
+    MatmulGemms g =
+        matmulGemms(*call.attrs, call.inputs[0].shape, call.inputs[1].shape);
+    auto run =
+        staging.kind == Bf16Staging::Kind::GemmRows ? gemmRows : gemmDepth;
+    run(g, call.inputs[0].as<const uint16_t>(),
+        call.inputs[1].as<const uint16_t>(), call.outputs[0].as<uint16_t>(),
+        staging.block, pieces, scratch, scratchElements * sizeof(float));
+    return;
+  }
+  case Bf16Staging::Kind::Rows:
+    return rows(call, staging.block, pieces, scratch, scratchElements);
+  case Bf16Staging::Kind::Whole:
+    return whole(call, pieces, scratch, scratchElements);
+  case Bf16Staging::Kind::None:
+    return;
+  }
+}
+
+} // namespace remat::runtime::cpu

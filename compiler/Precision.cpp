@@ -17,8 +17,6 @@ bool computesInBf16(const ModelGraph &graph, const Op &op,
   std::optional<ops::OpKind> kind = ops::parseOpKind(op.kind);
   ops::Autocast rule =
       kind ? ops::opInfo(*kind).autocast : ops::Autocast::Float32;
-  if (kind && ops::opInfo(*kind).updatesState)
-    rule = ops::Autocast::Float32;
   // A parameter added to a GEMM's or convolution's result: nn.Linear's and
   // nn.Conv2d's bias, which autocast adds inside the bf16 op.
   if (rule == ops::Autocast::BiasAdd && op.operands.size() == 2 &&
@@ -28,7 +26,7 @@ bool computesInBf16(const ModelGraph &graph, const Op &op,
     return true;
   if (rule == ops::Autocast::Bf16)
     return true;
-  if (rule == ops::Autocast::Float32)
+  if (rule == ops::Autocast::Float32 || rule == ops::Autocast::Float32Compute)
     return false;
   bool anyFloat = false;
   for (int v : op.operands) {
@@ -85,8 +83,12 @@ ModelGraph withBf16Compute(ModelGraph graph) {
     std::optional<ops::OpKind> kind = ops::parseOpKind(op.kind);
     std::string want = computesInBf16(graph, op, producers) ? "bf16" : "f32";
     // A float32 op whose kernel reads bf16 itself (the loss on bf16
-    // logits) computes in float32 without a float32 copy of them.
-    bool readsBf16 = want == "f32" && kind && ops::opInfo(*kind).bf16Native;
+    // logits), and normalization (float32 arithmetic on a bf16 x, its
+    // result bf16), take their bf16 operands as they are.
+    bool readsBf16 =
+        want == "f32" && kind &&
+        (ops::opInfo(*kind).bf16Native ||
+         ops::opInfo(*kind).autocast == ops::Autocast::Float32Compute);
     for (int &v : op.operands)
       if (isFloatDType(graph.values[size_t(v)].type.dtype) &&
           !(readsBf16 && graph.values[size_t(v)].type.dtype == "bf16"))

@@ -16,7 +16,7 @@ include "ir/GraphOpBase.td"
 
 def Graph_LayerNormOp : Graph_ForwardOp<"layer_norm", [OwnFlops]> {
   let kernelFamily = "LayerNorm";
-  let autocast = "Float32";
+  let autocast = "Float32Compute";
   let shapeRule = "Normalize";
   let summary = "layer normalization over the last dimension";
   let description = [{
@@ -77,7 +77,7 @@ def Graph_LayerNormGradOp : Graph_Op<"layer_norm_grad", [OwnFlops]> {
 
 def Graph_BatchNormOp : Graph_ForwardOp<"batch_norm", [OwnFlops]> {
   let kernelFamily = "BatchNorm";
-  let autocast = "Float32";
+  let autocast = "Float32Compute";
   let shapeRule = "ChannelNormalize";
   let summary = "batch normalization with batch statistics (training mode)";
   let description = [{
@@ -135,7 +135,7 @@ def Graph_BatchNormGradOp : Graph_Op<"batch_norm_grad", [OwnFlops]> {
 class Graph_RunningStatUpdateOp<string mnemonic, string statistic>
     : Graph_Op<mnemonic, [OwnFlops]> {
   let kernelFamily = "RunningStatUpdate";
-  let autocast = "Float32";
+  let autocast = "Float32Compute";
   let shapeRule = "RunningStat";
   let updatesState = 1;
   let summary = "updates a running " # statistic # " of batch_norm";

@@ -82,9 +82,11 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
   // The op's compute type under --precision bf16 (compiler/Precision.h,
   // docs/precision.md): "Promote" (bf16 when every float operand is bf16,
   // else float32), "Bf16" (autocast's lower-precision ops: GEMMs and
-  // convolutions), "Float32" (autocast's float32 ops: norms, softmax,
-  // losses, sums), or "BiasAdd" (bf16 for a parameter added to a Bf16
-  // op's result, as nn.Linear's bias; else as Promote).
+  // convolutions), "Float32" (autocast's float32 ops: softmax, losses,
+  // sums; float32 operands), "Float32Compute" (normalization: float32
+  // arithmetic on its operands as they are, a bf16 x giving a bf16
+  // result, its parameters float32), or "BiasAdd" (bf16 for a parameter
+  // added to a Bf16 op's result, as nn.Linear's bias; else as Promote).
   string autocast = "Promote";
   // Whether the cpu backend's kernels read and write bf16 elements
   // themselves: moves and conversions, and cross_entropy and its gradient,

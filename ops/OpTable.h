@@ -68,7 +68,10 @@ enum class AttrType { Bool, F32, I64, I64Array };
 enum class Autocast {
   Promote, ///< bf16 when every float operand is bf16, else float32
   Bf16,    ///< GEMMs and convolutions
-  Float32, ///< norms, softmax, losses, sums
+  Float32, ///< softmax, losses, sums: float32 operands
+  /// normalization: computes in float32 on its operands as they are (bf16
+  /// x, float32 parameters), its result of x's type
+  Float32Compute,
   BiasAdd, ///< bf16 for a parameter added to a Bf16 op's result
 };
 

@@ -192,15 +192,17 @@ std::vector<Expected> TensorRule::normalize(bool grad) {
   expectRankAtLeast(0, 1);
   const TensorType &x = in(0);
   Shape d = {x.shape.back()};
-  expectDType(1, x.dtype);
+  // bf16 x (--precision bf16) takes float32 gamma and beta.
+  DType params = x.dtype == DType::BF16 ? DType::F32 : x.dtype;
+  expectDType(1, params);
   expectShape(1, d, "[D], D the last dim of " + inLabel(0));
-  expectDType(2, x.dtype);
+  expectDType(2, grad ? x.dtype : params);
   if (!grad) {
     expectShape(2, d, "[D], D the last dim of " + inLabel(0));
     return {{x, ""}};
   }
   expectShape(2, x.shape, "like " + inLabel(0));
-  return {{x, ""}, {{x.dtype, d}, "[D]"}, {{x.dtype, d}, "[D]"}};
+  return {{x, ""}, {{params, d}, "[D]"}, {{params, d}, "[D]"}};
 }
 
 /// table [V, D] (float), indices [...] (i32|i64) -> [..., D].

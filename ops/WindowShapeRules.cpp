@@ -254,15 +254,17 @@ std::vector<Expected> WindowRule::channelNormalize(bool grad) {
   const TensorType &x = in(0);
   Shape c = {x.shape[1]};
   std::string why = "[C], C dim 1 of " + inLabel(0);
-  expectDType(1, x.dtype);
+  // bf16 x (--precision bf16) takes float32 gamma and beta.
+  DType params = x.dtype == DType::BF16 ? DType::F32 : x.dtype;
+  expectDType(1, params);
   expectShape(1, c, why);
-  expectDType(2, x.dtype);
+  expectDType(2, grad ? x.dtype : params);
   if (!grad) {
     expectShape(2, c, why);
     return {{x, ""}};
   }
   expectShape(2, x.shape, "like " + inLabel(0));
-  return {{x, ""}, {{x.dtype, c}, "[C]"}, {{x.dtype, c}, "[C]"}};
+  return {{x, ""}, {{params, c}, "[C]"}, {{params, c}, "[C]"}};
 }
 
 /// x -> y with y.shape[d] = x.shape[d]·scales[d]; the gradient divides.
@@ -310,7 +312,9 @@ std::vector<Expected> WindowRule::resizeLinear() {
 /// running [C], x [N, C, ...] -> running' [C].
 std::vector<Expected> WindowRule::runningStat() {
   expectFloat(0);
-  expectDType(1, in(0).dtype);
+  // A float32 statistic may follow a bf16 x (--precision bf16).
+  if (!(in(0).dtype == DType::F32 && in(1).dtype == DType::BF16))
+    expectDType(1, in(0).dtype);
   expectRankAtLeast(1, 2);
   expectShape(0, {in(1).shape[1]}, "[C], C dim 1 of " + inLabel(1));
   const Shape &x = in(1).shape;

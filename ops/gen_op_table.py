@@ -130,9 +130,10 @@ def generate(records):
         if not family or not rule:
             fail(f"{rec_name}: set kernelFamily and shapeRule")
         autocast = r.get("autocast")
-        if autocast not in ("Promote", "Bf16", "Float32", "BiasAdd"):
+        if autocast not in ("Promote", "Bf16", "Float32", "Float32Compute",
+                            "BiasAdd"):
             fail(f"{rec_name}: autocast '{autocast}' is not Promote, Bf16, "
-                 "Float32 or BiasAdd")
+                 "Float32, Float32Compute or BiasAdd")
         operands, attrs = [], []
         for arg, arg_name in r["arguments"]["args"]:
             d = records[arg["def"]]

@@ -108,6 +108,34 @@ std::string formatExplanation(const Plan &plan, const PlanExplanation &ex,
       os << "  " << padRight(it.key(), width) << "  "
          << formatReportValue(it.key(), it.value()) << "\n";
   }
+  // --precision bf16's conversions (docs/precision.md): how many, and
+  // which values float32 ops read from bf16 ones.
+  int64_t toBf16 = 0, recomputed = 0;
+  std::vector<std::string> toF32;
+  for (const StepDesc &step : plan.steps) {
+    if (step.op != "convert" || step.inputs.empty() || step.outputs.empty())
+      continue;
+    recomputed += step.recompute;
+    if (step.recompute)
+      continue;
+    if (plan.buffers[size_t(step.outputs[0])].dtype == DType::BF16)
+      ++toBf16;
+    else
+      toF32.push_back(plan.buffers[size_t(step.inputs[0])].name);
+  }
+  if (toBf16 + int64_t(toF32.size()) > 0) {
+    os << "conversions: " << toBf16 << " to bf16 (operands of bf16 ops), "
+       << toF32.size() << " to f32 (operands of float32 ops), " << recomputed
+       << " recomputed\n";
+    if (!toF32.empty()) {
+      os << "  float32 ops read bf16 values through conversions of:";
+      for (size_t i = 0; i < toF32.size() && i < 8; ++i)
+        os << (i ? ", " : " ") << toF32[i];
+      if (toF32.size() > 8)
+        os << ", ... (" << toF32.size() - 8 << " more)";
+      os << "\n";
+    }
+  }
   if (ex.peakStep >= 0)
     os << "live bytes (first write to last read): peak "
        << bytesWithExact(ex.peakLiveBytes) << " at "

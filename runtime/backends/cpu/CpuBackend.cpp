@@ -180,19 +180,22 @@ bool CpuBackend::runStaged(const KernelCall &call) {
     throw std::logic_error(std::string("cpu step '") + opName(call.op) +
                            "' has no room for the float copies of its bf16 "
                            "tensors");
-  ++runs;
-  lastStep = SIZE_MAX; // (no batch-norm moments are shared across it)
+  noteStep(call.stepIndex);
   cpu::runOnFloatCopies(call, staging, reinterpret_cast<char *>(start),
                         reinterpret_cast<float *>(scratch),
                         uint64_t(start - base) / sizeof(float));
   return true;
 }
 
-template <typename T> void CpuBackend::runAs(const KernelCall &call) {
+void CpuBackend::noteStep(size_t step) {
   ++runs;
-  if (lastStep == SIZE_MAX || call.stepIndex != lastStep + 1)
+  if (lastStep == SIZE_MAX || step != lastStep + 1)
     sequenceStart = runs;
-  lastStep = call.stepIndex;
+  lastStep = step;
+}
+
+template <typename T> void CpuBackend::runAs(const KernelCall &call) {
+  noteStep(call.stepIndex);
   int slot =
       call.stepIndex < moments.slot.size() ? moments.slot[call.stepIndex] : -1;
   if (slot >= 0) {

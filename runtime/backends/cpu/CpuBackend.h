@@ -68,6 +68,9 @@ private:
   /// where it has any its kernel does not read itself; false (nothing
   /// done) otherwise.
   bool runStaged(const KernelCall &call);
+  /// Counts a run of step `step` in the sequence of consecutive steps that
+  /// batch-norm moments are shared within.
+  void noteStep(size_t step);
   /// The scratch of step `step`: its gap in the arena, or the workspace.
   std::pair<char *, uint64_t> stepScratch(size_t step);
   /// Batch-norm moments shared between steps (SharedMoments.h): the

@@ -31,9 +31,9 @@ const std::string &dtypeOf(const ModelGraph &g, int value) {
 
 } // namespace
 
-TEST_CASE("bf16: GEMMs and their bias adds compute in bf16, norms, softmax "
-          "and the loss in float32, every operand of another type through "
-          "one conversion",
+TEST_CASE("bf16: GEMMs and their bias adds compute in bf16, norms and the "
+          "loss in float32, every operand of another type through one "
+          "conversion",
           "[compiler]") {
   ModelGraph f32 = gpt2Tiny();
   ModelGraph bf16 = withBf16Compute(f32);
@@ -56,9 +56,15 @@ TEST_CASE("bf16: GEMMs and their bias adds compute in bf16, norms, softmax "
       for (int v : op.operands)
         CHECK(dtypeOf(bf16, v) == "bf16");
     }
-    if (op.kind == "layer_norm" || op.kind == "cross_entropy") {
+    // layer_norm reads the float32 residual stream; the loss reads the
+    // bf16 logits as they are and is float32.
+    if (op.kind == "layer_norm") {
       CHECK(result == "f32");
       CHECK(dtypeOf(bf16, op.operands[0]) == "f32");
+    }
+    if (op.kind == "cross_entropy") {
+      CHECK(result == "f32");
+      CHECK(dtypeOf(bf16, op.operands[0]) == "bf16");
     }
     // A bias add after a GEMM stays bf16; the residual add (a float32
     // stream plus a bf16 branch) is float32.
@@ -86,4 +92,37 @@ TEST_CASE("bf16: GEMMs and their bias adds compute in bf16, norms, softmax "
   // by the embedding.
   int wte = bf16.findValue("wte");
   CHECK(conversions.count({wte, "bf16"}) == 1);
+}
+
+TEST_CASE("bf16: batch norm after a convolution reads its bf16 output and "
+          "gives a bf16 result, with float32 parameters and statistics",
+          "[compiler]") {
+  std::ifstream in(std::string(REMAT_SOURCE_DIR) +
+                   "/tests/e2e/models/norm.json");
+  REQUIRE(in);
+  std::stringstream s;
+  s << in.rdbuf();
+  ModelGraph bf16 = withBf16Compute(loadModel(s.str(), "norm.json"));
+  int norms = 0, bf16Norms = 0;
+  for (const Op &op : bf16.ops) {
+    INFO(op.where());
+    if (op.kind != "batch_norm" && op.kind != "running_mean_update" &&
+        op.kind != "running_var_update")
+      continue;
+    ++norms;
+    for (int v : op.operands) {
+      const Value &operand = bf16.values[size_t(v)];
+      // Parameters and running statistics stay float32, unconverted.
+      if (operand.kind != ValueKind::Op)
+        CHECK(operand.type.dtype == "f32");
+    }
+    if (op.kind == "batch_norm") {
+      const std::string &x = dtypeOf(bf16, op.operands[0]);
+      CHECK(dtypeOf(bf16, op.result) == x);
+      bf16Norms += x == "bf16";
+    }
+  }
+  CHECK(norms > 0);
+  // The first batch norm reads a matmul's output.
+  CHECK(bf16Norms > 0);
 }

@@ -56,23 +56,15 @@ def gpt2(remat, work):
 
 
 def resnet18(remat, work):
-    try:
-        import numpy as np
-        import export_onnx
-        model = os.path.join(work, "resnet18.onnx")
-        export_onnx.export("resnet18", model, batch=4, classes=10, side=32)
-    except ImportError as e:
-        print(f"SKIP: {e}")
+    sys.path.insert(0, HERE)
+    from onnx_cli import resnet18_batches
+    setup = resnet18_batches(work)
+    if setup is None:
         return SKIP
-    rng = np.random.default_rng(7)
-    x = rng.standard_normal((16, 3, 32, 32)).astype(np.float32)
-    labels = rng.integers(0, 10, size=16).astype(np.int64)
-    np.save(os.path.join(work, "x.npy"), x)
-    np.save(os.path.join(work, "labels.npy"), labels)
+    model, data = setup
     losses = train(remat, work, "resnet18", model, "--precision", "bf16",
                    "--steps", "300", "--optimizer", "adamw", "--lr", "0.001",
-                   "--data", "x=" + os.path.join(work, "x.npy"),
-                   "--data", "labels=" + os.path.join(work, "labels.npy"))
+                   *data)
     first, last = sum(losses[:4]) / 4, sum(losses[-4:]) / 4
     print(f"bf16 resnet18: loss {first:.4f} over the first pass of the 4 "
           f"batches, {last:.4f} over the last")

@@ -431,10 +431,10 @@ def lm_train_falls(remat, work):
     return expect_loss_halves(r, log, start=1, end=10)
 
 
-def resnet18_train_falls(remat, work):
-    """torchvision's resnet18 (BatchNorm in training mode) on 32 x 32
-    images: 4 fixed batches of 4 random images with random labels, fed with
-    --data and cycled; 200 steps of adamw memorize them."""
+def resnet18_batches(work):
+    """torchvision's resnet18 exported at batch 4, 32 x 32, and 4 batches of
+    random images and labels to cycle: (model path, --data arguments), or
+    None (having said SKIP) without torchvision."""
     import numpy as np
     import export_onnx
     model = os.path.join(work, "resnet18.onnx")
@@ -442,17 +442,43 @@ def resnet18_train_falls(remat, work):
         export_onnx.export("resnet18", model, batch=4, classes=10, side=32)
     except ImportError as e:
         print(f"SKIP: {e}")
-        return SKIP
+        return None
     rng = np.random.default_rng(7)
     x = rng.standard_normal((16, 3, 32, 32)).astype(np.float32)
     labels = rng.integers(0, 10, size=16).astype(np.int64)
     np.save(os.path.join(work, "x.npy"), x)
     np.save(os.path.join(work, "labels.npy"), labels)
+    return model, ["--data", "x=" + os.path.join(work, "x.npy"),
+                   "--data", "labels=" + os.path.join(work, "labels.npy")]
+
+
+def missing_support(remat):
+    """SKIP (having said why) without PyTorch, export_onnx or ONNX support
+    in this remat; else None."""
+    try:
+        import torch  # noqa: F401
+        import export_onnx  # noqa: F401
+    except ImportError as e:
+        print(f"SKIP: {e}")
+        return SKIP
+    r = run(remat, "compile", "missing.onnx")
+    if "no ONNX support" in r.stderr:
+        print("SKIP: " + r.stderr.strip())
+        return SKIP
+    return None
+
+
+def resnet18_train_falls(remat, work):
+    """torchvision's resnet18 (BatchNorm in training mode) on 32 x 32
+    images: 4 fixed batches of 4 random images with random labels, fed with
+    --data and cycled; 200 steps of adamw memorize them."""
+    setup = resnet18_batches(work)
+    if setup is None:
+        return SKIP
+    model, data = setup
     log = os.path.join(work, "log.jsonl")
     r = run(remat, "train", model, "--steps", "200", "--optimizer", "adamw",
-            "--lr", "0.001", "--data", "x=" + os.path.join(work, "x.npy"),
-            "--data", "labels=" + os.path.join(work, "labels.npy"),
-            "--log", log)
+            "--lr", "0.001", *data, "--log", log)
     # One pass over the 4 batches at the start and at the end.
     return expect_loss_halves(r, log, start=4, end=4)
 
@@ -713,15 +739,7 @@ def main():
     if len(sys.argv) != 3 or sys.argv[2] not in CHECKS:
         raise SystemExit(__doc__)
     remat, check = sys.argv[1], sys.argv[2]
-    try:
-        import torch  # noqa: F401
-        import export_onnx  # noqa: F401
-    except ImportError as e:
-        print(f"SKIP: {e}")
-        return SKIP
-    r = run(remat, "compile", "missing.onnx")
-    if "no ONNX support" in r.stderr:
-        print("SKIP: " + r.stderr.strip())
+    if missing_support(remat):
         return SKIP
     with tempfile.TemporaryDirectory(prefix="remat-onnx-cli-") as work:
         return CHECKS[check](remat, work)

@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 sys.path.insert(0, HERE)
-from onnx_cli import SKIP, expect, run  # noqa: E402
+from onnx_cli import SKIP, expect, missing_support, run  # noqa: E402
 
 
 def half_initializers(remat, work):
@@ -117,15 +117,7 @@ def main():
     if len(sys.argv) != 2:
         raise SystemExit(__doc__)
     remat = sys.argv[1]
-    try:
-        import torch  # noqa: F401
-        import export_onnx  # noqa: F401
-    except ImportError as e:
-        print(f"SKIP: {e}")
-        return SKIP
-    r = run(remat, "compile", "missing.onnx")
-    if "no ONNX support" in r.stderr:
-        print("SKIP: " + r.stderr.strip())
+    if missing_support(remat):
         return SKIP
     with tempfile.TemporaryDirectory(prefix="remat-onnx-half-") as work:
         return half_initializers(remat, work)

@@ -126,8 +126,11 @@ Entry *lookup(Cache &c, const GemmShape &g) {
     return nullptr;
   }
   e.scratchpadBytes = e.pd.scratchpad_desc().get_size();
-  e.usable = true;
-  return &e;
+  // Only implementations that need no scratchpad (gemm:jit on AVX2 needs
+  // none): one that does would make a plan's bytes depend on the CPU
+  // it was compiled on (DnnlMatmul.h).
+  e.usable = e.scratchpadBytes <= kMaxGemmScratchpadBytes;
+  return e.usable ? &e : nullptr;
 }
 
 } // namespace

@@ -9,12 +9,16 @@
 // on first use and kept for the process; each uses a user-provided
 // scratchpad, so oneDNN allocates nothing per call. The compiler asks the
 // same functions how much scratchpad each op's GEMMs need and reserves it
-// in the step's workspace (CpuWorkspace.h), as it does for convolutions.
+// in the step's workspace (CpuWorkspace.h), as it does for convolutions;
+// oneDNN runs only the GEMMs whose implementation needs at most
+// kMaxGemmScratchpadBytes (none), so that a plan's bytes stay those of
+// every CPU it may be compiled on.
 //
 // Without oneDNN, with REMAT_CPU_GEMM=blas, or for a GEMM oneDNN refuses or
 // whose scratchpad does not fit the scratch the kernel passes (im2col
-// convolutions pass none), gemm() (Gemm.h) runs on OpenBLAS instead. Which one runs depends on the shape
-// and the scratch the plan reserves for it, never on the budget.
+// convolutions pass none), gemm() (Gemm.h) runs on OpenBLAS instead. Which one
+// runs depends on the shape and the scratch the plan reserves for it, never on
+// the budget.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_DNNLMATMUL_H
@@ -32,6 +36,11 @@ struct GemmShape {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   float alpha = 1, beta = 0;
 };
+
+/// The largest scratchpad a GEMM oneDNN runs may need; a GEMM whose
+/// implementation needs more (brgemm's packing buffers on some CPUs) runs
+/// on OpenBLAS.
+inline constexpr uint64_t kMaxGemmScratchpadBytes = 0;
 
 /// The alignment gemm() (Gemm.h) gives oneDNN's scratchpad within the
 /// scratch a kernel passes, which therefore holds this much more.

@@ -159,6 +159,13 @@ void CpuBackend::runStep(const KernelCall &call) {
 }
 
 bool CpuBackend::runStaged(const KernelCall &call) {
+  bool bf16 = false;
+  for (int i = 0; i < call.numInputs; ++i)
+    bf16 |= call.inputs[i].dtype == DType::BF16;
+  for (int i = 0; i < call.numOutputs; ++i)
+    bf16 |= call.outputs[i].dtype == DType::BF16;
+  if (!bf16) // (float32 plans: no copies, nothing to look up)
+    return false;
   std::vector<ops::TensorType> ins, outs;
   for (int i = 0; i < call.numInputs; ++i)
     ins.push_back({call.inputs[i].dtype, call.inputs[i].shape});

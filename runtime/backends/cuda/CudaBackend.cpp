@@ -158,7 +158,8 @@ void CudaBackend::checkSupport(const LoadedPlan &plan) const {
     DType d = p.buffers[i].dtype;
     if (d == DType::F16 || d == DType::F64)
       throw PlanError(plan.bufferPlace(i) + ": dtype " + dtypeName(d) +
-                      " is not supported by the cuda backend (f32 only)");
+                      " is not supported by the cuda backend (f32 and bf16 "
+                      "only)");
     // Offsets are multiples of the alignment only: below the element size
     // a buffer may start inside an element, which a GPU load faults on.
     if (p.alignment < dtypeSize(d))
@@ -173,23 +174,6 @@ void CudaBackend::checkSupport(const LoadedPlan &plan) const {
                       std::to_string(p.buffers[i].shape.size()) +
                       " exceeds the cuda backend's limit of " +
                       std::to_string(cuda::kMaxRank));
-  }
-  // bf16 tensors only through the moves and the conversion, whose kernels
-  // read and write them (a --precision bf16 training plan is refused at its
-  // first bf16 GEMM or elementwise op).
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const ops::OpInfo &info = ops::opInfo(plan.steps[i].op);
-    bool moves = info.bf16Native &&
-                 info.shapeRule != ops::ShapeRule::ClassLoss &&
-                 info.shapeRule != ops::ShapeRule::ClassLossGrad;
-    for (const auto *list : {&p.steps[i].inputs, &p.steps[i].outputs})
-      for (int64_t b : *list)
-        if (p.buffers[size_t(b)].dtype == DType::BF16 && !moves)
-          throw PlanError(plan.stepPlace(i) + ": bf16 buffer '" +
-                          p.buffers[size_t(b)].name +
-                          "': the cuda backend computes in f32 and moves or "
-                          "converts bf16 tensors only (--precision bf16 runs "
-                          "on the cpu backend)");
   }
   // One block per row: past grid.x's 2^31 - 1 blocks a launch would fail
   // (or, cast to unsigned, cover too few rows).

@@ -24,8 +24,20 @@ namespace cuda {
 
 inline uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-/// Runs the kernel family of the call's op (the op table's kernelFamily).
+/// Runs the kernel family of the call's op (the op table's kernelFamily),
+/// on float copies of its bf16 tensors where its kernel does not read them
+/// (CudaBf16.cpp).
 void dispatch(const KernelCall &call, const DeviceContext &ctx);
+
+/// Whether `call` has bf16 tensors that its kernel does not read itself
+/// (every op but reshape, transpose, convert and an all-bf16 matmul).
+bool needsFloatCopies(const KernelCall &call);
+/// Runs `call` on float copies of its bf16 tensors at the front of
+/// ctx.scratch (floatCopyBytes of them), its kernel on the rest.
+void runOnFloatCopies(const KernelCall &call, const DeviceContext &ctx);
+/// The scratch bytes those copies take (0 when needsFloatCopies is false).
+uint64_t floatCopyBytes(OpKind op, const std::vector<TensorType> &inputs,
+                        const std::vector<TensorType> &outputs);
 
 /// What a replayed step must match in the captured graph.
 struct StepSignature {

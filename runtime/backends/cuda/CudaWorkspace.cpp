@@ -50,7 +50,8 @@ uint64_t cublasWorkspaceFor(const LoadedPlan &plan) {
       256);
 }
 
-/// The kernel scratch of the plan: the largest single step's need. With
+/// The kernel scratch of the plan: the largest single step's need, its
+/// kernel's and the float copies of its bf16 tensors (CudaBf16.cpp). With
 /// `minimum`, attention counts one (batch, head) slice only (it works in
 /// chunks of what the scratch holds): the least the plan can run with.
 uint64_t scratchFor(const LoadedPlan &plan, bool minimum = false) {
@@ -58,19 +59,18 @@ uint64_t scratchFor(const LoadedPlan &plan, bool minimum = false) {
   const Plan &p = plan.plan;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     OpKind op = plan.steps[i].op;
-    if (minimum && (op == OpKind::Attention || op == OpKind::AttentionGrad)) {
-      most = std::max(most, cuda::attentionSliceBytes(
-                                op, p.buffers[size_t(p.steps[i].inputs[0])]
-                                        .shape));
-      continue;
-    }
     std::vector<TensorType> ins, outs;
     for (int64_t b : p.steps[i].inputs)
       ins.push_back({p.buffers[size_t(b)].dtype, p.buffers[size_t(b)].shape});
     for (int64_t b : p.steps[i].outputs)
       outs.push_back({p.buffers[size_t(b)].dtype, p.buffers[size_t(b)].shape});
-    most = std::max(most, cuda::scratchBytesFor(op, plan.steps[i].attrs, ins,
-                                                outs));
+    uint64_t kernel =
+        minimum && (op == OpKind::Attention || op == OpKind::AttentionGrad)
+            ? cuda::attentionSliceBytes(op, ins[0].shape)
+            : cuda::scratchBytesFor(op, plan.steps[i].attrs, ins, outs);
+    // Float copies of bf16 tensors come first (CudaBf16.cpp).
+    most = std::max(most,
+                    alignUp(kernel, 256) + cuda::floatCopyBytes(op, ins, outs));
   }
   return alignUp(most, 256);
 }

@@ -107,6 +107,13 @@ void gemmRowMajor(const DeviceContext &ctx, bool transA, bool transB, int64_t m,
                   int64_t lda, int64_t strideA, const float *b, int64_t ldb,
                   int64_t strideB, float beta, float *c, int64_t ldc,
                   int64_t strideC, int64_t batch);
+/// gemmRowMajor on f32 operands, or with `bf16` on bf16 A, B and C (float
+/// compute, cuBLAS's GemmEx).
+void gemmRowMajorOf(const DeviceContext &ctx, bool bf16, bool transA,
+                    bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                    const void *a, int64_t lda, int64_t strideA, const void *b,
+                    int64_t ldb, int64_t strideB, float beta, void *c,
+                    int64_t ldc, int64_t strideC, int64_t batch);
 
 /// *out = float(sum of `count` doubles at `values` / divisor): one block,
 /// fixed order (deterministic).

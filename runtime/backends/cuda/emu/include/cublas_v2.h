@@ -2,7 +2,10 @@
 //
 // The cuBLAS calls the CUDA backend makes, on the CPU: a strided batched
 // SGEMM in column-major order (float products summed in float, in index
-// order), run in stream order like a kernel. The math mode is recorded;
+// order), run in stream order like a kernel, and its Ex form on bf16
+// operands and result with float compute (the bf16 values widened exactly,
+// summed in float in the same order, the sum rounded to bf16 to nearest,
+// ties to even). The math mode is recorded;
 // CUBLAS_TF32_TENSOR_OP_MATH rounds the inputs to TF32 (10-bit mantissa,
 // round to nearest) as tensor cores read them. Arguments are checked as
 // cuBLAS documents (CUBLAS_STATUS_INVALID_VALUE).
@@ -30,6 +33,11 @@ enum cublasMath_t {
   CUBLAS_TF32_TENSOR_OP_MATH = 3,
 };
 
+/// library_types.h's element types, those the emulator's GemmEx takes.
+enum cudaDataType { CUDA_R_32F = 0, CUDA_R_16BF = 14 };
+enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68 };
+enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
+
 namespace cudaemu {
 struct Cublas;
 }
@@ -48,5 +56,15 @@ cublasStatus_t cublasSgemmStridedBatched(
     int m, int n, int k, const float *alpha, const float *a, int lda,
     long long strideA, const float *b, int ldb, long long strideB,
     const float *beta, float *c, int ldc, long long strideC, int batchCount);
+
+/// A, B and C each CUDA_R_32F or CUDA_R_16BF, computeType CUBLAS_COMPUTE_32F
+/// (alpha and beta are floats), any algo.
+cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t handle, cublasOperation_t transA, cublasOperation_t transB,
+    int m, int n, int k, const void *alpha, const void *a, cudaDataType aType,
+    int lda, long long strideA, const void *b, cudaDataType bType, int ldb,
+    long long strideB, const void *beta, void *c, cudaDataType cType, int ldc,
+    long long strideC, int batchCount, cublasComputeType_t computeType,
+    cublasGemmAlgo_t algo);
 
 #endif // REMAT_CUDA_EMU_CUBLAS_V2_H

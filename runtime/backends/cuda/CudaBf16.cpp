@@ -1,0 +1,130 @@
+//===- CudaBf16.cpp - bf16 operands on the CUDA backend -------------------===//
+//
+// Under --precision bf16 (docs/precision.md) the CUDA backend reads and
+// writes bf16 tensors itself in the moves (reshape, transpose), the
+// conversion and a matmul whose operands and result are all bf16 (cuBLAS's
+// GemmEx: bf16 inputs, float compute, the result rounded to bf16). Every
+// other op with a bf16 operand or result runs its float kernel on float
+// copies of them in the kernel scratch: each bf16 input widened (exactly)
+// before the launch, each bf16 result rounded back (to nearest, ties to
+// even) after it, as the cpu backend's staging does (cpu/Bf16Staging.h).
+// The copies take the front of the scratch; the kernel gets the rest.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/backends/cuda/CudaBackendInternal.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace remat::runtime::cuda {
+
+namespace {
+
+/// Bytes of a float copy of `elements` bf16 values (256-aligned, as the
+/// scratch is).
+uint64_t copyBytes(int64_t elements) {
+  return alignUp(uint64_t(elements) * sizeof(float), 256);
+}
+
+/// The moves and the conversion (bf16Native in the op table; the loss,
+/// native on the cpu, is not here) and a GEMM on bf16 alone.
+bool readsBf16Itself(OpKind op, bool floatsAllBf16) {
+  const ops::OpInfo &info = ops::opInfo(op);
+  if (info.shapeRule == ops::ShapeRule::Gemm)
+    return floatsAllBf16;
+  return info.bf16Native && info.shapeRule != ops::ShapeRule::ClassLoss &&
+         info.shapeRule != ops::ShapeRule::ClassLossGrad;
+}
+
+/// Converts `from` into `to` (same shape, f32 <-> bf16) on ctx's stream.
+void convert(const TensorRef &from, const TensorRef &to,
+             const DeviceContext &ctx) {
+  KernelCall call;
+  call.inputs = &from;
+  call.numInputs = 1;
+  call.outputs = &to;
+  call.numOutputs = 1;
+  launchConvert(call, ctx);
+}
+
+} // namespace
+
+uint64_t floatCopyBytes(OpKind op, const std::vector<TensorType> &inputs,
+                        const std::vector<TensorType> &outputs) {
+  uint64_t bytes = 0;
+  bool allBf16 = true;
+  for (const auto *list : {&inputs, &outputs})
+    for (const TensorType &t : *list) {
+      if (t.dtype == DType::BF16)
+        bytes +=
+            copyBytes(int64_t(ops::checkedNumElements(t.shape).value_or(0)));
+      else if (t.dtype == DType::F32)
+        allBf16 = false;
+    }
+  return bytes == 0 || readsBf16Itself(op, allBf16) ? 0 : bytes;
+}
+
+bool needsFloatCopies(const KernelCall &call) {
+  bool any = false, allBf16 = true;
+  for (const auto &[refs, n] : {std::pair{call.inputs, call.numInputs},
+                                std::pair{call.outputs, call.numOutputs}})
+    for (int i = 0; i < n; ++i) {
+      any |= refs[i].dtype == DType::BF16;
+      allBf16 &= refs[i].dtype != DType::F32;
+    }
+  return any && !readsBf16Itself(call.op, allBf16);
+}
+
+void runOnFloatCopies(const KernelCall &call, const DeviceContext &ctx) {
+  char *next = static_cast<char *>(ctx.scratch);
+  uint64_t used = 0;
+  auto take = [&](const TensorRef &t) {
+    uint64_t bytes = copyBytes(t.numElements);
+    if (bytes > ctx.scratchBytes - used)
+      throw std::runtime_error(
+          "cuda: step " + std::to_string(call.stepIndex) + " (" +
+          std::string(opName(call.op)) + "): the kernel scratch of " +
+          std::to_string(ctx.scratchBytes) +
+          " B has no room for the float copies of its bf16 tensors");
+    TensorRef copy = t;
+    copy.data = next;
+    copy.dtype = DType::F32;
+    next += bytes;
+    used += bytes;
+    return copy;
+  };
+  std::vector<TensorRef> ins(call.inputs, call.inputs + call.numInputs),
+      outs(call.outputs, call.outputs + call.numOutputs);
+  for (TensorRef &t : ins)
+    if (t.dtype == DType::BF16) {
+      TensorRef copy = take(t);
+      convert(t, copy, ctx);
+      t = copy;
+    }
+  for (int o = 0; o < call.numOutputs; ++o) {
+    if (outs[size_t(o)].dtype != DType::BF16)
+      continue;
+    // A result written in place of an operand shares that operand's copy.
+    bool shared = false;
+    for (int i = 0; i < call.numInputs && !shared; ++i)
+      if (call.inputs[i].data == call.outputs[o].data &&
+          call.inputs[i].dtype == DType::BF16) {
+        outs[size_t(o)] = ins[size_t(i)];
+        shared = true;
+      }
+    if (!shared)
+      outs[size_t(o)] = take(outs[size_t(o)]);
+  }
+  KernelCall staged = call;
+  staged.inputs = ins.data();
+  staged.outputs = outs.data();
+  DeviceContext inner = ctx;
+  inner.scratch = next;
+  inner.scratchBytes = ctx.scratchBytes - used;
+  dispatch(staged, inner);
+  for (int o = 0; o < call.numOutputs; ++o)
+    if (call.outputs[o].dtype == DType::BF16)
+      convert(outs[size_t(o)], call.outputs[o], ctx);
+}
+
+} // namespace remat::runtime::cuda

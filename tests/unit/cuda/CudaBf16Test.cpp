@@ -1,0 +1,151 @@
+//===- CudaBf16Test.cpp - bf16 operands on the CUDA backend ---------------===//
+//
+// --precision bf16 plans on the CUDA backend (runtime/backends/cuda/
+// CudaBf16.cpp): an all-bf16 matmul through cuBLAS's GemmEx, every other op
+// on float copies of its bf16 tensors. Each case runs on the CPU backend
+// (the oracle, which widens bf16 the same way and computes in float) and
+// on the CUDA backend; the results, rounded to bf16 by both, may differ by
+// a bf16 rounding step where the float sums differ in order: normalized
+// error at most 1e-2 (bf16 keeps 8 significant bits, 2^-8 = 3.9e-3).
+//
+//===----------------------------------------------------------------------===//
+#include "CudaTestUtil.h"
+#include "OpSamples.h"
+
+#include "ops/OpTable.h"
+#include "ops/ShapeRules.h"
+
+#include <set>
+#include <string>
+
+using namespace remat::runtime;
+using namespace remat::runtime::test;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kBf16Tol = 1e-2;
+
+HostTensor asBf16(HostTensor t) {
+  if (t.dtype == DType::F32)
+    t.dtype = DType::BF16;
+  return t;
+}
+
+/// The sample with bf16 in place of f32 on every input, or with
+/// `activationsOnly` on those shaped as the first (and on every given f32
+/// result), its other results as the type rule infers them; nullopt when
+/// the rule does not take it.
+std::optional<OpCase> bf16Variant(OpKind op, const OpSample &sample,
+                                  bool activationsOnly) {
+  OpCase c{op, sample.attrs, sample.inputs, sample.outputs};
+  for (HostTensor &t : c.inputs)
+    if (!activationsOnly || t.shape == c.inputs[0].shape)
+      t = asBf16(t);
+  remat::ops::LabeledTypes ins;
+  for (const HostTensor &t : c.inputs)
+    ins.types.push_back({t.dtype, t.shape});
+  std::vector<TensorType> given = c.outputs;
+  for (TensorType &t : given)
+    if (t.dtype == DType::F32)
+      t.dtype = DType::BF16;
+  try {
+    OpAttrs attrs = remat::ops::parseAttrs(op, c.attrs);
+    c.outputs = remat::ops::inferResultTypes(op, attrs, ins, given);
+  } catch (const remat::ops::TypeRuleError &) {
+    return std::nullopt;
+  }
+  bool anyBf16 = false;
+  for (const HostTensor &t : c.inputs)
+    anyBf16 |= t.dtype == DType::BF16;
+  for (const TensorType &t : c.outputs)
+    anyBf16 |= t.dtype == DType::BF16;
+  if (!anyBf16)
+    return std::nullopt;
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("every op of the table on bf16 operands runs on the cuda backend "
+          "and matches the cpu",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(16);
+  std::set<std::string> covered;
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    OpKind op = OpKind(k);
+    INFO("op '" << opName(op) << "'");
+    std::optional<OpSample> sample = sampleFor(op, rng);
+    REQUIRE(sample);
+    // Every f32 operand bf16 (GEMMs, elementwise ops), or those shaped as
+    // the first (normalization: bf16 x and dy, float32 parameters).
+    for (bool activationsOnly : {false, true}) {
+      std::optional<OpCase> c = bf16Variant(op, *sample, activationsOnly);
+      if (!c)
+        continue;
+      INFO((activationsOnly ? "activations bf16" : "every f32 operand bf16"));
+      checkAgainstCpu(*c, kBf16Tol);
+      covered.insert(opName(op));
+    }
+  }
+  // The ops a --precision bf16 step computes on bf16 tensors are among
+  // those run (the list guards against a sample change leaving them out).
+  for (const char *name : {"matmul",
+                           "attention",
+                           "attention_grad",
+                           "conv2d",
+                           "conv2d_grad_input",
+                           "add",
+                           "mul",
+                           "gelu",
+                           "gelu_grad",
+                           "relu",
+                           "layer_norm",
+                           "layer_norm_grad",
+                           "batch_norm",
+                           "softmax",
+                           "cross_entropy",
+                           "cross_entropy_grad",
+                           "dropout",
+                           "reshape",
+                           "transpose",
+                           "convert",
+                           "sum_to"}) {
+    INFO("op '" << name << "' has no bf16 case");
+    CHECK(covered.count(name) == 1);
+  }
+}
+
+TEST_CASE("cuda bf16 matmul (GemmEx) matches the cpu for every transpose and "
+          "batch form",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(17);
+  auto bf16 = [&](const Shape &s) { return asBf16(randomTensor(s, rng)); };
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Shape a = ta ? Shape{2, 3, 37, 19} : Shape{2, 3, 19, 37};
+      Shape b = tb ? Shape{2, 3, 23, 37} : Shape{2, 3, 37, 23};
+      Shape shared = tb ? Shape{23, 37} : Shape{37, 23};
+      json attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
+      TensorType c = typeOf({2, 3, 19, 23}, DType::BF16);
+      checkAgainstCpu({OpKind::Matmul, attrs, {bf16(a), bf16(b)}, {c}},
+                      kBf16Tol);
+      checkAgainstCpu({OpKind::Matmul, attrs, {bf16(a), bf16(shared)}, {c}},
+                      kBf16Tol);
+    }
+  checkAgainstCpu({OpKind::Matmul,
+                   json{{"transpose_a", true}, {"sum_batch", true}},
+                   {bf16({2, 3, 37, 19}), bf16({2, 3, 37, 23})},
+                   {typeOf({19, 23}, DType::BF16)}},
+                  kBf16Tol);
+  // A long sum: float accumulation keeps it within a bf16 step of the
+  // cpu's (bf16 accumulation would drift by percents over 1024 terms).
+  checkAgainstCpu({OpKind::Matmul,
+                   json::object(),
+                   {asBf16(randomTensor({16, 1024}, rng, 0.0, 1.0)),
+                    asBf16(randomTensor({1024, 8}, rng, 0.0, 1.0))},
+                   {typeOf({16, 8}, DType::BF16)}},
+                  kBf16Tol);
+}

@@ -30,7 +30,8 @@ inline uint64_t alignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 void dispatch(const KernelCall &call, const DeviceContext &ctx);
 
 /// Whether `call` has bf16 tensors that its kernel does not read itself
-/// (every op but reshape, transpose, convert and an all-bf16 matmul).
+/// (every op but the moves, the conversion, and an all-bf16 matmul or
+/// elementwise op).
 bool needsFloatCopies(const KernelCall &call);
 /// Runs `call` on float copies of its bf16 tensors at the front of
 /// ctx.scratch (floatCopyBytes of them), its kernel on the rest.

@@ -2,13 +2,15 @@
 //
 // Under --precision bf16 (docs/precision.md) the CUDA backend reads and
 // writes bf16 tensors itself in the moves (reshape, transpose), the
-// conversion and a matmul whose operands and result are all bf16 (cuBLAS's
-// GemmEx: bf16 inputs, float compute, the result rounded to bf16). Every
-// other op with a bf16 operand or result runs its float kernel on float
-// copies of them in the kernel scratch: each bf16 input widened (exactly)
-// before the launch, each bf16 result rounded back (to nearest, ties to
-// even) after it, as the cpu backend's staging does (cpu/Bf16Staging.h).
-// The copies take the front of the scratch; the kernel gets the rest.
+// conversion, a matmul whose operands and result are all bf16 (cuBLAS's
+// GemmEx: bf16 inputs, float compute, the result rounded to bf16) and the
+// elementwise kernels on all-bf16 operands (binary ops, activations and
+// their gradients, dropout: float math on the widened values, the result
+// rounded). Every other op with a bf16 operand or result runs its float kernel
+// on float copies of them in the kernel scratch: each bf16 input widened
+// (exactly) before the launch, each bf16 result rounded back (to nearest, ties
+// to even) after it, as the cpu backend's staging does (cpu/Bf16Staging.h). The
+// copies take the front of the scratch; the kernel gets the rest.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/CudaBackendInternal.h"
@@ -27,10 +29,16 @@ uint64_t copyBytes(int64_t elements) {
 }
 
 /// The moves and the conversion (bf16Native in the op table; the loss,
-/// native on the cpu, is not here) and a GEMM on bf16 alone.
+/// native on the cpu, is not here), and on bf16 alone a GEMM and the
+/// elementwise families (kernels/binary.cu, unary.cu, dropout.cu).
 bool readsBf16Itself(OpKind op, bool floatsAllBf16) {
   const ops::OpInfo &info = ops::opInfo(op);
-  if (info.shapeRule == ops::ShapeRule::Gemm)
+  using ops::KernelFamily;
+  if (info.shapeRule == ops::ShapeRule::Gemm ||
+      info.family == KernelFamily::Binary ||
+      info.family == KernelFamily::Unary ||
+      info.family == KernelFamily::UnaryGrad ||
+      info.family == KernelFamily::Dropout)
     return floatsAllBf16;
   return info.bf16Native && info.shapeRule != ops::ShapeRule::ClassLoss &&
          info.shapeRule != ops::ShapeRule::ClassLossGrad;

@@ -149,3 +149,34 @@ TEST_CASE("cuda bf16 matmul (GemmEx) matches the cpu for every transpose and "
                    {typeOf({16, 8}, DType::BF16)}},
                   kBf16Tol);
 }
+
+TEST_CASE("cuda bf16 elementwise kernels round as the cpu does: bitwise equal "
+          "where the float math is exact",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(18);
+  auto bf16 = [&](const Shape &s) { return asBf16(randomTensor(s, rng)); };
+  TensorType c = typeOf({6, 40}, DType::BF16);
+  // IEEE +, -, * and / round once in float on both backends, then once to
+  // bf16 (to nearest, ties to even): the same bits. A bias-style operand
+  // takes the modulo path, a column the strided one.
+  for (OpKind op : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div}) {
+    INFO(opName(op));
+    checkAgainstCpu({op, json::object(), {bf16({6, 40}), bf16({6, 40})}, {c}},
+                    0);
+    checkAgainstCpu({op, json::object(), {bf16({6, 40}), bf16({40})}, {c}}, 0);
+    checkAgainstCpu({op, json::object(), {bf16({6, 1}), bf16({6, 40})}, {c}},
+                    0);
+  }
+  checkAgainstCpu({OpKind::Relu, json::object(), {bf16({6, 40})}, {c}}, 0);
+  checkAgainstCpu(
+      {OpKind::ReluGrad, json::object(), {bf16({6, 40}), bf16({6, 40})}, {c}},
+      0);
+  // The kept values times 1 / (1 - rate), rounded: the masks are the cpu's.
+  checkAgainstCpu({OpKind::Dropout,
+                   json{{"rate", 0.3}, {"seed", 7}},
+                   {bf16({6, 40})},
+                   {c},
+                   2},
+                  0);
+}

@@ -107,6 +107,40 @@ __device__ inline Index stridedOffsetAs(const StridedIndex &ix, Index linear) {
 /// arithmetic never wraps.
 inline bool fitsIndex32(int64_t n) { return n < (int64_t(1) << 31); }
 
+/// bf16 (its bits: the upper half of a float) to float, exactly.
+__device__ inline float widenBf16(uint16_t h) {
+  return __uint_as_float(uint32_t(h) << 16);
+}
+
+/// float to bf16 bits, to nearest, ties to even; a NaN stays a quiet NaN
+/// (as ops/BFloat16.h on the CPU).
+__device__ inline uint16_t narrowToBf16(float f) {
+  uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t((u >> 16) | 0x40);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/// Element i of a float tensor or of a bf16 one (uint16_t bits), as float;
+/// and a float stored into either (rounded to bf16 there). The elementwise
+/// kernels are templates over the element type through these.
+template <typename Index>
+__device__ inline float loadFloat(const float *p, Index i) {
+  return p[i];
+}
+template <typename Index>
+__device__ inline float loadFloat(const uint16_t *p, Index i) {
+  return widenBf16(p[i]);
+}
+template <typename Index>
+__device__ inline void storeFloat(float *p, Index i, float v) {
+  p[i] = v;
+}
+template <typename Index>
+__device__ inline void storeFloat(uint16_t *p, Index i, float v) {
+  p[i] = narrowToBf16(v);
+}
+
 /// StridedIndex of `shape` with `strides` (throws past kMaxRank).
 StridedIndex makeStridedIndex(const Shape &shape,
                               const std::vector<int64_t> &strides);

@@ -15,10 +15,12 @@ namespace remat::runtime::cuda {
 
 namespace {
 
-/// One thread per Philox block of 4 elements (one philox call each).
-__global__ void dropoutKernel(const float *x, float *y, int64_t n,
-                              uint64_t first, uint64_t seed, float rate,
-                              float scale, const DeviceStatus *status) {
+/// One thread per Philox block of 4 elements (one philox call each). E: f32,
+/// or bf16 bits (x widened, the kept value x * scale rounded to bf16).
+template <typename E>
+__global__ void dropoutKernel(const E *x, E *y, int64_t n, uint64_t first,
+                              uint64_t seed, float rate, float scale,
+                              const DeviceStatus *status) {
   uint64_t step = uint64_t(status->trainingStep);
   uint64_t begin = first / 4, end = (first + uint64_t(n) + 3) / 4;
   for (uint64_t blk = begin + blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
@@ -28,23 +30,35 @@ __global__ void dropoutKernel(const float *x, float *y, int64_t n,
       uint64_t g = blk * 4 + uint64_t(w);
       if (g >= first && g < first + uint64_t(n)) {
         int64_t i = int64_t(g - first);
-        y[i] = philoxWordToUnit(out.word[w]) >= rate ? x[i] * scale : 0.0f;
+        storeFloat(y, i,
+                   philoxWordToUnit(out.word[w]) >= rate
+                       ? loadFloat(x, i) * scale
+                       : 0.0f);
       }
     }
   }
 }
 
-} // namespace
-
-void launchDropout(const KernelCall &call, const DeviceContext &ctx) {
+template <typename E>
+void launchAs(const KernelCall &call, const DeviceContext &ctx) {
   int64_t n = call.inputs[0].numElements;
   float rate = call.attrs->rate;
   float scale = 1.0f / (1.0f - rate);
   uint64_t first = uint64_t(call.microbatch) * uint64_t(n);
-  REMAT_LAUNCH(gridFor((n + 3) / 4 + 1), kThreads, 0, ctx.stream, dropoutKernel)
-  (call.inputs[0].as<const float>(), call.outputs[0].as<float>(), n, first,
+  REMAT_LAUNCH(gridFor((n + 3) / 4 + 1), kThreads, 0, ctx.stream,
+               dropoutKernel<E>)
+  (call.inputs[0].as<const E>(), call.outputs[0].as<E>(), n, first,
    call.attrs->seed, rate, scale, ctx.status);
   REMAT_CUDA_CHECK_LAUNCH("dropoutKernel");
+}
+
+} // namespace
+
+void launchDropout(const KernelCall &call, const DeviceContext &ctx) {
+  if (call.outputs[0].dtype == DType::BF16)
+    launchAs<uint16_t>(call, ctx);
+  else
+    launchAs<float>(call, ctx);
 }
 
 } // namespace remat::runtime::cuda

@@ -34,16 +34,12 @@ __global__ void gatherKernel(const Element *x, StridedIndex ix, Element *y,
 __global__ void convertKernel(const void *x, void *y, int64_t n, bool toBf16) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    if (toBf16) {
-      uint32_t u = static_cast<const uint32_t *>(x)[i];
-      uint16_t h = (u & 0x7fffffffu) > 0x7f800000u
-                       ? uint16_t((u >> 16) | 0x40)
-                       : uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-      static_cast<uint16_t *>(y)[i] = h;
-    } else {
-      static_cast<uint32_t *>(y)[i] =
-          uint32_t(static_cast<const uint16_t *>(x)[i]) << 16;
-    }
+    if (toBf16)
+      static_cast<uint16_t *>(y)[i] =
+          narrowToBf16(static_cast<const float *>(x)[i]);
+    else
+      static_cast<float *>(y)[i] =
+          widenBf16(static_cast<const uint16_t *>(x)[i]);
   }
 }
 

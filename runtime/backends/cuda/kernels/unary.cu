@@ -4,7 +4,8 @@
 // evaluation (x / (1 + exp(-2u)), unary.cpp), in f32; gelu_exact and
 // its gradient are the CPU's formulas with erff and expf; silu
 // is x s with s = 1 / (1 + exp(-x)), in the CPU's order; erf and pow are
-// CUDA's erff and powf.
+// CUDA's erff and powf. Operands and result all f32, or all bf16 (computed
+// in float on the widened values, the result rounded to bf16).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/kernels/common.cuh"
@@ -36,96 +37,116 @@ __device__ inline float geluDerivative(float x) {
 __device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 /// `exponent`: pow's (the other ops ignore it).
-__global__ void unaryKernel(OpKind op, const float *x, float *y, int64_t n,
+template <typename E>
+__global__ void unaryKernel(OpKind op, const E *x, E *y, int64_t n,
                             float exponent) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float v = x[i];
+    float v = loadFloat(x, i), r;
     switch (op) {
     case OpKind::Relu:
-      y[i] = v > 0.0f ? v : 0.0f;
+      r = v > 0.0f ? v : 0.0f;
       break;
     case OpKind::Gelu:
-      y[i] = gelu(v);
+      r = gelu(v);
       break;
     case OpKind::GeluExact:
-      y[i] = v * 0.5f * (1.0f + erff(v * kSqrtHalf));
+      r = v * 0.5f * (1.0f + erff(v * kSqrtHalf));
       break;
     case OpKind::Tanh:
-      y[i] = tanhf(v);
+      r = tanhf(v);
       break;
     case OpKind::Exp:
-      y[i] = expf(v);
+      r = expf(v);
       break;
     case OpKind::Silu:
-      y[i] = v * sigmoid(v);
+      r = v * sigmoid(v);
       break;
     case OpKind::Erf:
-      y[i] = erff(v);
+      r = erff(v);
       break;
     case OpKind::Pow:
-      y[i] = powf(v, exponent);
+      r = powf(v, exponent);
       break;
     default: // an op of the family without a case here: NaN, which the
              // every-op test (CudaOpCoverageTest.cpp) reports
-      y[i] = __int_as_float(0x7fc00000);
+      r = __int_as_float(0x7fc00000);
       break;
     }
+    storeFloat(y, i, r);
   }
 }
 
 /// dx from (x or y, dy): relu_grad and tanh_grad take y, the others x.
-__global__ void unaryGradKernel(OpKind op, const float *x, const float *dy,
-                                float *dx, int64_t n) {
+template <typename E>
+__global__ void unaryGradKernel(OpKind op, const E *x, const E *dy, E *dx,
+                                int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float v = x[i], g = dy[i];
+    float v = loadFloat(x, i), g = loadFloat(dy, i), r;
     switch (op) {
     case OpKind::ReluGrad:
-      dx[i] = v > 0.0f ? g : 0.0f;
+      r = v > 0.0f ? g : 0.0f;
       break;
     case OpKind::GeluGrad:
-      dx[i] = g * geluDerivative(v);
+      r = g * geluDerivative(v);
       break;
     case OpKind::GeluExactGrad: {
       float pdf = kInvSqrtTwoPi * expf(-0.5f * v * v);
-      dx[i] = g * (0.5f * (1.0f + erff(v * kSqrtHalf)) + v * pdf);
+      r = g * (0.5f * (1.0f + erff(v * kSqrtHalf)) + v * pdf);
       break;
     }
     case OpKind::TanhGrad:
-      dx[i] = g * (1.0f - v * v);
+      r = g * (1.0f - v * v);
       break;
     case OpKind::SiluGrad: {
       float s = sigmoid(v);
-      dx[i] = g * (s * (1.0f + v * (1.0f - s)));
+      r = g * (s * (1.0f + v * (1.0f - s)));
       break;
     }
     case OpKind::ErfGrad:
-      dx[i] = g * (kTwoOverSqrtPi * expf(-(v * v)));
+      r = g * (kTwoOverSqrtPi * expf(-(v * v)));
       break;
     default: // as in unaryKernel
-      dx[i] = __int_as_float(0x7fc00000);
+      r = __int_as_float(0x7fc00000);
       break;
     }
+    storeFloat(dx, i, r);
   }
+}
+
+template <typename E>
+void launchUnaryAs(const KernelCall &call, const DeviceContext &ctx) {
+  int64_t n = call.inputs[0].numElements;
+  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, unaryKernel<E>)
+  (call.op, call.inputs[0].as<const E>(), call.outputs[0].as<E>(), n,
+   call.attrs->exponent);
+  REMAT_CUDA_CHECK_LAUNCH("unaryKernel");
+}
+
+template <typename E>
+void launchUnaryGradAs(const KernelCall &call, const DeviceContext &ctx) {
+  int64_t n = call.inputs[0].numElements;
+  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, unaryGradKernel<E>)
+  (call.op, call.inputs[0].as<const E>(), call.inputs[1].as<const E>(),
+   call.outputs[0].as<E>(), n);
+  REMAT_CUDA_CHECK_LAUNCH("unaryGradKernel");
 }
 
 } // namespace
 
 void launchUnary(const KernelCall &call, const DeviceContext &ctx) {
-  int64_t n = call.inputs[0].numElements;
-  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, unaryKernel)
-  (call.op, call.inputs[0].as<const float>(), call.outputs[0].as<float>(), n,
-   call.attrs->exponent);
-  REMAT_CUDA_CHECK_LAUNCH("unaryKernel");
+  if (call.outputs[0].dtype == DType::BF16)
+    launchUnaryAs<uint16_t>(call, ctx);
+  else
+    launchUnaryAs<float>(call, ctx);
 }
 
 void launchUnaryGrad(const KernelCall &call, const DeviceContext &ctx) {
-  int64_t n = call.inputs[0].numElements;
-  REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, unaryGradKernel)
-  (call.op, call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
-   call.outputs[0].as<float>(), n);
-  REMAT_CUDA_CHECK_LAUNCH("unaryGradKernel");
+  if (call.outputs[0].dtype == DType::BF16)
+    launchUnaryGradAs<uint16_t>(call, ctx);
+  else
+    launchUnaryGradAs<float>(call, ctx);
 }
 
 } // namespace remat::runtime::cuda

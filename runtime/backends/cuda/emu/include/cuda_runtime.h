@@ -338,6 +338,16 @@ inline float __int_as_float(int bits) {
   std::memcpy(&f, &bits, sizeof f);
   return f;
 }
+inline float __uint_as_float(unsigned bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline unsigned __float_as_uint(float f) {
+  unsigned bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
 
 /// `kernel<<<grid, block, sharedBytes, stream>>>(args...)` in the sources
 /// is written REMAT_LAUNCH(grid, block, sharedBytes, stream, kernel)(args...)

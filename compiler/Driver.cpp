@@ -276,6 +276,9 @@ runtime::Plan compilePlan(const model::ModelGraph &graph,
       {"flops_per_second", step.profile.flopsPerSecond},
       {"bytes_per_second", step.profile.bytesPerSecond},
       {"launch_seconds", step.profile.launchSeconds}};
+  if (step.profile.bf16FlopsPerSecond > 0)
+    report["device_profile"]["bf16_flops_per_second"] =
+        step.profile.bf16FlopsPerSecond;
   if (!step.profile.measured.empty())
     report["device_profile"]["measured_ops"] = step.profile.measured.size();
   if (!step.profile.recomputeMeasured.empty())
@@ -445,15 +448,18 @@ DeviceProfile parseDeviceProfile(const std::string &spec) {
       }
       continue;
     }
-    double *field = key == "flops_per_second"   ? &profile.flopsPerSecond
+    double *field = key == "flops_per_second" ? &profile.flopsPerSecond
+                    : key == "bf16_flops_per_second"
+                        ? &profile.bf16FlopsPerSecond
                     : key == "bytes_per_second" ? &profile.bytesPerSecond
                     : key == "launch_seconds"   ? &profile.launchSeconds
                                                 : nullptr;
     if (!field)
       throw std::invalid_argument(spec + ": unknown field '" + key +
                                   "' (expected name, flops_per_second, "
-                                  "bytes_per_second, launch_seconds, ops, "
-                                  "recompute_ops, source, calls)");
+                                  "bf16_flops_per_second, bytes_per_second, "
+                                  "launch_seconds, ops, recompute_ops, "
+                                  "source, calls)");
     bool launch = key == "launch_seconds";
     if (!value.is_number() || !std::isfinite(value.get<double>()) ||
         (launch ? value.get<double>() < 0 : !(value.get<double>() > 0)))

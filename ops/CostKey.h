@@ -2,7 +2,7 @@
 //
 // A measured device profile (`remat profile`, docs/planner.md) gives the
 // seconds of each kind of op call: the op, its attributes and its operand
-// and result shapes. The compiler looks its ops up by this key, the
+// and result types. The compiler looks its ops up by this key, the
 // profiler times plan steps under it, so both must build it alike.
 //
 //===----------------------------------------------------------------------===//
@@ -18,10 +18,12 @@
 
 namespace remat::ops {
 
-/// "matmul {"transpose_b":true} [4,16,64],[64,64] -> [4,16,64]".
+/// "matmul {"transpose_b":true} [4,16,64],[64,64] -> [4,16,64]": each
+/// operand's and result's shape, after its dtype where that is not f32
+/// ("bf16[4,16,64]"), so a bf16 call and a float32 one differ.
 std::string opCostKey(const std::string &op, const nlohmann::json &attrs,
-                      const std::vector<Shape> &inputs,
-                      const std::vector<Shape> &outputs);
+                      const std::vector<TensorType> &inputs,
+                      const std::vector<TensorType> &outputs);
 
 } // namespace remat::ops
 

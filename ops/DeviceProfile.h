@@ -34,7 +34,11 @@ struct DeviceProfile {
   /// operands and cache state differ from the first computation's. The
   /// planner charges a recomputation this, else what `measured` says.
   std::map<std::string, double> recomputeMeasured;
-  double opSeconds(int64_t flops, int64_t bytes) const;
+  /// The FLOP rate of an op whose float operands are all bf16 (--precision
+  /// bf16's GEMMs, convolutions and attention); 0: flopsPerSecond.
+  double bf16FlopsPerSecond = 0;
+  /// The roofline's seconds; `bf16` for an op on bf16 operands.
+  double opSeconds(int64_t flops, int64_t bytes, bool bf16 = false) const;
 };
 
 /// The built-in profiles by name ("cpu", "h200", "h200-tf32"); nullopt for

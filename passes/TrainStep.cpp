@@ -33,15 +33,18 @@ namespace remat {
 
 void setDeviceProfile(mlir::ModuleOp module, const DeviceProfile &profile) {
   mlir::Builder b(module.getContext());
-  module->setAttr(kDeviceProfileAttr,
-                  b.getDictionaryAttr(
-                      {b.getNamedAttr("name", b.getStringAttr(profile.name)),
-                       b.getNamedAttr("flops_per_second",
-                                      b.getF64FloatAttr(profile.flopsPerSecond)),
-                       b.getNamedAttr("bytes_per_second",
-                                      b.getF64FloatAttr(profile.bytesPerSecond)),
-                       b.getNamedAttr("launch_seconds",
-                                      b.getF64FloatAttr(profile.launchSeconds))}));
+  module->setAttr(
+      kDeviceProfileAttr,
+      b.getDictionaryAttr(
+          {b.getNamedAttr("name", b.getStringAttr(profile.name)),
+           b.getNamedAttr("flops_per_second",
+                          b.getF64FloatAttr(profile.flopsPerSecond)),
+           b.getNamedAttr("bytes_per_second",
+                          b.getF64FloatAttr(profile.bytesPerSecond)),
+           b.getNamedAttr("launch_seconds",
+                          b.getF64FloatAttr(profile.launchSeconds)),
+           b.getNamedAttr("bf16_flops_per_second",
+                          b.getF64FloatAttr(profile.bf16FlopsPerSecond))}));
   auto attr = module->getAttrOfType<mlir::DictionaryAttr>(kDeviceProfileAttr);
   llvm::SmallVector<mlir::NamedAttribute> fields(attr.begin(), attr.end());
   for (auto [name, measured] :
@@ -253,17 +256,6 @@ nlohmann::json opAttributes(mlir::Operation &op) {
   return attrs;
 }
 
-std::vector<std::vector<int64_t>> shapesOf(mlir::ValueRange values) {
-  std::vector<std::vector<int64_t>> shapes;
-  for (mlir::Value v : values) {
-    auto type = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
-    shapes.push_back(type ? std::vector<int64_t>(type.getShape().begin(),
-                                                 type.getShape().end())
-                          : std::vector<int64_t>());
-  }
-  return shapes;
-}
-
 std::vector<ops::TensorType> typesOf(mlir::ValueRange values) {
   std::vector<ops::TensorType> types;
   for (mlir::Value v : values) {
@@ -323,6 +315,8 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     if (auto n = attr.getAs<mlir::StringAttr>("name"))
       profile.name = n.str();
     profile.flopsPerSecond = number("flops_per_second", profile.flopsPerSecond);
+    profile.bf16FlopsPerSecond =
+        number("bf16_flops_per_second", profile.bf16FlopsPerSecond);
     profile.bytesPerSecond = number("bytes_per_second", profile.bytesPerSecond);
     profile.launchSeconds = number("launch_seconds", profile.launchSeconds);
     for (auto [name, measured] :
@@ -454,12 +448,18 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
       info.flops = cost.getFlops();
       info.bytes = cost.getBytesRead() + cost.getBytesWritten();
     }
-    info.seconds = profile.opSeconds(info.flops, info.bytes);
+    // An op whose float operands are all bf16 computes at the bf16 rate.
+    std::vector<ops::TensorType> operandTypes = typesOf(op.getOperands());
+    bool bf16 = false, allBf16 = true;
+    for (const ops::TensorType &t : operandTypes) {
+      bf16 |= t.dtype == ops::DType::BF16;
+      allBf16 &= t.dtype != ops::DType::F32 && t.dtype != ops::DType::F64;
+    }
+    info.seconds = profile.opSeconds(info.flops, info.bytes, bf16 && allBf16);
     info.recomputeSeconds = info.seconds;
     if (!profile.measured.empty() || !profile.recomputeMeasured.empty()) {
-      std::string key =
-          ops::opCostKey(info.kind, info.attrs, shapesOf(op.getOperands()),
-                         shapesOf(op.getResults()));
+      std::string key = ops::opCostKey(info.kind, info.attrs, operandTypes,
+                                       typesOf(op.getResults()));
       if (auto it = profile.measured.find(key); it != profile.measured.end())
         info.recomputeSeconds = info.seconds = it->second;
       if (auto it = profile.recomputeMeasured.find(key);

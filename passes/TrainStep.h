@@ -137,11 +137,9 @@ nlohmann::json attributeToJson(mlir::Attribute attr);
 /// remat's own (`remat.*`: recompute marks, blocks, kernel scratch).
 nlohmann::json opAttributes(mlir::Operation &op);
 
-/// The static shapes of `values` (an empty shape for a value that is not a
-/// ranked tensor), as ops::opCostKey takes them.
-std::vector<std::vector<int64_t>> shapesOf(mlir::ValueRange values);
-/// The dtypes and static shapes of `values`, as
-/// runtime::KernelInfo::opScratchBytes takes them.
+/// The dtypes and static shapes of `values` (an empty f32 shape for a value
+/// that is not a ranked tensor), as runtime::KernelInfo::opScratchBytes and
+/// ops::opCostKey take them.
 std::vector<ops::TensorType> typesOf(mlir::ValueRange values);
 
 /// The ops of @train_step's body in IR order, terminator excluded: ops[k]

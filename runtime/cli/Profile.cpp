@@ -30,11 +30,13 @@ double median(std::vector<double> v) {
 }
 
 std::string stepCostKey(const Plan &plan, const StepDesc &step) {
-  std::vector<Shape> ins, outs;
+  std::vector<TensorType> ins, outs;
   for (int64_t b : step.inputs)
-    ins.push_back(plan.buffers[size_t(b)].shape);
+    ins.push_back(
+        {plan.buffers[size_t(b)].dtype, plan.buffers[size_t(b)].shape});
   for (int64_t b : step.outputs)
-    outs.push_back(plan.buffers[size_t(b)].shape);
+    outs.push_back(
+        {plan.buffers[size_t(b)].dtype, plan.buffers[size_t(b)].shape});
   return ops::opCostKey(step.op, step.attrs, ins, outs);
 }
 
@@ -127,6 +129,8 @@ nlohmann::json profileFile(nlohmann::json table,
                             {"flops_per_second", base.flopsPerSecond},
                             {"bytes_per_second", base.bytesPerSecond},
                             {"launch_seconds", base.launchSeconds}};
+  if (base.bf16FlopsPerSecond > 0)
+    profile["bf16_flops_per_second"] = base.bf16FlopsPerSecond;
   for (const char *key : {"ops", "recompute_ops", "calls"})
     if (table.contains(key)) {
       profile[key] = table[key];

@@ -4,6 +4,8 @@
 #include "ir/GraphDialect.h"
 #include "ir/GraphOps.h"
 #include "ir/ShapeUtils.h"
+#include "ops/CostKey.h"
+#include "ops/DeviceProfile.h"
 #include "ops/OpTable.h"
 
 #include "mlir/IR/Builders.h"
@@ -320,4 +322,30 @@ TEST_CASE("elementCount detects 64-bit overflow and dynamic dims",
   CHECK(saturatingElementCount(std::vector<int64_t>{1 << 30, 1 << 30, 16}) ==
         kSaturated);
   CHECK(formatShape(std::vector<int64_t>{2, -1}) == "[2, ?]");
+}
+
+TEST_CASE("a bf16 op call has a cost key of its own and the roofline's bf16 "
+          "rate",
+          "[compiler]") {
+  using remat::ops::DType;
+  using remat::ops::TensorType;
+  std::vector<TensorType> f32 = {{DType::F32, {2, 3}}, {DType::F32, {3, 4}}};
+  std::vector<TensorType> bf16 = {{DType::BF16, {2, 3}}, {DType::BF16, {3, 4}}};
+  // A float32 call's key is its shapes alone (the profiles written before
+  // dtypes entered the key still match).
+  CHECK(remat::ops::opCostKey("matmul", nlohmann::json::object(), f32,
+                              {{DType::F32, {2, 4}}}) ==
+        "matmul {} [2,3],[3,4] -> [2,4]");
+  CHECK(remat::ops::opCostKey("matmul", nlohmann::json::object(), bf16,
+                              {{DType::BF16, {2, 4}}}) ==
+        "matmul {} bf16[2,3],bf16[3,4] -> bf16[2,4]");
+  remat::DeviceProfile h200 = *remat::builtinDeviceProfile("h200");
+  CHECK(h200.opSeconds(int64_t(1e12), 0) ==
+        Approx(1e12 / 50e12 + h200.launchSeconds));
+  CHECK(h200.opSeconds(int64_t(1e12), 0, true) ==
+        Approx(1e12 / 740e12 + h200.launchSeconds));
+  // The cpu backend computes a bf16 GEMM in float32: no rate of its own.
+  remat::DeviceProfile cpu = *remat::builtinDeviceProfile("cpu");
+  CHECK(cpu.opSeconds(int64_t(1e11), 0, true) ==
+        cpu.opSeconds(int64_t(1e11), 0));
 }

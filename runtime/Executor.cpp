@@ -1,6 +1,7 @@
 //===- Executor.cpp - Run a validated plan, one training step at a time --===//
 #include "runtime/Executor.h"
 
+#include "ops/BFloat16.h"
 #include "ops/Shards.h"
 #include "runtime/Synthetic.h"
 
@@ -243,20 +244,40 @@ void Executor::writeBuffer(size_t index, const std::vector<char> &bytes) {
 namespace {
 
 /// Hands tensor `name`'s bytes to sink(offset, bytes, n) through pieces of
-/// 1 MiB, each F32 value widened to an f64 one where `widen` (offsets are
-/// then the f64 buffer's).
-void readWidened(
-    const SafetensorsFile &file, const std::string &name, bool widen,
+/// 1 MiB, as values of `to`: the file's F32 or BF16 values widened where
+/// `to` is wider (offsets are then the buffer's).
+void readConverted(
+    const SafetensorsFile &file, const std::string &name, DType to,
     const std::function<void(uint64_t, const char *, uint64_t)> &sink) {
   constexpr uint64_t kChunk = 1 << 20; // a multiple of 4: whole values
-  std::vector<char> wide;
+  const std::string &from = file.tensors().at(name).dtype;
+  if (from == safetensorsDtype(to))
+    return file.readData(name, kChunk, sink);
+  bool bf16 = from == "BF16";
+  uint64_t fromSize = bf16 ? 2 : 4, toSize = dtypeSize(to);
+  if (toSize < fromSize)
+    throw PlanError(file.path() + ": tensor '" + name + "' is " + from +
+                    " but its buffer is " + dtypeName(to) +
+                    ", which would round it");
+  std::vector<char> f32, wide;
   file.readData(name, kChunk,
                 [&](uint64_t offset, const char *bytes, uint64_t n) {
-                  if (!widen)
-                    return sink(offset, bytes, n);
+                  const char *floats = bytes;
+                  uint64_t floatBytes = n;
+                  if (bf16) { // exact: a bf16 is a float's upper half
+                    f32.resize(n / 2 * 4);
+                    for (uint64_t i = 0; i < n / 2; ++i) {
+                      uint16_t h;
+                      std::memcpy(&h, bytes + 2 * i, 2);
+                      float v = ops::bf16ToFloat(h);
+                      std::memcpy(f32.data() + 4 * i, &v, 4);
+                    }
+                    floats = f32.data();
+                    floatBytes = f32.size();
+                  }
                   wide.clear();
-                  appendFloatsAs(DType::F64, bytes, n, wide);
-                  sink(2 * offset, wide.data(), wide.size());
+                  appendFloatsAs(to, floats, floatBytes, wide);
+                  sink(offset / fromSize * toSize, wide.data(), wide.size());
                 });
 }
 
@@ -291,14 +312,14 @@ void Executor::loadWeights(const SafetensorsFile &file) {
     }
     if (b.role == BufferRole::Param ||
         (isPersistent(b.role) && file.contains(b.name))) {
-      // An f64 buffer (--precision fp64) takes F32 values widened.
-      bool widen = file.getFloat(b.name, b.shape, b.dtype).dtype == "F32" &&
-                   b.dtype == DType::F64;
+      // An f64 buffer (--precision fp64) takes F32 values widened, any
+      // float buffer BF16 ones.
+      file.getFloat(b.name, b.shape, b.dtype);
       char *dst = static_cast<char *>(bufferAddress(i));
-      readWidened(file, b.name, widen,
-                  [&](uint64_t offset, const char *bytes, uint64_t n) {
-                    backend.copyIn(dst + offset, bytes, n);
-                  });
+      readConverted(file, b.name, b.dtype,
+                    [&](uint64_t offset, const char *bytes, uint64_t n) {
+                      backend.copyIn(dst + offset, bytes, n);
+                    });
     }
     // An input without a generator that the file holds: the same values
     // every step (an imported model's constant tensors), unless --data
@@ -316,10 +337,10 @@ void Executor::loadWeights(const SafetensorsFile &file) {
                         formatShape(b.shape));
       UserData data;
       data.array = NpyArray{b.dtype, b.shape, std::vector<char>(size_t(b.bytes))};
-      readWidened(file, b.name, widen,
-                  [&](uint64_t offset, const char *bytes, uint64_t n) {
-                    std::memcpy(data.array.bytes.data() + offset, bytes, n);
-                  });
+      readConverted(file, b.name, b.dtype,
+                    [&](uint64_t offset, const char *bytes, uint64_t n) {
+                      std::memcpy(data.array.bytes.data() + offset, bytes, n);
+                    });
       userData[i] = std::move(data);
     }
   }

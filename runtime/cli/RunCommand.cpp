@@ -160,6 +160,8 @@ std::string runUsage(const std::string &command) {
          "                            one)\n"
          "  --save OUT.safetensors    save params, optimizer state and\n"
          "                            running statistics after the last step\n"
+         "  --save-dtype f32|bf16     --save's float tensors as they are\n"
+         "                            (f32, the default) or rounded to BF16\n"
          "  --log LOG.jsonl           one JSON object per step: step, loss,\n"
          "                            ms, peak_rss_bytes, rss_growth_bytes\n"
          "                            (peak RSS minus RSS before the arena),\n"
@@ -481,6 +483,9 @@ int runCommand(const RunOptions &opt) {
       // Every rank takes part: sharded optimizer state is gathered on
       // rank 0, which writes the file.
       std::map<std::string, NamedTensor> state = exec.stateTensors();
+      if (opt.saveBf16)
+        for (auto &[name, t] : state)
+          t = asBf16(t);
       if (saveOut)
         writeSafetensors(*saveOut, state);
     }
@@ -509,13 +514,20 @@ struct RunFlag {
   const char *name;
   bool takesValue;
 };
-const RunFlag kRunFlags[] = {{"--steps", true},         {"--seed", true},
-                             {"--weights", true},       {"--save", true},
-                             {"--log", true},           {"--data", true},
-                             {"--dump-grads", true},    {"--backend", true},
-                             {"--dump-values", true},   {"--dump-names", true},
+const RunFlag kRunFlags[] = {{"--steps", true},
+                             {"--seed", true},
+                             {"--weights", true},
+                             {"--save", true},
+                             {"--save-dtype", true},
+                             {"--log", true},
+                             {"--data", true},
+                             {"--dump-grads", true},
+                             {"--backend", true},
+                             {"--dump-values", true},
+                             {"--dump-names", true},
                              {"--check-bounds", false},
-                             {"--sync-gradients", false}, {"--comm", true},
+                             {"--sync-gradients", false},
+                             {"--comm", true},
                              {"--help", false}};
 
 std::vector<std::string> splitNames(const std::string &list) {
@@ -614,6 +626,11 @@ int parseRunOptions(int argc, char **argv, RunOptions &opt, std::ostream &out,
         opt.weightsPath = value;
       } else if (arg == "--save") {
         opt.savePath = value;
+      } else if (arg == "--save-dtype") {
+        if (value != "f32" && value != "bf16")
+          return usageError("--save-dtype needs f32 or bf16, got '" + value +
+                            "'");
+        opt.saveBf16 = value == "bf16";
       } else if (arg == "--log") {
         opt.logPath = value;
       } else if (arg == "--dump-grads") {
@@ -653,6 +670,8 @@ int parseRunOptions(int argc, char **argv, RunOptions &opt, std::ostream &out,
   }
   if (opt.planPath.empty())
     return usageError("missing the plan file");
+  if (opt.saveBf16 && opt.savePath.empty())
+    return usageError("--save-dtype needs --save FILE");
   if (opt.dumpValuesPath.empty() != opt.dumpValueNames.empty())
     return usageError(opt.dumpValuesPath.empty()
                           ? "--dump-names needs --dump-values FILE"

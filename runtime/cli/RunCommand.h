@@ -29,6 +29,9 @@ struct RunOptions {
   std::optional<uint64_t> seed; ///< overrides the plan's seed
   std::string weightsPath;      ///< load params (and state) before step 1
   std::string savePath;         ///< save params and state after the run
+  /// --save-dtype f32|bf16: the float tensors of --save as they are, or
+  /// rounded to BF16 (to nearest, ties to even).
+  bool saveBf16 = false;
   std::string logPath;          ///< JSONL, one object per step
   std::string dumpGradsPath;    ///< param grads of step 1, by param name
   /// --dump-values: step 1's values of the buffers dumpValueNames names

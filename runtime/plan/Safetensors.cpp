@@ -1,8 +1,11 @@
 //===- Safetensors.cpp - Read and write .safetensors weight files --------===//
 #include "runtime/plan/Safetensors.h"
+
+#include "ops/BFloat16.h"
 #include "runtime/plan/InputFile.h"
 #include "runtime/plan/OutputFile.h"
 
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -193,15 +196,37 @@ const NamedTensor &SafetensorsFile::getFloat(const std::string &name,
   if (it == table.end())
     throw PlanError(filePath + ": missing tensor '" + name + "'");
   const std::string &have = it->second.dtype;
-  if (have != "F32" && !(dtype == DType::F64 && have == "F64"))
+  if (have != "F32" && have != "BF16" &&
+      !(dtype == DType::F64 && have == "F64"))
     throw PlanError(filePath + ": tensor '" + name + "' has dtype " + have +
                     " but the plan expects " +
-                    (dtype == DType::F64 ? "F32 or F64" : "F32"));
+                    (dtype == DType::F64 ? "F32, BF16 or F64" : "F32 or BF16"));
   if (it->second.shape != shape)
     throw PlanError(filePath + ": tensor '" + name + "' has shape " +
                     formatShape(it->second.shape) + " but the plan expects " +
                     formatShape(shape));
   return it->second;
+}
+
+NamedTensor asBf16(const NamedTensor &t) {
+  if (t.dtype != "F32" && t.dtype != "F64")
+    return t;
+  bool f64 = t.dtype == "F64";
+  size_t n = t.bytes.size() / (f64 ? 8 : 4);
+  NamedTensor out{"BF16", t.shape, std::vector<char>(n * 2)};
+  for (size_t i = 0; i < n; ++i) {
+    float v;
+    if (f64) {
+      double d;
+      std::memcpy(&d, t.bytes.data() + 8 * i, 8);
+      v = float(d);
+    } else {
+      std::memcpy(&v, t.bytes.data() + 4 * i, 4);
+    }
+    uint16_t h = ops::floatToBf16(v);
+    std::memcpy(out.bytes.data() + 2 * i, &h, 2);
+  }
+  return out;
 }
 
 std::string safetensorsDtype(DType dtype) {

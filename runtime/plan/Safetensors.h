@@ -59,8 +59,9 @@ public:
   /// than `shape` is a PlanError ("w.safetensors: tensor 'w1' has shape
   /// [3,4] but the plan expects [4,3]").
   const NamedTensor &getF32(const std::string &name, const Shape &shape) const;
-  /// The named tensor for a float buffer of `dtype`: F32 (an f64 buffer
-  /// takes F32 or F64); the same errors otherwise.
+  /// The named tensor for a float buffer of `dtype`: F32 or BF16 (which
+  /// the reader widens exactly; an f64 buffer also takes F64); the same
+  /// errors otherwise.
   const NamedTensor &getFloat(const std::string &name, const Shape &shape,
                               DType dtype) const;
 
@@ -83,6 +84,10 @@ private:
 
 /// The safetensors spelling of a plan dtype ("F32", "F64", "I64", ...).
 std::string safetensorsDtype(DType dtype);
+
+/// `t` with its F32 or F64 values rounded to BF16 (to nearest, ties to
+/// even: an F64 value is rounded to float first); other dtypes as they are.
+NamedTensor asBf16(const NamedTensor &t);
 
 /// Writes tensors (sorted by name) to `path`; throws PlanError on I/O error.
 void writeSafetensors(const std::string &path,

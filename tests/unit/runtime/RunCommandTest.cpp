@@ -3,12 +3,14 @@
 #include "TestUtil.h"
 #include "TinyPlan.h"
 
+#include "ops/BFloat16.h"
 #include "runtime/Executor.h"
 #include "runtime/backends/cpu/CpuBackend.h"
 #include "runtime/cli/RunCommand.h"
 
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -150,4 +152,69 @@ TEST_CASE("remat run parses its flags", "[runtime]") {
   CHECK(run({"run", plan, "--backend", "tpu"}) == 2);
   CHECK_THAT(err.str(), Catch::Contains("unknown backend 'tpu'; did you mean "
                                         "'cpu'? (available: "));
+}
+
+TEST_CASE("remat run --save-dtype bf16 rounds the saved floats to BF16, and "
+          "--weights reads BF16 back exactly",
+          "[runtime]") {
+  std::ostringstream out, err;
+  auto run = [&](std::vector<std::string> args) {
+    std::vector<char *> argv;
+    for (std::string &a : args)
+      argv.push_back(a.data());
+    out.str("");
+    err.str("");
+    return remat::runMain(int(argv.size()), argv.data(), out, err);
+  };
+  std::string plan = tempPath("bf16save.plan");
+  {
+    std::ofstream f(plan);
+    f << kTinyLinearPlan;
+  }
+  std::string f32 = tempPath("save-f32.safetensors");
+  std::string bf16 = tempPath("save-bf16.safetensors");
+  REQUIRE(run({"run", plan, "--steps", "2", "--save", f32}) == 0);
+  REQUIRE(run({"run", plan, "--steps", "2", "--save", bf16, "--save-dtype",
+               "bf16"}) == 0);
+  SafetensorsFile wide = SafetensorsFile::read(f32);
+  SafetensorsFile narrow = SafetensorsFile::read(bf16);
+  REQUIRE(narrow.tensors().size() == wide.tensors().size());
+  for (const auto &[name, t] : wide.tensors()) {
+    INFO(name);
+    const NamedTensor &h = narrow.tensors().at(name);
+    REQUIRE(t.dtype == "F32");
+    CHECK(h.dtype == "BF16");
+    CHECK(h.shape == t.shape);
+    REQUIRE(h.bytes.size() * 2 == t.bytes.size());
+    // Each value the float's nearest bf16 (ties to even).
+    for (size_t i = 0; i < h.bytes.size() / 2; ++i) {
+      float v;
+      uint16_t bits;
+      std::memcpy(&v, t.bytes.data() + 4 * i, 4);
+      std::memcpy(&bits, h.bytes.data() + 2 * i, 2);
+      CHECK(bits == remat::ops::floatToBf16(v));
+    }
+  }
+  // Loaded (0 steps) and saved as f32 again: every value widened exactly.
+  std::string back = tempPath("save-back.safetensors");
+  REQUIRE(run({"run", plan, "--steps", "0", "--weights", bf16, "--save",
+               back}) == 0);
+  SafetensorsFile again = SafetensorsFile::read(back);
+  for (const auto &[name, h] : narrow.tensors()) {
+    INFO(name);
+    const NamedTensor &t = again.tensors().at(name);
+    REQUIRE(t.dtype == "F32");
+    for (size_t i = 0; i < h.bytes.size() / 2; ++i) {
+      float v;
+      uint16_t bits;
+      std::memcpy(&v, t.bytes.data() + 4 * i, 4);
+      std::memcpy(&bits, h.bytes.data() + 2 * i, 2);
+      CHECK(v == remat::ops::bf16ToFloat(bits));
+    }
+  }
+  CHECK(run({"run", plan, "--save-dtype", "f16", "--save", back}) == 2);
+  CHECK_THAT(err.str(), Catch::Contains("--save-dtype needs f32 or bf16, got "
+                                        "'f16'"));
+  CHECK(run({"run", plan, "--save-dtype", "bf16"}) == 2);
+  CHECK_THAT(err.str(), Catch::Contains("--save-dtype needs --save FILE"));
 }

@@ -38,6 +38,16 @@
 #                         the profiled run within each plan's budget, and
 #                         the recomputations' measured share beside the
 #                         modeled overhead (issue #13)
+#   bf16         45 (25)  $WHOLE-bf16 (GPT-2 124M store-all with --precision
+#                         bf16: bf16 cuBLAS GEMMs, other ops on float
+#                         copies), $STEPS_WHOLE steps, its memory checked
+#                         as whole-model's, then tools/bench/
+#                         torch_gpu_bench.py --models gpt2 --modes
+#                         eager,autocast on the same device: step time and
+#                         device peak against the whole-model stage's
+#                         float32 run and PyTorch (logs/bf16.md, in the
+#                         summary; tests/device/bf16_table.py). SKIP
+#                         without the plan
 #   nccl         30 (15)  $WHOLE-all again through NCCL with one rank
 #                         (--comm nccl: a one-rank communicator, every
 #                         gradient through ncclAllReduce, graphs off)
@@ -426,6 +436,46 @@ stage_profile() {
     "$logs/profile.md" "$whole-all" "$whole-50")
 }
 
+# bf16 (issue #36): the store-all plan in --precision bf16 against the
+# whole-model stage's float32 run and PyTorch eager / autocast.
+stage_bf16() {
+  local name="$whole-bf16" rc device=cuda torch_args=()
+  if [[ ! -f "$plans_dir/$name.plan" ]]; then
+    detail="no $name.plan (tests/device/device-plans.sh compiles it)"
+    return 77
+  fi
+  echo "remat-run $name.plan --steps $steps_whole"
+  run_plan "$name" "$name" "$steps_whole"
+  rc=$?
+  tail -n 4 "$logs/bench/$name.txt"
+  if (( rc != 0 )); then
+    detail="$name failed: $(grep -m 1 'error' "$logs/bench/$name.txt" | cut -c1-200)"
+    (( rc != 124 )) && blocking_rerun "bf16" 30 "$runner" \
+      "$plans_dir/$name.plan" --backend cuda --steps 2
+    return $rc
+  fi
+  local memory
+  memory=$(check_memory "$name") || rc=1
+  echo "$name: $memory"
+  [[ $emulator == 1 ]] && { device=cpu; torch_args=(--tiny --steps 2 --warmup 1); }
+  local torch_budget=$(( $(stage_left) - 5 )) py="$python"
+  "$py" -c "import torch" 2> /dev/null ||
+    { /usr/bin/python3 -c "import torch" 2> /dev/null && py=/usr/bin/python3; }
+  if (( torch_budget >= 10 )); then
+    echo "torch_gpu_bench.py --models gpt2 --modes eager,autocast (limit ${torch_budget}s)"
+    tmo "$torch_budget" "$py" "$root/tools/bench/torch_gpu_bench.py" \
+      --device "$device" --models gpt2 --modes eager,autocast \
+      "${torch_args[@]}" --out "$logs/bf16-torch.json" 2>&1 | tail -n 3
+  else
+    echo "torch: skipped (time)"
+  fi
+  local table
+  table=$("$python" "$here/bf16_table.py" "$logs" "$whole" "$logs/bf16.md") || rc=1
+  echo "$table"
+  detail="$(tail -n 1 <<< "$table"); $memory"
+  return $rc
+}
+
 # One rank through NCCL against the whole-model stage's plain store-all
 # run (the same plan, steps and seed): bitwise, or the largest difference.
 stage_nccl() {
@@ -556,7 +606,8 @@ stage_bench() {
   shopt -s nullglob
   for plan in "$plans_dir"/*.plan; do
     name=$(basename "$plan" .plan)
-    [[ "$name" == "$whole-all" || "$name" == "$whole-50" ]] && continue
+    [[ "$name" == "$whole-all" || "$name" == "$whole-50" ||
+      "$name" == "$whole-bf16" ]] && continue
     [[ " ${plans[*]} " == *" $name "* ]] || plans+=("$name")
   done
   # The PyTorch peer gets at least a third of what is left.
@@ -630,6 +681,7 @@ stage environment 20 stage_environment &&
   stage kernels "$(emu_more 40 60)" stage_kernels &&
   stage whole-model 75 stage_whole_model &&
   stage profile "$(emu_more 30 45)" stage_profile &&
+  stage bf16 "$(emu_more 45 60)" stage_bf16 &&
   stage nccl 30 stage_nccl &&
   stage unit-cuda "$(emu_more 45 120)" stage_unit_cuda &&
   stage sanitizer 50 stage_sanitizer &&

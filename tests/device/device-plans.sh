@@ -8,12 +8,14 @@
 #   gpt2-124M-all        GPT-2 124M, batch 8, seq 1024, f32, store-all
 #   gpt2-124M-75 / -50   at 75% / 50% of the store-all activation memory
 #   gpt2-124M-min        at the minimum feasible budget
+#   gpt2-124M-bf16       GPT-2 124M store-all with --precision bf16
 #   seed_mlp-maxb32      the forum's model at the largest batch that fits
 #   gpt2-124M-maxb32     32 GiB (remat plan --max-batch), GPT-2 likewise
 #   resnet50/all, /half  torchvision's resnet50, batch 32, 224 x 224, for
 #                        --backend cuda at store-all and half the
 #                        activations, without their weights (made there
 #                        from the seed; resnet50/model.json)
+#   resnet50/bf16        the same at store-all with --precision bf16
 # Each plan's memory report sits beside it (NAME.json). Costs are modeled
 # with the h200 device profile (DEVICE_PROFILE overrides it).
 #
@@ -21,6 +23,7 @@
 # emulator uses (`EMULATOR=1 tests/device/device-check.sh`, .ci/run), same
 # roles:
 #   gpt2-tiny-all / -50  GPT-2 tiny at store-all and half the activations
+#   gpt2-tiny-bf16       GPT-2 tiny store-all with --precision bf16
 #   seed_mlp-tiny        the forum's model at its tiny preset
 #   resnet50/all, /half  a small ResNet of resnet50's blocks (width 2, one
 #                        block per stage, batch 2, 32 x 32, 10 classes)
@@ -91,6 +94,7 @@ resnet_plans() {
   (( least + reserve > half )) && half=$((least + reserve))
   compile resnet50/half "${model[@]}" --workspace-reserve "$reserve" \
     --budget "$half"
+  compile resnet50/bf16 "${model[@]}" --precision bf16
   rm -rf "$work" "$dir"/*.weights.safetensors
 }
 if [[ "${PLAN_SET:-gpu}" == emulator ]]; then
@@ -107,6 +111,7 @@ if [[ "${PLAN_SET:-gpu}" == emulator ]]; then
   (( least + reserve > half )) && half=$((least + reserve))
   compile gpt2-tiny-50 "${tiny[@]}" --workspace-reserve "$reserve" \
     --budget "$half"
+  compile gpt2-tiny-bf16 "${tiny[@]}" --precision bf16
   compile seed_mlp-tiny "$root/models/seed_mlp.json" --preset tiny
   # A resnet the emulator can run (its weight-gradient kernel gives each
   # weight a block): width 2, one block per stage, batch 2, 32 x 32.
@@ -117,6 +122,8 @@ if [[ "${PLAN_SET:-gpu}" == emulator ]]; then
 fi
 compile seed_mlp-1M "$root/models/seed_mlp.json" --set batch=1000000
 compile gpt2-124M-all "$root/models/gpt2.json" --set dropout=0
+compile gpt2-124M-bf16 "$root/models/gpt2.json" --set dropout=0 \
+  --precision bf16
 # Budgets count the CUDA backend's workspace too (docs/cuda.md): the arena
 # gets budget - $reserve (cuBLAS's 32 MiB and 32 MiB of kernel scratch,
 # which attention uses in chunks of what it holds).

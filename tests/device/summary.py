@@ -145,6 +145,14 @@ def pytorch_peer(logs):
         print("no PyTorch results (%s)" % e)
 
 
+def bf16(logs):
+    path = os.path.join(logs, "bf16.md")
+    if os.path.exists(path):
+        print("\n## bf16: --precision bf16 against float32 and PyTorch "
+              "autocast\n")
+        print(open(path).read().rstrip())
+
+
 def resnet50(logs):
     path = os.path.join(logs, "resnet50.md")
     if os.path.exists(path):
@@ -159,6 +167,7 @@ def main(logs, plans_dir, total, took, failed):
     profile(logs)
     sanitizer(logs)
     pytorch_peer(logs)
+    bf16(logs)
     resnet50(logs)
 
 

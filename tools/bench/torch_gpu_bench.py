@@ -12,6 +12,9 @@ Modes, each a whole training step (forward, backward, optimizer):
   eager       plain autograd;
   checkpoint  torch.utils.checkpoint around every layer (seed_mlp) or block
               (gpt2), non-reentrant;
+  autocast    eager under torch.autocast(device, torch.bfloat16): the peer
+              of remat's --precision bf16 (float32 master weights and
+              optimizer state, matmuls in bf16);
   compile     torch.compile with torch._functorch.config.
               activation_memory_budget = B for each --budgets B (where
               torch.compile and that option exist; otherwise recorded as
@@ -93,12 +96,18 @@ def run_config(model_name, mode, budget, args, dev):
         if not hasattr(fconfig, "activation_memory_budget"):
             raise RuntimeError("torch._functorch.config has no "
                                "activation_memory_budget")
-        import torch._dynamo
+        # (from-import: `import torch._dynamo` would make torch a local
+        # name of this function, unbound in step() below)
+        from torch import _dynamo
         fconfig.activation_memory_budget = budget
-        torch._dynamo.reset()
+        _dynamo.reset()
         forward = torch.compile(model)
 
     def step():
+        if mode == "autocast":
+            with torch.autocast(dev.type, dtype=torch.bfloat16):
+                loss = forward(*inputs)
+            return train_step(lambda *_: loss, model, opt, inputs)
         return train_step(forward, model, opt, inputs)
 
     t0 = time.perf_counter()

@@ -2,7 +2,8 @@
 //
 // Under --precision bf16 (docs/precision.md) the CUDA backend reads and
 // writes bf16 tensors itself in the moves (reshape, transpose), the
-// conversion, a matmul whose operands and result are all bf16 (cuBLAS's
+// conversion, cross_entropy and its gradient (bf16 logits and dlogits), a
+// matmul whose operands and result are all bf16 (cuBLAS's
 // GemmEx: bf16 inputs, float compute, the result rounded to bf16) and the
 // elementwise kernels on all-bf16 operands (binary ops, activations and
 // their gradients, dropout: float math on the widened values, the result
@@ -28,9 +29,9 @@ uint64_t copyBytes(int64_t elements) {
   return alignUp(uint64_t(elements) * sizeof(float), 256);
 }
 
-/// The moves and the conversion (bf16Native in the op table; the loss,
-/// native on the cpu, is not here), and on bf16 alone a GEMM and the
-/// elementwise families (kernels/binary.cu, unary.cu, dropout.cu).
+/// The moves, the conversion and the loss on bf16 logits (bf16Native in
+/// the op table), and on bf16 alone a GEMM and the elementwise families
+/// (kernels/binary.cu, unary.cu, dropout.cu).
 bool readsBf16Itself(OpKind op, bool floatsAllBf16) {
   const ops::OpInfo &info = ops::opInfo(op);
   using ops::KernelFamily;
@@ -40,8 +41,7 @@ bool readsBf16Itself(OpKind op, bool floatsAllBf16) {
       info.family == KernelFamily::UnaryGrad ||
       info.family == KernelFamily::Dropout)
     return floatsAllBf16;
-  return info.bf16Native && info.shapeRule != ops::ShapeRule::ClassLoss &&
-         info.shapeRule != ops::ShapeRule::ClassLossGrad;
+  return info.bf16Native;
 }
 
 /// Converts `from` into `to` (same shape, f32 <-> bf16) on ctx's stream.

@@ -5,12 +5,15 @@
 // per block of a fixed grid (a function of the size only), and one block
 // adds them in a fixed order. A label outside [0, C) is recorded in
 // DeviceStatus (reported at synchronize) and its row contributes 0 (its
-// gradient row is 0).
+// gradient row is 0). cross_entropy and its gradient read bf16 logits
+// (--precision bf16) as they are, widened per element, and write bf16
+// dlogits each rounded once from the float result, as the CPU does.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/kernels/common.cuh"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace remat::runtime::cuda {
 
@@ -22,13 +25,15 @@ int64_t mseBlocks(int64_t n) {
   return std::min<int64_t>(kMseBlocks, (n + kThreads - 1) / kThreads);
 }
 
-__global__ void crossEntropyRowKernel(const float *logits, const void *labels,
+/// E: float, or bf16 bits (uint16_t) for the logits (and dlogits).
+template <typename E>
+__global__ void crossEntropyRowKernel(const E *logits, const void *labels,
                                       bool labels64, int64_t c, double *rowLoss,
                                       DeviceStatus *status, int64_t stepIndex) {
   __shared__ float sharedMax[32];
   __shared__ double sharedSum[32];
   int64_t r = blockIdx.x;
-  const float *row = logits + r * c;
+  const E *row = logits + r * c;
   int64_t label = loadIndex(labels, labels64, r);
   if (label < 0 || label >= c) {
     if (threadIdx.x == 0) {
@@ -39,39 +44,54 @@ __global__ void crossEntropyRowKernel(const float *logits, const void *labels,
   }
   float localMax = -FLT_MAX;
   for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
-    localMax = fmaxf(localMax, row[j]);
+    localMax = fmaxf(localMax, loadFloat(row, j));
   float rowMax = blockMax(localMax, sharedMax, -FLT_MAX);
   double local = 0;
   for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
-    local += exp(double(row[j] - rowMax));
+    local += exp(double(loadFloat(row, j) - rowMax));
   double sum = blockSum(local, sharedSum);
   if (threadIdx.x == 0)
-    rowLoss[r] = double(rowMax) + log(sum) - double(row[label]);
+    rowLoss[r] = double(rowMax) + log(sum) - double(loadFloat(row, label));
 }
 
-__global__ void crossEntropyGradKernel(const float *logits, const void *labels,
-                                       bool labels64, const float *dloss,
-                                       int64_t rows, int64_t c, float *dlogits,
-                                       DeviceStatus *status,
-                                       int64_t stepIndex) {
+/// dlogits = (softmax - onehot) * dloss / rows, each element (e * inv - 1
+/// at the label) * scale in float, as softmaxRow's and the CPU's order.
+/// dlogits may be logits' own bytes: every thread reads element j before
+/// it writes it, and the row's max and sum are complete before any write.
+template <typename E>
+__global__ void
+crossEntropyGradKernel(const E *logits, const void *labels, bool labels64,
+                       const float *dloss, int64_t rows, int64_t c, E *dlogits,
+                       DeviceStatus *status, int64_t stepIndex) {
+  __shared__ float sharedMax[32];
+  __shared__ double sharedSum[32];
   int64_t r = blockIdx.x;
-  float *out = dlogits + r * c;
+  const E *row = logits + r * c;
+  E *out = dlogits + r * c;
   int64_t label = loadIndex(labels, labels64, r);
   if (label < 0 || label >= c) {
     if (threadIdx.x == 0)
       recordIndexError(status, 1, stepIndex, label, r, c);
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
-      out[j] = 0.0f;
+      storeFloat(out, j, 0.0f);
     return;
   }
   float scale = float(double(*dloss) / double(rows));
-  softmaxRow(logits + r * c, out, c, c);
-  __syncthreads();
-  if (threadIdx.x == 0)
-    out[label] -= 1.0f;
-  __syncthreads();
+  float localMax = -FLT_MAX;
   for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
-    out[j] *= scale;
+    localMax = fmaxf(localMax, loadFloat(row, j));
+  float rowMax = blockMax(localMax, sharedMax, -FLT_MAX);
+  double localSum = 0;
+  for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+    localSum += double(expf(loadFloat(row, j) - rowMax));
+  double sum = blockSum(localSum, sharedSum);
+  float inv = float(1.0 / sum);
+  for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+    float v = expf(loadFloat(row, j) - rowMax) * inv;
+    if (j == label)
+      v -= 1.0f;
+    storeFloat(out, j, v * scale);
+  }
 }
 
 __global__ void msePartialKernel(const float *a, const float *b, int64_t n,
@@ -108,10 +128,17 @@ void launchCrossEntropy(const KernelCall &call, const DeviceContext &ctx) {
   const TensorRef &logits = call.inputs[0], &labels = call.inputs[1];
   int64_t c = logits.shape.back(), rows = logits.numElements / c;
   double *rowLoss = static_cast<double *>(ctx.scratch);
-  REMAT_LAUNCH(rowGrid(rows, "crossEntropyRowKernel"), rowThreads(c), 0,
-               ctx.stream, crossEntropyRowKernel)
-  (logits.as<const float>(), labels.data, labels.dtype == DType::I64, c,
-   rowLoss, ctx.status, int64_t(call.stepIndex));
+  auto launch = [&](auto *typed) {
+    using E = std::remove_const_t<std::remove_pointer_t<decltype(typed)>>;
+    REMAT_LAUNCH(rowGrid(rows, "crossEntropyRowKernel"), rowThreads(c), 0,
+                 ctx.stream, crossEntropyRowKernel<E>)
+    (typed, labels.data, labels.dtype == DType::I64, c, rowLoss, ctx.status,
+     int64_t(call.stepIndex));
+  };
+  if (logits.dtype == DType::BF16)
+    launch(logits.as<const uint16_t>());
+  else
+    launch(logits.as<const float>());
   REMAT_CUDA_CHECK_LAUNCH("crossEntropyRowKernel");
   launchSumDoubles(rowLoss, rows, double(rows), call.outputs[0].as<float>(),
                    ctx.stream);
@@ -120,11 +147,18 @@ void launchCrossEntropy(const KernelCall &call, const DeviceContext &ctx) {
 void launchCrossEntropyGrad(const KernelCall &call, const DeviceContext &ctx) {
   const TensorRef &logits = call.inputs[0], &labels = call.inputs[1];
   int64_t c = logits.shape.back(), rows = logits.numElements / c;
-  REMAT_LAUNCH(rowGrid(rows, "crossEntropyGradKernel"), rowThreads(c), 0,
-               ctx.stream, crossEntropyGradKernel)
-  (logits.as<const float>(), labels.data, labels.dtype == DType::I64,
-   call.inputs[2].as<const float>(), rows, c, call.outputs[0].as<float>(),
-   ctx.status, int64_t(call.stepIndex));
+  auto launch = [&](auto *typed) {
+    using E = std::remove_const_t<std::remove_pointer_t<decltype(typed)>>;
+    REMAT_LAUNCH(rowGrid(rows, "crossEntropyGradKernel"), rowThreads(c), 0,
+                 ctx.stream, crossEntropyGradKernel<E>)
+    (typed, labels.data, labels.dtype == DType::I64,
+     call.inputs[2].as<const float>(), rows, c, call.outputs[0].as<E>(),
+     ctx.status, int64_t(call.stepIndex));
+  };
+  if (logits.dtype == DType::BF16)
+    launch(logits.as<const uint16_t>());
+  else
+    launch(logits.as<const float>());
   REMAT_CUDA_CHECK_LAUNCH("crossEntropyGradKernel");
 }
 

@@ -86,10 +86,21 @@ Executor::Executor(const LoadedPlan &plan, Backend &backend,
     if (comm)
       planGradientSums();
     planShardedUpdates();
-    for (size_t i = 0; i < p.buffers.size(); ++i)
-      if (p.buffers[i].init &&
-          !(options.weights && options.weights->contains(p.buffers[i].name)))
-        writeBuffer(i, initialValue(p.buffers[i], runSeed));
+    // Initial values in pieces of 1 MiB of floats: no host copy of a
+    // whole parameter (GPT-2's token embedding is 154 MB) beside the arena.
+    constexpr uint64_t kInitPiece = uint64_t(1) << 18;
+    for (size_t i = 0; i < p.buffers.size(); ++i) {
+      const BufferDesc &b = p.buffers[i];
+      if (!b.init || (options.weights && options.weights->contains(b.name)))
+        continue;
+      uint64_t n = *checkedNumElements(b.shape), size = dtypeSize(b.dtype);
+      char *dst = static_cast<char *>(bufferAddress(i));
+      for (uint64_t first = 0; first < n; first += kInitPiece) {
+        std::vector<char> piece =
+            initialValue(b, runSeed, first, std::min(kInitPiece, n - first));
+        backend.copyIn(dst + first * size, piece.data(), piece.size());
+      }
+    }
     if (options.weights)
       loadWeights(*options.weights);
     backend.synchronize();

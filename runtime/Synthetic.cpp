@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 namespace remat::runtime {
 
@@ -86,25 +87,38 @@ int64_t nextToken(const DataSpec &spec, int64_t token) {
       uint64_t(v));
 }
 
-std::vector<char> initialValue(const BufferDesc &b, uint64_t seed) {
-  uint64_t n = *checkedNumElements(b.shape);
-  std::vector<char> bytes(n * sizeof(float));
+std::vector<char> initialValue(const BufferDesc &b, uint64_t seed,
+                               uint64_t first, uint64_t count) {
+  if (first % 4 != 0)
+    throw std::logic_error("initialValue: a range starts at a multiple of 4");
+  std::vector<char> bytes(count * sizeof(float));
   float *out = reinterpret_cast<float *>(bytes.data());
   const InitSpec &init = *b.init;
   Stream s(seed, bufferStreamId(b.name), 0, kInitDomain);
+  // Element first + i is word (first + i) % 4 of Philox block
+  // (first + i) / 4: the blocks of the range, counted from its start.
+  auto forBlocks = [&](auto emit) {
+    for (uint64_t i = 0; i < count; i += 4)
+      emit(i, s.block((first + i) / 4));
+  };
   switch (init.kind) {
   case InitSpec::Kind::Zeros:
-    std::fill(out, out + n, 0.0f);
+    std::fill(out, out + count, 0.0f);
     break;
   case InitSpec::Kind::Ones:
-    std::fill(out, out + n, 1.0f);
+    std::fill(out, out + count, 1.0f);
     break;
   case InitSpec::Kind::Normal:
-    fillNormal(s, n, init.mean, init.std, out);
+    forBlocks([&](uint64_t base, PhiloxBlock blk) {
+      float v[4];
+      normalBlock(blk, init.mean, init.std, v);
+      for (uint64_t k = 0; k < 4 && base + k < count; ++k)
+        out[base + k] = v[k];
+    });
     break;
   case InitSpec::Kind::Uniform:
-    s.forBlocks(n, [&](uint64_t base, PhiloxBlock blk) {
-      for (uint64_t k = 0; k < 4 && base + k < n; ++k)
+    forBlocks([&](uint64_t base, PhiloxBlock blk) {
+      for (uint64_t k = 0; k < 4 && base + k < count; ++k)
         out[base + k] =
             float(init.low + (init.high - init.low) *
                                  double(philoxWordToUnit(blk.word[k])));

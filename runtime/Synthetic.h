@@ -32,11 +32,15 @@ namespace remat::runtime {
 /// FNV-1a 32-bit hash of a buffer name (the Philox stream id).
 uint32_t bufferStreamId(const std::string &name);
 
-/// The initial value of a param/optimizer buffer, as host bytes of its
-/// dtype (f32, or f64: the f32 draw widened; other float dtypes are
-/// rejected by the loader's backend check before this runs). Every float
-/// result below is the same: f32 values, widened for an f64 buffer.
-std::vector<char> initialValue(const BufferDesc &buffer, uint64_t seed);
+/// Elements [first, first + count) of the initial value of a
+/// param/optimizer buffer, as host bytes of its dtype (f32, or f64: the f32
+/// draw widened; other float dtypes are rejected by the loader's backend
+/// check before this runs); `first` a multiple of 4 (a Philox block). Every
+/// float result below is the same: f32 values, widened for an f64 buffer.
+/// The executor writes a buffer's value in pieces, so that its peak memory
+/// holds no copy of the largest parameter.
+std::vector<char> initialValue(const BufferDesc &buffer, uint64_t seed,
+                               uint64_t first, uint64_t count);
 
 /// The synthetic value of input buffer `index` at 0-based `step`. For
 /// labels_of and teacher, `sourceBytes` must be the host bytes of the "of"

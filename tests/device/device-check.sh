@@ -349,6 +349,24 @@ run_plan() {
     --steps "$n" --log "$logs/bench/$tag.jsonl" "$@" > "$logs/bench/$tag.txt" 2>&1
 }
 
+# run_checked RERUN LIMIT NAME [remat-run args]: NAME.plan for $steps_whole
+# steps (run_plan); on failure `detail` names its first error, and a rerun
+# blocking (logs/RERUN.blocking.log, at most LIMIT s) says which kernel.
+run_checked() {
+  local rerun="$1" limit="$2" name="$3" rc
+  shift 3
+  echo "remat-run $name.plan --steps $steps_whole $*"
+  run_plan "$name" "$name" "$steps_whole" "$@"
+  rc=$?
+  tail -n 4 "$logs/bench/$name.txt"
+  if (( rc != 0 )); then
+    detail="$name failed: $(grep -m 1 'error' "$logs/bench/$name.txt" | cut -c1-200)"
+    (( rc != 124 )) && blocking_rerun "$rerun" "$limit" "$runner" \
+      "$plans_dir/$name.plan" --backend cuda --steps 2
+  fi
+  return $rc
+}
+
 # The memory check of a run's log: arena + workspace within the budget, the
 # used bytes accounted for. Prints a line; fails on OVER.
 check_memory() {
@@ -364,17 +382,8 @@ workspace_split() {
 stage_whole_model() {
   local all="$whole-all" half="$whole-50" rc=0 name
   for name in "$all" "$half"; do
-    echo "remat-run $name.plan --steps $steps_whole --dump-grads"
-    run_plan "$name" "$name" "$steps_whole" --dump-grads \
-      "$logs/bench/$name.grads.safetensors"
-    rc=$?
-    tail -n 4 "$logs/bench/$name.txt"
-    if (( rc != 0 )); then
-      detail="$name failed: $(grep -m 1 'error' "$logs/bench/$name.txt" | cut -c1-200)"
-      (( rc != 124 )) && blocking_rerun "whole-model-$name" 40 "$runner" \
-        "$plans_dir/$name.plan" --backend cuda --steps 2
-      return $rc
-    fi
+    run_checked "whole-model-$name" 40 "$name" --dump-grads \
+      "$logs/bench/$name.grads.safetensors" || return
   done
   local memory_all memory_half
   memory_all=$(check_memory "$all") || rc=1
@@ -439,21 +448,12 @@ stage_profile() {
 # bf16 (issue #36): the store-all plan in --precision bf16 against the
 # whole-model stage's float32 run and PyTorch eager / autocast.
 stage_bf16() {
-  local name="$whole-bf16" rc device=cuda torch_args=()
+  local name="$whole-bf16" rc=0 device=cuda torch_args=()
   if [[ ! -f "$plans_dir/$name.plan" ]]; then
     detail="no $name.plan (tests/device/device-plans.sh compiles it)"
     return 77
   fi
-  echo "remat-run $name.plan --steps $steps_whole"
-  run_plan "$name" "$name" "$steps_whole"
-  rc=$?
-  tail -n 4 "$logs/bench/$name.txt"
-  if (( rc != 0 )); then
-    detail="$name failed: $(grep -m 1 'error' "$logs/bench/$name.txt" | cut -c1-200)"
-    (( rc != 124 )) && blocking_rerun "bf16" 30 "$runner" \
-      "$plans_dir/$name.plan" --backend cuda --steps 2
-    return $rc
-  fi
+  run_checked bf16 30 "$name" || return
   local memory
   memory=$(check_memory "$name") || rc=1
   echo "$name: $memory"

@@ -10,11 +10,12 @@ inputs, which bf16 keeps float32) and the ratio; then both compiled at the
 budget float32's persistent bytes plus half its activation and temporary
 bytes, with the recomputation overhead each needs. With --run N, each
 store-all plan also runs N steps (`remat run`) on a smaller batch
-(--run-set, default GPT-2 seq 256, resnet50 batch 8) for the measured RSS
-growth against arena + workspace and the step time.
+(--run-size small: GPT-2 seq 256, resnet50 batch 8; full: the sizes
+above) for the measured RSS growth against arena + workspace and the step
+time.
 
 usage: bf16_memory.py [--build build] [--models gpt2,resnet50] [--run N]
-           [--work DIR]
+           [--run-size small|full] [--work DIR]
 """
 import argparse
 import json
@@ -56,6 +57,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--models", default="gpt2,resnet50")
     ap.add_argument("--run", type=int, default=0)
+    ap.add_argument("--run-size", choices=["small", "full"], default="small")
     ap.add_argument("--work")
     args = ap.parse_args()
     remat = os.path.join(args.build, "tools", "remat", "remat")
@@ -89,7 +91,7 @@ def main():
                   f"{act_temp(r) / act_temp(f32):.3f} | {persistent:,} B | "
                   f"{overhead} (budget {budget:,} B) |")
         if args.run:
-            model, extra = model_args(name, work, True)
+            model, extra = model_args(name, work, args.run_size == "small")
             for p in ("fp32", "bf16"):
                 plan, r = cpu_measure.compile_plan(
                     remat, model, extra + ["--precision", p], work,
@@ -101,7 +103,8 @@ def main():
                 ms = statistics.median(e["ms"] for e in log[1:] or log)
                 runs.append((name, p, planned, growth, ms))
     if runs:
-        print("\n| model (run size) | precision | arena + workspace | "
+        print(f"\n| model ({args.run_size} run size) | precision | "
+              "arena + workspace | "
               "RSS growth | ratio | median step |")
         print("|---|---|---:|---:|---:|---:|")
         for name, p, planned, growth, ms in runs:

@@ -122,24 +122,7 @@ TEST_CASE("cuda bf16 matmul (GemmEx) matches the cpu for every transpose and "
           "[cuda]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(17);
-  auto bf16 = [&](const Shape &s) { return asBf16(randomTensor(s, rng)); };
-  for (bool ta : {false, true})
-    for (bool tb : {false, true}) {
-      Shape a = ta ? Shape{2, 3, 37, 19} : Shape{2, 3, 19, 37};
-      Shape b = tb ? Shape{2, 3, 23, 37} : Shape{2, 3, 37, 23};
-      Shape shared = tb ? Shape{23, 37} : Shape{37, 23};
-      json attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
-      TensorType c = typeOf({2, 3, 19, 23}, DType::BF16);
-      checkAgainstCpu({OpKind::Matmul, attrs, {bf16(a), bf16(b)}, {c}},
-                      kBf16Tol);
-      checkAgainstCpu({OpKind::Matmul, attrs, {bf16(a), bf16(shared)}, {c}},
-                      kBf16Tol);
-    }
-  checkAgainstCpu({OpKind::Matmul,
-                   json{{"transpose_a", true}, {"sum_batch", true}},
-                   {bf16({2, 3, 37, 19}), bf16({2, 3, 37, 23})},
-                   {typeOf({19, 23}, DType::BF16)}},
-                  kBf16Tol);
+  checkMatmulFormsAgainstCpu(DType::BF16, kBf16Tol, rng);
   // A long sum: float accumulation keeps it within a bf16 step of the
   // cpu's (bf16 accumulation would drift by percents over 1024 terms).
   checkAgainstCpu({OpKind::Matmul,

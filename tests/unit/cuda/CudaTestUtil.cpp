@@ -158,6 +158,34 @@ HostTensor indices(const Shape &shape, int64_t limit, std::mt19937 &rng,
   return t;
 }
 
+void checkMatmulFormsAgainstCpu(DType dtype, double tolerance,
+                                std::mt19937 &rng) {
+  auto random = [&](const Shape &s) {
+    HostTensor t = randomTensor(s, rng);
+    t.dtype = dtype;
+    return t;
+  };
+  auto check = [&](const nlohmann::json &attrs, const Shape &a, const Shape &b,
+                   const Shape &c) {
+    checkAgainstCpu(
+        {OpKind::Matmul, attrs, {random(a), random(b)}, {typeOf(c, dtype)}},
+        tolerance);
+  };
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Shape a = ta ? Shape{2, 3, 37, 19} : Shape{2, 3, 19, 37};
+      Shape b = tb ? Shape{2, 3, 23, 37} : Shape{2, 3, 37, 23};
+      Shape shared = tb ? Shape{23, 37} : Shape{37, 23};
+      nlohmann::json attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
+      check(attrs, a, b, {2, 3, 19, 23});
+      check(attrs, a, shared, {2, 3, 19, 23});
+    }
+  check(nlohmann::json::object(), {64, 300}, {300, 129}, {64, 129});
+  // sum_batch: a shared weight's gradient, one GEMM over the rows.
+  check({{"transpose_a", true}, {"sum_batch", true}}, {2, 3, 37, 19},
+        {2, 3, 37, 23}, {19, 23});
+}
+
 void checkAttentionAgainstCpu(const Shape &s, const nlohmann::json &attrs,
                               std::mt19937 &rng) {
   HostTensor q = randomTensor(s, rng), k = randomTensor(s, rng),

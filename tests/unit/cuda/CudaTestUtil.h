@@ -62,6 +62,12 @@ void checkAgainstCpu(const OpCase &c, double tolerance);
 void checkAttentionAgainstCpu(const Shape &s, const nlohmann::json &attrs,
                               std::mt19937 &rng);
 
+/// matmul in every transpose form, batched and with a shared rank-2 b, and
+/// sum_batch (a shared weight's gradient), on random `dtype` operands with
+/// a `dtype` result, each checked against the CPU at `tolerance`.
+void checkMatmulFormsAgainstCpu(DType dtype, double tolerance,
+                                std::mt19937 &rng);
+
 /// Normalized-error tolerances of the kernel comparisons.
 inline constexpr double kElementwiseTol = 2e-6;
 inline constexpr double kReductionTol = 1e-5;

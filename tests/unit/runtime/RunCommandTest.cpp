@@ -20,6 +20,18 @@ using nlohmann::json;
 
 namespace {
 
+/// `remat run` with `args` (argv[0] first), its output in `out` and `err`
+/// (cleared first); returns the exit status.
+int runArgs(std::vector<std::string> args, std::ostringstream &out,
+            std::ostringstream &err) {
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  out.str("");
+  err.str("");
+  return remat::runMain(int(argv.size()), argv.data(), out, err);
+}
+
 std::string slurp(const std::string &path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -114,12 +126,7 @@ TEST_CASE("remat run reports a bad plan as an error, not a crash",
 TEST_CASE("remat run parses its flags", "[runtime]") {
   std::ostringstream out, err;
   auto run = [&](std::vector<std::string> args) {
-    std::vector<char *> argv;
-    for (std::string &a : args)
-      argv.push_back(a.data());
-    out.str("");
-    err.str("");
-    return remat::runMain(int(argv.size()), argv.data(), out, err);
+    return runArgs(std::move(args), out, err);
   };
   CHECK(run({"run", "--help"}) == 0);
   CHECK_THAT(out.str(), Catch::StartsWith("usage: remat run PLAN"));
@@ -159,12 +166,7 @@ TEST_CASE("remat run --save-dtype bf16 rounds the saved floats to BF16, and "
           "[runtime]") {
   std::ostringstream out, err;
   auto run = [&](std::vector<std::string> args) {
-    std::vector<char *> argv;
-    for (std::string &a : args)
-      argv.push_back(a.data());
-    out.str("");
-    err.str("");
-    return remat::runMain(int(argv.size()), argv.data(), out, err);
+    return runArgs(std::move(args), out, err);
   };
   std::string plan = tempPath("bf16save.plan");
   {

@@ -25,6 +25,15 @@ int64_t mseBlocks(int64_t n) {
   return std::min<int64_t>(kMseBlocks, (n + kThreads - 1) / kThreads);
 }
 
+/// The largest of a row's c values (every thread of the block gets it).
+template <typename E>
+__device__ inline float rowMaxOf(const E *row, int64_t c, float *sharedMax) {
+  float localMax = -FLT_MAX;
+  for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
+    localMax = fmaxf(localMax, loadFloat(row, j));
+  return blockMax(localMax, sharedMax, -FLT_MAX);
+}
+
 /// E: float, or bf16 bits (uint16_t) for the logits (and dlogits).
 template <typename E>
 __global__ void crossEntropyRowKernel(const E *logits, const void *labels,
@@ -42,10 +51,7 @@ __global__ void crossEntropyRowKernel(const E *logits, const void *labels,
     }
     return; // the whole block takes this branch
   }
-  float localMax = -FLT_MAX;
-  for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
-    localMax = fmaxf(localMax, loadFloat(row, j));
-  float rowMax = blockMax(localMax, sharedMax, -FLT_MAX);
+  float rowMax = rowMaxOf(row, c, sharedMax);
   double local = 0;
   for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
     local += exp(double(loadFloat(row, j) - rowMax));
@@ -77,10 +83,7 @@ crossEntropyGradKernel(const E *logits, const void *labels, bool labels64,
     return;
   }
   float scale = float(double(*dloss) / double(rows));
-  float localMax = -FLT_MAX;
-  for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
-    localMax = fmaxf(localMax, loadFloat(row, j));
-  float rowMax = blockMax(localMax, sharedMax, -FLT_MAX);
+  float rowMax = rowMaxOf(row, c, sharedMax);
   double localSum = 0;
   for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
     localSum += double(expf(loadFloat(row, j) - rowMax));

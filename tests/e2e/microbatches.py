@@ -15,7 +15,11 @@
       unsplit step, on the same data: step 1's parameter gradients within
       1e-5 relative per tensor (analytically zero gradients, float noise in
       both, left out and named), and the losses of 20 steps within 1e-5
-      relative.
+      relative. gpt2-bf16: gpt2 with --precision bf16, where each slice's
+      bf16 weight-gradient GEMM rounds its own sum to bf16 before the
+      float32 accumulation (the unsplit step rounds the whole batch's once):
+      gradients within 1e-2 (bf16 keeps 8 bits: 2^-7 = 7.8e-3 apart at
+      most per value) and the 20 losses within 1e-3.
   microbatches.py REMAT errors
       --microbatches 0, -3, abc, more than the batch, one that does not
       divide it, --max-microbatches 0: a clear error and exit status 2; a
@@ -44,9 +48,10 @@ SPLITS = (2, 4, 8)
 
 def model_args(remat, work, name):
     """The compile arguments of MODEL and the run's --data arguments."""
-    if name == "gpt2":
+    if name in ("gpt2", "gpt2-bf16"):
+        bf16 = ["--precision", "bf16"] if name == "gpt2-bf16" else []
         return [model_path("gpt2"), "--preset", "tiny", "--set", "batch=8",
-                "--set", "dropout=0.1"], []
+                "--set", "dropout=0.1"] + bf16, []
     if name == "seed_mlp":
         return [model_path("seed_mlp"), "--preset", "tiny",
                 "--set", "batch=16"], []
@@ -71,6 +76,8 @@ def model_args(remat, work, name):
 
 def grads(remat, work, name):
     compile_args, data = model_args(remat, work, name)
+    grad_tol, loss_tol = (1e-2, 1e-3) if name.endswith("-bf16") else \
+        (1e-5, 1e-5)
     grads_of, losses_of = {}, {}
     for k in (1,) + SPLITS:
         plan = os.path.join(work, f"k{k}.plan")
@@ -104,13 +111,14 @@ def grads(remat, work, name):
               f"({worst_name}); 20 losses, worst relative difference "
               f"{loss_worst:.2e} (loss {losses_of[1][0]:.6f} -> "
               f"{losses_of[1][-1]:.6f})")
-        if not (worst <= 1e-5 and loss_worst <= 1e-5) or \
+        if not (worst <= grad_tol and loss_worst <= loss_tol) or \
                 len(losses_of[k]) != 20:
             failed = True
     if noise:
         print(f"float noise left out: {noise}")
     if failed:
-        raise SystemExit("FAIL: beyond 1e-5")
+        raise SystemExit(f"FAIL: beyond {grad_tol:g} (gradients) or "
+                         f"{loss_tol:g} (losses)")
     print("OK")
     return 0
 

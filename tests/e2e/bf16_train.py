@@ -32,6 +32,12 @@ def train(remat, work, tag, *args):
     if r.returncode != 0:
         raise SystemExit(f"FAIL: remat train ({tag}) exit {r.returncode}:\n"
                          f"{r.stderr}")
+    # The cpu backend says that it computes bf16 in float32, once, and a
+    # float32 run does not.
+    says = r.stderr.count("computes bf16 ops in float32")
+    if says != ("bf16" in args):
+        raise SystemExit(f"FAIL: remat train ({tag}) printed the bf16 "
+                         f"warning {says} times:\n{r.stderr}")
     with open(log) as f:
         return [json.loads(line)["loss"] for line in f]
 

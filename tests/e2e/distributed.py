@@ -3,7 +3,7 @@
 
   distributed.py REMAT parity MODEL PRESET [--budget-frac F]
                   [--shard-optimizer] [--set NAME=VALUE]...
-                  [--microbatches K]
+                  [--microbatches K] [--bf16]
       2 ranks (mpirun -np 2) with the global batch B against 1 rank with
       batch B, 50 steps: every step's loss within 1e-4 relative (the first
       within 1e-6), and every parameter after the last step likewise. With
@@ -20,7 +20,11 @@
       model further (an odd width: slices of uneven size). With
       --microbatches K the 2-rank plan also splits each rank's batch into
       K micro-batches (accumulated, then averaged across the ranks once a
-      step), against the same unsplit 1-rank plan.
+      step), against the same unsplit 1-rank plan. With --bf16 both plans
+      are --precision bf16: later losses within 1e-3 and step-1 gradients
+      within 1e-2 (bf16's resolution; the first loss still within 1e-6);
+      the parameters after 50 steps are reported, not judged (AdamW turns
+      bf16-sized gradient differences into full steps on small biases).
   distributed.py REMAT errors
       a rank count that does not divide the batch, a plan run on another
       rank count, different plans on the ranks: clear errors, exit 1.
@@ -176,8 +180,17 @@ def check_sharded_plans(plans, reports):
 
 
 def parity(remat, work, model, preset, budget_frac, shard=False, sets=(),
-           microbatches=1):
+           microbatches=1, bf16=False):
     base = [model_path(model), "--preset", preset]
+    if bf16:
+        base += ["--precision", "bf16"]
+    # (first loss, later losses, step-1 gradients, parameters after 50
+    # steps). In bf16 each rank's weight-gradient GEMM rounds its half of
+    # the batch's sum to bf16 before the float32 average (one rank rounds
+    # the whole sum once): the gradients differ within bf16's resolution
+    # (2^-7 = 7.8e-3 apart at most per value), and so, through AdamW, the
+    # later losses (the parameters are reported, below).
+    tol = (1e-6, 1e-3, 1e-2, None) if bf16 else (1e-6, 1e-4, 1e-5, 1e-4)
     for value in sets:
         base += ["--set", value]
     # --shard-optimizer and --microbatches: the 2-rank plan only (the
@@ -245,7 +258,7 @@ def parity(remat, work, model, preset, budget_frac, shard=False, sets=(),
     worst = 0
     for k, (x, y) in enumerate(zip(a, b)):
         rel = abs(x["loss"] - y["loss"]) / max(abs(x["loss"]), 1e-30)
-        limit = 1e-6 if k == 0 else 1e-4
+        limit = tol[0] if k == 0 else tol[1]
         worst = max(worst, rel)
         if rel > limit:
             raise SystemExit(f"FAIL: step {k + 1}: loss {y['loss']} on 2 "
@@ -269,19 +282,26 @@ def parity(remat, work, model, preset, budget_frac, shard=False, sets=(),
           f"{worst_grad:.2e}" + (f"; float noise (norm < 1e-5 x the largest, "
                                  f"left out): {sorted(noise)}" if noise
                                  else ""))
-    if worst_grad > 1e-5:
-        raise SystemExit("FAIL: the averaged gradients differ by more than "
-                         "1e-5")
+    if worst_grad > tol[2]:
+        raise SystemExit(f"FAIL: the averaged gradients differ by more than "
+                         f"{tol[2]:g}")
     p1, p2 = read_safetensors(one_save), read_safetensors(two_save)
     if sorted(p1) != sorted(p2):
         raise SystemExit(f"FAIL: saved tensors differ: {sorted(p1)} vs "
                          f"{sorted(p2)}")
     compared = [k for k in p1 if k.split(":")[-1] not in noise]
-    worst = max(relative(p2[k], p1[k]) for k in compared)
+    worst, worst_name = max((relative(p2[k], p1[k]), k) for k in compared)
     print(f"parameters and optimizer state after 50 steps: {len(compared)} "
-          f"of {len(p1)} tensors, worst relative difference {worst:.2e}")
-    if worst > 1e-4:
-        raise SystemExit("FAIL: the parameters differ by more than 1e-4")
+          f"of {len(p1)} tensors, worst relative difference {worst:.2e} "
+          f"({worst_name})")
+    # In bf16 the two runs' gradients differ by bf16 roundings every step,
+    # and AdamW turns a small gradient's difference into a full-size step:
+    # a bias that starts at zero (h.0.bq) ends 1.4e-2 apart relative to its
+    # small size. The losses and step-1 gradients above are the judged
+    # parity there; the parameters are reported.
+    if not bf16 and worst > tol[3]:
+        raise SystemExit(f"FAIL: the parameters differ by more than "
+                         f"{tol[3]:g}")
     if shard:
         # Resume both from the 1-rank checkpoint (nonzero optimizer state):
         # each rank of the sharded run must load its slice of every state.
@@ -608,7 +628,8 @@ def main():
             if "--microbatches" in sys.argv:
                 k = int(sys.argv[sys.argv.index("--microbatches") + 1])
             return parity(remat, work, sys.argv[3], sys.argv[4], frac,
-                          "--shard-optimizer" in sys.argv, sets, k)
+                          "--shard-optimizer" in sys.argv, sets, k,
+                          "--bf16" in sys.argv)
         if check == "errors":
             return errors(remat, work)
         if check == "rank-killed":

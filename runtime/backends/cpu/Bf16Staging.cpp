@@ -30,6 +30,24 @@ void narrow(const float *from, uint16_t *to, int64_t n) {
   parallelElements(n, [&](int64_t i) { to[i] = ops::floatToBf16(from[i]); });
 }
 
+/// `rows` x `cols` of `from` (row stride `fromStride`) widened into `to`
+/// (row stride cols).
+void widenBlock(const uint16_t *from, int64_t fromStride, float *to,
+                int64_t rows, int64_t cols) {
+  parallelElements(rows * cols, [&](int64_t i) {
+    to[i] = ops::bf16ToFloat(from[(i / cols) * fromStride + i % cols]);
+  });
+}
+
+/// `rows` x `cols` of `from` (row stride cols) rounded into `to` (row
+/// stride `toStride`).
+void narrowBlock(const float *from, uint16_t *to, int64_t toStride,
+                 int64_t rows, int64_t cols) {
+  parallelElements(rows * cols, [&](int64_t i) {
+    to[(i / cols) * toStride + i % cols] = ops::floatToBf16(from[i]);
+  });
+}
+
 /// Rows of op(A) (A untransposed, [m, k] with row stride lda) at a time:
 /// B whole in float, then each block of A's rows and C's rows.
 void gemmRows(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
@@ -47,6 +65,81 @@ void gemmRows(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
       widen(a + i * g.strideA + r0 * s.lda, af, rows * s.k);
       gemm<float>(false, s.transB, rows, s.n, s.k, 1.0f, af, s.k, bf, s.ldb,
                   0.0f, cf, s.n, scratch, scratchBytes);
+      narrow(cf, c + i * g.strideC + r0 * s.ldc, rows * s.n);
+    }
+  }
+}
+
+/// op(A) B with A whole in float, `block` columns of op(B) and of C at a
+/// time: B is read once, A (the smaller, m <= n) once per block.
+void gemmCols(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
+              uint16_t *c, int64_t block, Pieces pieces, float *scratch,
+              uint64_t scratchBytes) {
+  const GemmShape &s = g.gemm;
+  float *af = pieces.take(s.m * s.k);
+  float *bf = pieces.take(block * s.k);
+  float *cf = pieces.take(s.m * block);
+  for (int64_t i = 0; i < g.count; ++i) {
+    widen(a + i * g.strideA, af, s.m * s.k);
+    const uint16_t *bi = b + i * g.strideB;
+    for (int64_t c0 = 0; c0 < s.n; c0 += block) {
+      int64_t cols = std::min(block, s.n - c0);
+      if (s.transB) // B as stored: [n, k], columns c0.. are rows c0..
+        widen(bi + c0 * s.ldb, bf, cols * s.k);
+      else // [k, n]: a column block, as [k, cols]
+        widenBlock(bi + c0, s.ldb, bf, s.k, cols);
+      gemm<float>(false, s.transB, s.m, cols, s.k, 1.0f, af, s.k, bf,
+                  s.transB ? s.k : cols, 0.0f, cf, cols, scratch, scratchBytes);
+      narrowBlock(cf, c + i * g.strideC + c0, s.ldc, s.m, cols);
+    }
+  }
+}
+
+/// op(A) B with C in float, `block` columns of A and rows of op(B) (the
+/// summed dimension) at a time, accumulated into C.
+void gemmSum(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
+             uint16_t *c, int64_t block, Pieces pieces, float *scratch,
+             uint64_t scratchBytes) {
+  const GemmShape &s = g.gemm;
+  float *cf = pieces.take(s.m * s.n);
+  float *af = pieces.take(s.m * block);
+  float *bf = pieces.take(block * s.n);
+  for (int64_t i = 0; i < g.count; ++i) {
+    const uint16_t *ai = a + i * g.strideA, *bi = b + i * g.strideB;
+    for (int64_t p0 = 0; p0 < s.k; p0 += block) {
+      int64_t depth = std::min(block, s.k - p0);
+      widenBlock(ai + p0, s.lda, af, s.m, depth);
+      if (s.transB) // B as stored: [n, k]; its columns p0.. as [n, depth]
+        widenBlock(bi + p0, s.ldb, bf, s.n, depth);
+      else // [k, n]: rows p0..
+        widen(bi + p0 * s.ldb, bf, depth * s.n);
+      gemm<float>(false, s.transB, s.m, s.n, depth, 1.0f, af, depth, bf,
+                  s.transB ? depth : s.n, p0 == 0 ? 0.0f : 1.0f, cf, s.n,
+                  scratch, scratchBytes);
+    }
+    if (s.k == 0)
+      std::fill(cf, cf + s.m * s.n, 0.0f);
+    narrow(cf, c + i * g.strideC, s.m * s.n);
+  }
+}
+
+/// A^T B with B whole in float, `block` rows of C at a time (the same
+/// columns of A), each over the whole depth: C is never whole in float.
+void gemmDepthRows(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
+                   uint16_t *c, int64_t block, Pieces pieces, float *scratch,
+                   uint64_t scratchBytes) {
+  const GemmShape &s = g.gemm;
+  float *bf = pieces.take(s.k * s.n);
+  float *af = pieces.take(s.k * block);
+  float *cf = pieces.take(block * s.n);
+  for (int64_t i = 0; i < g.count; ++i) {
+    widen(b + i * g.strideB, bf, s.k * s.n);
+    for (int64_t r0 = 0; r0 < s.m; r0 += block) {
+      int64_t rows = std::min(block, s.m - r0);
+      // A as stored: [k, m] (lda m); columns r0.. as [k, rows].
+      widenBlock(a + i * g.strideA + r0, s.lda, af, s.k, rows);
+      gemm<float>(true, false, rows, s.n, s.k, 1.0f, af, rows, bf, s.n, 0.0f,
+                  cf, s.n, scratch, scratchBytes);
       narrow(cf, c + i * g.strideC + r0 * s.ldc, rows * s.n);
     }
   }
@@ -170,11 +263,17 @@ void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
   Pieces pieces{copies};
   switch (staging.kind) {
   case Bf16Staging::Kind::GemmRows:
-  case Bf16Staging::Kind::GemmDepth: {
+  case Bf16Staging::Kind::GemmCols:
+  case Bf16Staging::Kind::GemmSum:
+  case Bf16Staging::Kind::GemmDepth:
+  case Bf16Staging::Kind::GemmDepthRows: {
     MatmulGemms g =
         matmulGemms(*call.attrs, call.inputs[0].shape, call.inputs[1].shape);
-    auto run =
-        staging.kind == Bf16Staging::Kind::GemmRows ? gemmRows : gemmDepth;
+    auto run = staging.kind == Bf16Staging::Kind::GemmRows    ? gemmRows
+               : staging.kind == Bf16Staging::Kind::GemmCols  ? gemmCols
+               : staging.kind == Bf16Staging::Kind::GemmSum   ? gemmSum
+               : staging.kind == Bf16Staging::Kind::GemmDepth ? gemmDepth
+                                                              : gemmDepthRows;
     run(g, call.inputs[0].as<const uint16_t>(),
         call.inputs[1].as<const uint16_t>(), call.outputs[0].as<uint16_t>(),
         staging.block, pieces, scratch, scratchElements * sizeof(float));

@@ -201,15 +201,33 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
       outputs.size() == 1 && allBf16(inputs, outputs)) {
     MatmulGemms g = matmulGemms(attrs, inputs[0].shape, inputs[1].shape);
     const GemmShape &m = g.gemm;
-    if (!m.transA) {
+    // The staging that copies the smallest operand or result whole: it
+    // also re-reads the least (the others' pieces stream past it once).
+    int64_t wholeA = m.m * m.k, wholeB = m.k * m.n, wholeC = m.m * m.n;
+    if (!m.transA && wholeB <= wholeA && wholeB <= wholeC) {
       s.kind = Bf16Staging::Kind::GemmRows;
       s.block = rowsPerPiece(m.m, m.k + m.n);
       s.bytes = stagedBytes(m.k * m.n) + stagedBytes(s.block * m.k) +
                 stagedBytes(s.block * m.n);
-    } else if (!m.transB) {
+    } else if (!m.transA && wholeA <= wholeC) {
+      s.kind = Bf16Staging::Kind::GemmCols;
+      s.block = rowsPerPiece(m.n, m.k + m.m);
+      s.bytes = stagedBytes(m.m * m.k) + stagedBytes(s.block * m.k) +
+                stagedBytes(m.m * s.block);
+    } else if (!m.transA) {
+      s.kind = Bf16Staging::Kind::GemmSum;
+      s.block = rowsPerPiece(m.k, m.m + m.n);
+      s.bytes = stagedBytes(m.m * m.n) + stagedBytes(m.m * s.block) +
+                stagedBytes(s.block * m.n);
+    } else if (!m.transB && m.m <= m.k) {
       s.kind = Bf16Staging::Kind::GemmDepth;
       s.block = rowsPerPiece(m.k, m.m + m.n);
       s.bytes = stagedBytes(m.m * m.n) + stagedBytes(s.block * m.m) +
+                stagedBytes(s.block * m.n);
+    } else if (!m.transB) {
+      s.kind = Bf16Staging::Kind::GemmDepthRows;
+      s.block = rowsPerPiece(m.m, m.k + m.n);
+      s.bytes = stagedBytes(m.k * m.n) + stagedBytes(m.k * s.block) +
                 stagedBytes(s.block * m.n);
     }
     return s;

@@ -118,14 +118,22 @@ uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
 /// the step's scratch.
 struct Bf16Staging {
   enum class Kind {
-    None,      ///< no bf16 tensor, or the kernel reads bf16 itself
-    Whole,     ///< a float copy of every bf16 tensor
-    Rows,      ///< elementwise: `block` rows (result dim 0) at a time; an
-               ///< operand broadcast along dim 0 copied whole
-    GemmRows,  ///< GEMMs op(A) B, A untransposed: B copied whole, `block`
-               ///< rows of A and C at a time
-    GemmDepth, ///< GEMMs A^T B: C in float, `block` rows of A and B (the
-               ///< summed dimension) at a time
+    None,          ///< no bf16 tensor, or the kernel reads bf16 itself
+    Whole,         ///< a float copy of every bf16 tensor
+    Rows,          ///< elementwise: `block` rows (result dim 0) at a time; an
+                   ///< operand broadcast along dim 0 copied whole
+    GemmRows,      ///< GEMMs op(A) B, A untransposed: B copied whole,
+                   ///< `block` rows of A and C at a time
+    GemmCols,      ///< the same with A copied whole, `block` columns of
+                   ///< op(B) and C at a time (B is read once)
+    GemmSum,       ///< the same with C in float, `block` columns of A and
+                   ///< rows of op(B) (the summed dimension) at a time; of
+                   ///< the three, the one whose whole copy is smallest
+    GemmDepth,     ///< GEMMs A^T B, m <= k: C in float, `block` rows of A and
+                   ///< B (the summed dimension) at a time
+    GemmDepthRows, ///< the same with m > k: B copied whole, `block` rows of
+                   ///< C (columns of A) at a time, each over the whole
+                   ///< depth
   };
   Kind kind = Kind::None;
   int64_t block = 0;

@@ -163,3 +163,56 @@ TEST_CASE("cuda bf16 elementwise kernels round as the cpu does: bitwise equal "
                    2},
                   0);
 }
+
+TEST_CASE("the cpu's bf16 GEMMs in more than one piece of each kind match "
+          "cuda's GemmEx",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(19);
+  auto bf16 = [&](const Shape &s) { return asBf16(randomTensor(s, rng)); };
+  // The cpu backend stages a bf16 GEMM in pieces of 2^18 floats
+  // (cpu/Bf16Staging.cpp); 100000 rows, columns or depth make two pieces.
+  // Each kind copies its smallest operand or result whole. Rows: B whole,
+  // blocks of A's and C's rows.
+  checkAgainstCpu({OpKind::Matmul,
+                   json::object(),
+                   {bf16({100000, 2}), bf16({2, 3})},
+                   {typeOf({100000, 3}, DType::BF16)}},
+                  kBf16Tol);
+  // Columns: A whole, blocks of op(B)'s and C's columns, B as stored and
+  // transposed.
+  checkAgainstCpu({OpKind::Matmul,
+                   json::object(),
+                   {bf16({2, 2}), bf16({2, 100000})},
+                   {typeOf({2, 100000}, DType::BF16)}},
+                  kBf16Tol);
+  checkAgainstCpu({OpKind::Matmul,
+                   json{{"transpose_b", true}},
+                   {bf16({2, 2}), bf16({100000, 2})},
+                   {typeOf({2, 100000}, DType::BF16)}},
+                  kBf16Tol);
+  // Sum: C whole, blocks of the summed dimension, B as stored and
+  // transposed.
+  checkAgainstCpu({OpKind::Matmul,
+                   json::object(),
+                   {bf16({2, 100000}), bf16({100000, 3})},
+                   {typeOf({2, 3}, DType::BF16)}},
+                  kBf16Tol);
+  checkAgainstCpu({OpKind::Matmul,
+                   json{{"transpose_b", true}},
+                   {bf16({2, 100000}), bf16({3, 100000})},
+                   {typeOf({2, 3}, DType::BF16)}},
+                  kBf16Tol);
+  // Depth: A^T B with m <= k, blocks of the summed rows.
+  checkAgainstCpu({OpKind::Matmul,
+                   json{{"transpose_a", true}},
+                   {bf16({100000, 2}), bf16({100000, 3})},
+                   {typeOf({2, 3}, DType::BF16)}},
+                  kBf16Tol);
+  // Depth by rows: A^T B with m > k, blocks of C's rows.
+  checkAgainstCpu({OpKind::Matmul,
+                   json{{"transpose_a", true}},
+                   {bf16({2, 100000}), bf16({2, 3})},
+                   {typeOf({100000, 3}, DType::BF16)}},
+                  kBf16Tol);
+}

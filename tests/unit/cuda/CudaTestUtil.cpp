@@ -181,9 +181,16 @@ void checkMatmulFormsAgainstCpu(DType dtype, double tolerance,
       check(attrs, a, shared, {2, 3, 19, 23});
     }
   check(nlohmann::json::object(), {64, 300}, {300, 129}, {64, 129});
-  // sum_batch: a shared weight's gradient, one GEMM over the rows.
+  // More rows than columns (the cpu's bf16 GEMM then copies B whole), and
+  // a transposed A wider than deep (it then copies B whole, C by rows).
+  check(nlohmann::json::object(), {2, 3, 40, 17}, {17, 11}, {2, 3, 40, 11});
+  check({{"transpose_a", true}}, {2, 3, 8, 40}, {2, 3, 8, 23}, {2, 3, 40, 23});
+  // sum_batch: a shared weight's gradient, one GEMM over the rows (deep,
+  // then wide).
   check({{"transpose_a", true}, {"sum_batch", true}}, {2, 3, 37, 19},
         {2, 3, 37, 23}, {19, 23});
+  check({{"transpose_a", true}, {"sum_batch", true}}, {2, 3, 5, 40},
+        {2, 3, 5, 23}, {40, 23});
 }
 
 void checkAttentionAgainstCpu(const Shape &s, const nlohmann::json &attrs,

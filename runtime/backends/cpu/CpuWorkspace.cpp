@@ -204,32 +204,26 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
     // The staging that copies the smallest operand or result whole: it
     // also re-reads the least (the others' pieces stream past it once).
     int64_t wholeA = m.m * m.k, wholeB = m.k * m.n, wholeC = m.m * m.n;
-    if (!m.transA && wholeB <= wholeA && wholeB <= wholeC) {
-      s.kind = Bf16Staging::Kind::GemmRows;
-      s.block = rowsPerPiece(m.m, m.k + m.n);
-      s.bytes = stagedBytes(m.k * m.n) + stagedBytes(s.block * m.k) +
-                stagedBytes(s.block * m.n);
-    } else if (!m.transA && wholeA <= wholeC) {
-      s.kind = Bf16Staging::Kind::GemmCols;
-      s.block = rowsPerPiece(m.n, m.k + m.m);
-      s.bytes = stagedBytes(m.m * m.k) + stagedBytes(s.block * m.k) +
-                stagedBytes(m.m * s.block);
-    } else if (!m.transA) {
-      s.kind = Bf16Staging::Kind::GemmSum;
-      s.block = rowsPerPiece(m.k, m.m + m.n);
-      s.bytes = stagedBytes(m.m * m.n) + stagedBytes(m.m * s.block) +
-                stagedBytes(s.block * m.n);
-    } else if (!m.transB && m.m <= m.k) {
-      s.kind = Bf16Staging::Kind::GemmDepth;
-      s.block = rowsPerPiece(m.k, m.m + m.n);
-      s.bytes = stagedBytes(m.m * m.n) + stagedBytes(s.block * m.m) +
-                stagedBytes(s.block * m.n);
-    } else if (!m.transB) {
-      s.kind = Bf16Staging::Kind::GemmDepthRows;
-      s.block = rowsPerPiece(m.m, m.k + m.n);
-      s.bytes = stagedBytes(m.k * m.n) + stagedBytes(m.k * s.block) +
-                stagedBytes(s.block * m.n);
-    }
+    // `whole` elements copied whole; `length` in blocks, each block's unit
+    // `x` + `y` elements of the two streamed pieces.
+    auto pick = [&](Bf16Staging::Kind kind, int64_t whole, int64_t length,
+                    int64_t x, int64_t y) {
+      s.kind = kind;
+      s.block = rowsPerPiece(length, x + y);
+      s.bytes = stagedBytes(whole) + stagedBytes(s.block * x) +
+                stagedBytes(s.block * y);
+    };
+    using Kind = Bf16Staging::Kind;
+    if (!m.transA && wholeB <= wholeA && wholeB <= wholeC)
+      pick(Kind::GemmRows, wholeB, m.m, m.k, m.n);
+    else if (!m.transA && wholeA <= wholeC)
+      pick(Kind::GemmCols, wholeA, m.n, m.k, m.m);
+    else if (!m.transA)
+      pick(Kind::GemmSum, wholeC, m.k, m.m, m.n);
+    else if (!m.transB && m.m <= m.k)
+      pick(Kind::GemmDepth, wholeC, m.k, m.m, m.n);
+    else if (!m.transB)
+      pick(Kind::GemmDepthRows, wholeB, m.m, m.k, m.n);
     return s;
   }
   // Elementwise ops (not dropout, whose masks follow the element index):

@@ -107,10 +107,8 @@ void launchAs(const KernelCall &call, const DeviceContext &ctx) {
 
 template <BinaryOp Op>
 void launch(const KernelCall &call, const DeviceContext &ctx) {
-  if (call.outputs[0].dtype == DType::BF16)
-    launchAs<Op, uint16_t>(call, ctx);
-  else
-    launchAs<Op, float>(call, ctx);
+  withElementType(call.outputs[0].dtype,
+                  [&](auto e) { launchAs<Op, decltype(e)>(call, ctx); });
 }
 
 } // namespace

@@ -141,6 +141,15 @@ __device__ inline void storeFloat(uint16_t *p, Index i, float v) {
   p[i] = narrowToBf16(v);
 }
 
+/// Calls fn(E{}) with E the element type a kernel template over both takes
+/// for `dtype`: uint16_t (the bits) for bf16, float otherwise.
+template <typename Fn> inline void withElementType(DType dtype, Fn &&fn) {
+  if (dtype == DType::BF16)
+    fn(uint16_t{});
+  else
+    fn(float{});
+}
+
 /// StridedIndex of `shape` with `strides` (throws past kMaxRank).
 StridedIndex makeStridedIndex(const Shape &shape,
                               const std::vector<int64_t> &strides);

@@ -55,10 +55,8 @@ void launchAs(const KernelCall &call, const DeviceContext &ctx) {
 } // namespace
 
 void launchDropout(const KernelCall &call, const DeviceContext &ctx) {
-  if (call.outputs[0].dtype == DType::BF16)
-    launchAs<uint16_t>(call, ctx);
-  else
-    launchAs<float>(call, ctx);
+  withElementType(call.outputs[0].dtype,
+                  [&](auto e) { launchAs<decltype(e)>(call, ctx); });
 }
 
 } // namespace remat::runtime::cuda

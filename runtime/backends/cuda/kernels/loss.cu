@@ -13,7 +13,6 @@
 #include "runtime/backends/cuda/kernels/common.cuh"
 
 #include <algorithm>
-#include <type_traits>
 
 namespace remat::runtime::cuda {
 
@@ -131,17 +130,13 @@ void launchCrossEntropy(const KernelCall &call, const DeviceContext &ctx) {
   const TensorRef &logits = call.inputs[0], &labels = call.inputs[1];
   int64_t c = logits.shape.back(), rows = logits.numElements / c;
   double *rowLoss = static_cast<double *>(ctx.scratch);
-  auto launch = [&](auto *typed) {
-    using E = std::remove_const_t<std::remove_pointer_t<decltype(typed)>>;
+  withElementType(logits.dtype, [&](auto e) {
+    using E = decltype(e);
     REMAT_LAUNCH(rowGrid(rows, "crossEntropyRowKernel"), rowThreads(c), 0,
                  ctx.stream, crossEntropyRowKernel<E>)
-    (typed, labels.data, labels.dtype == DType::I64, c, rowLoss, ctx.status,
-     int64_t(call.stepIndex));
-  };
-  if (logits.dtype == DType::BF16)
-    launch(logits.as<const uint16_t>());
-  else
-    launch(logits.as<const float>());
+    (logits.as<const E>(), labels.data, labels.dtype == DType::I64, c, rowLoss,
+     ctx.status, int64_t(call.stepIndex));
+  });
   REMAT_CUDA_CHECK_LAUNCH("crossEntropyRowKernel");
   launchSumDoubles(rowLoss, rows, double(rows), call.outputs[0].as<float>(),
                    ctx.stream);
@@ -150,18 +145,14 @@ void launchCrossEntropy(const KernelCall &call, const DeviceContext &ctx) {
 void launchCrossEntropyGrad(const KernelCall &call, const DeviceContext &ctx) {
   const TensorRef &logits = call.inputs[0], &labels = call.inputs[1];
   int64_t c = logits.shape.back(), rows = logits.numElements / c;
-  auto launch = [&](auto *typed) {
-    using E = std::remove_const_t<std::remove_pointer_t<decltype(typed)>>;
+  withElementType(logits.dtype, [&](auto e) {
+    using E = decltype(e);
     REMAT_LAUNCH(rowGrid(rows, "crossEntropyGradKernel"), rowThreads(c), 0,
                  ctx.stream, crossEntropyGradKernel<E>)
-    (typed, labels.data, labels.dtype == DType::I64,
+    (logits.as<const E>(), labels.data, labels.dtype == DType::I64,
      call.inputs[2].as<const float>(), rows, c, call.outputs[0].as<E>(),
      ctx.status, int64_t(call.stepIndex));
-  };
-  if (logits.dtype == DType::BF16)
-    launch(logits.as<const uint16_t>());
-  else
-    launch(logits.as<const float>());
+  });
   REMAT_CUDA_CHECK_LAUNCH("crossEntropyGradKernel");
 }
 

@@ -136,17 +136,13 @@ void launchUnaryGradAs(const KernelCall &call, const DeviceContext &ctx) {
 } // namespace
 
 void launchUnary(const KernelCall &call, const DeviceContext &ctx) {
-  if (call.outputs[0].dtype == DType::BF16)
-    launchUnaryAs<uint16_t>(call, ctx);
-  else
-    launchUnaryAs<float>(call, ctx);
+  withElementType(call.outputs[0].dtype,
+                  [&](auto e) { launchUnaryAs<decltype(e)>(call, ctx); });
 }
 
 void launchUnaryGrad(const KernelCall &call, const DeviceContext &ctx) {
-  if (call.outputs[0].dtype == DType::BF16)
-    launchUnaryGradAs<uint16_t>(call, ctx);
-  else
-    launchUnaryGradAs<float>(call, ctx);
+  withElementType(call.outputs[0].dtype,
+                  [&](auto e) { launchUnaryGradAs<decltype(e)>(call, ctx); });
 }
 
 } // namespace remat::runtime::cuda

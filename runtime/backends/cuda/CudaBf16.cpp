@@ -44,6 +44,17 @@ bool readsBf16Itself(OpKind op, bool floatsAllBf16) {
   return info.bf16Native;
 }
 
+/// The dtypes of an op's tensors, as far as its float copies go: whether
+/// any is bf16, and whether every float one is.
+struct Bf16Mix {
+  bool any = false, allBf16 = true;
+  void add(DType d) {
+    any |= d == DType::BF16;
+    allBf16 &= d != DType::F32;
+  }
+  bool copies(OpKind op) const { return any && !readsBf16Itself(op, allBf16); }
+};
+
 /// Converts `from` into `to` (same shape, f32 <-> bf16) on ctx's stream.
 void convert(const TensorRef &from, const TensorRef &to,
              const DeviceContext &ctx) {
@@ -59,28 +70,25 @@ void convert(const TensorRef &from, const TensorRef &to,
 
 uint64_t floatCopyBytes(OpKind op, const std::vector<TensorType> &inputs,
                         const std::vector<TensorType> &outputs) {
+  Bf16Mix mix;
   uint64_t bytes = 0;
-  bool allBf16 = true;
   for (const auto *list : {&inputs, &outputs})
     for (const TensorType &t : *list) {
+      mix.add(t.dtype);
       if (t.dtype == DType::BF16)
         bytes +=
             copyBytes(int64_t(ops::checkedNumElements(t.shape).value_or(0)));
-      else if (t.dtype == DType::F32)
-        allBf16 = false;
     }
-  return bytes == 0 || readsBf16Itself(op, allBf16) ? 0 : bytes;
+  return mix.copies(op) ? bytes : 0;
 }
 
 bool needsFloatCopies(const KernelCall &call) {
-  bool any = false, allBf16 = true;
-  for (const auto &[refs, n] : {std::pair{call.inputs, call.numInputs},
-                                std::pair{call.outputs, call.numOutputs}})
-    for (int i = 0; i < n; ++i) {
-      any |= refs[i].dtype == DType::BF16;
-      allBf16 &= refs[i].dtype != DType::F32;
-    }
-  return any && !readsBf16Itself(call.op, allBf16);
+  Bf16Mix mix;
+  for (int i = 0; i < call.numInputs; ++i)
+    mix.add(call.inputs[i].dtype);
+  for (int i = 0; i < call.numOutputs; ++i)
+    mix.add(call.outputs[i].dtype);
+  return mix.copies(call.op);
 }
 
 void runOnFloatCopies(const KernelCall &call, const DeviceContext &ctx) {

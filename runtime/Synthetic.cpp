@@ -25,19 +25,23 @@ public:
   }
   uint32_t word(uint64_t i) const { return block(i / 4).word[i % 4]; }
 
-  /// Fills n values from a generator taking the 4 words of each block.
-  template <typename Emit> void forBlocks(uint64_t n, Emit emit) const {
-    for (uint64_t b = 0; b * 4 < n; ++b)
-      emit(b * 4, block(b));
+  /// Fills elements [first, first + n) (`first` a multiple of 4) from a
+  /// generator taking the 4 words of each block: emit(i, block) for the
+  /// block of element first + i.
+  template <typename Emit>
+  void forBlocks(uint64_t first, uint64_t n, Emit emit) const {
+    for (uint64_t i = 0; i < n; i += 4)
+      emit(i, block((first + i) / 4));
   }
 
   uint64_t seed;
   uint32_t id, step, domain;
 };
 
-void fillNormal(const Stream &s, uint64_t n, double mean, double std,
-                float *out) {
-  s.forBlocks(n, [&](uint64_t base, PhiloxBlock blk) {
+/// Elements [first, first + n) of the stream's normals into `out`.
+void fillNormal(const Stream &s, uint64_t first, uint64_t n, double mean,
+                double std, float *out) {
+  s.forBlocks(first, n, [&](uint64_t base, PhiloxBlock blk) {
     float v[4];
     normalBlock(blk, mean, std, v);
     for (uint64_t k = 0; k < 4 && base + k < n; ++k)
@@ -95,12 +99,6 @@ std::vector<char> initialValue(const BufferDesc &b, uint64_t seed,
   float *out = reinterpret_cast<float *>(bytes.data());
   const InitSpec &init = *b.init;
   Stream s(seed, bufferStreamId(b.name), 0, kInitDomain);
-  // Element first + i is word (first + i) % 4 of Philox block
-  // (first + i) / 4: the blocks of the range, counted from its start.
-  auto forBlocks = [&](auto emit) {
-    for (uint64_t i = 0; i < count; i += 4)
-      emit(i, s.block((first + i) / 4));
-  };
   switch (init.kind) {
   case InitSpec::Kind::Zeros:
     std::fill(out, out + count, 0.0f);
@@ -109,15 +107,10 @@ std::vector<char> initialValue(const BufferDesc &b, uint64_t seed,
     std::fill(out, out + count, 1.0f);
     break;
   case InitSpec::Kind::Normal:
-    forBlocks([&](uint64_t base, PhiloxBlock blk) {
-      float v[4];
-      normalBlock(blk, init.mean, init.std, v);
-      for (uint64_t k = 0; k < 4 && base + k < count; ++k)
-        out[base + k] = v[k];
-    });
+    fillNormal(s, first, count, init.mean, init.std, out);
     break;
   case InitSpec::Kind::Uniform:
-    forBlocks([&](uint64_t base, PhiloxBlock blk) {
+    s.forBlocks(first, count, [&](uint64_t base, PhiloxBlock blk) {
       for (uint64_t k = 0; k < 4 && base + k < count; ++k)
         out[base + k] =
             float(init.low + (init.high - init.low) *
@@ -142,7 +135,7 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
   std::vector<char> bytes;
   if (d.kind == DataSpec::Kind::Randn) {
     bytes.resize(n * sizeof(float));
-    fillNormal(s, n, d.mean, d.std, reinterpret_cast<float *>(bytes.data()));
+    fillNormal(s, 0, n, d.mean, d.std, reinterpret_cast<float *>(bytes.data()));
     return floatsAs(b.dtype, std::move(bytes));
   }
   std::vector<int64_t> values(n);
@@ -157,7 +150,7 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
     uint64_t rows = *checkedNumElements(src.shape) / features;
     // The teacher's weights: a fixed draw per (seed, buffer name).
     std::vector<float> weights(features * outputs);
-    fillNormal(Stream(seed, bufferStreamId(b.name), 0, kTeacherDomain),
+    fillNormal(Stream(seed, bufferStreamId(b.name), 0, kTeacherDomain), 0,
                weights.size(), 0.0, 1.0, weights.data());
     // The source's row values (f32, or f64 under --precision fp64).
     auto x = [&](uint64_t i) {

@@ -48,7 +48,7 @@ bool readsBf16Itself(OpKind op, bool floatsAllBf16) {
 /// any is bf16, and whether every float one is.
 struct Bf16Mix {
   bool any = false, allBf16 = true;
-  void add(DType d) {
+  void note(DType d) {
     any |= d == DType::BF16;
     allBf16 &= d != DType::F32;
   }
@@ -74,7 +74,7 @@ uint64_t floatCopyBytes(OpKind op, const std::vector<TensorType> &inputs,
   uint64_t bytes = 0;
   for (const auto *list : {&inputs, &outputs})
     for (const TensorType &t : *list) {
-      mix.add(t.dtype);
+      mix.note(t.dtype);
       if (t.dtype == DType::BF16)
         bytes +=
             copyBytes(int64_t(ops::checkedNumElements(t.shape).value_or(0)));
@@ -85,9 +85,9 @@ uint64_t floatCopyBytes(OpKind op, const std::vector<TensorType> &inputs,
 bool needsFloatCopies(const KernelCall &call) {
   Bf16Mix mix;
   for (int i = 0; i < call.numInputs; ++i)
-    mix.add(call.inputs[i].dtype);
+    mix.note(call.inputs[i].dtype);
   for (int i = 0; i < call.numOutputs; ++i)
-    mix.add(call.outputs[i].dtype);
+    mix.note(call.outputs[i].dtype);
   return mix.copies(call.op);
 }
 

@@ -247,9 +247,10 @@ public:
   /// Whether createDeviceComm can give one (this build has NCCL).
   virtual bool hasDeviceComm() const { return false; }
 
-  /// What the run prints about the backend's workspace once prepared (the
-  /// CUDA backend's split of it), one line without its newline; empty
-  /// (the default): nothing.
+  /// What the run prints about how the backend runs the plan once
+  /// prepared (the CUDA backend's split of its workspace, the cpu
+  /// backend's bf16 kernels), one line without its newline; empty (the
+  /// default): nothing.
   virtual std::string workspaceSummary() const { return {}; }
   /// The device memory the backend measured (the run's memory line, the
   /// log's and profile's `device_memory` object: docs/cuda.md, "Memory");

@@ -378,13 +378,6 @@ int runCommand(const RunOptions &opt) {
     info << "remat run: runtime fixed bytes " << exec.baselineRssBytes()
          << " B beside the arena (the process's resident memory before "
             "it: code, libraries, the loaded plan)\n";
-    if (backend->name() == "cpu" &&
-        std::any_of(p.buffers.begin(), p.buffers.end(),
-                    [](const BufferDesc &b) { return b.dtype == DType::BF16; }))
-      info << "remat run: warning: the cpu backend computes bf16 ops in "
-              "float32 on converted copies (no bf16 kernels; "
-              "docs/precision.md): a bf16 plan saves memory here, not "
-              "time\n";
     if (ranks->distributed()) {
       bool sharded = std::any_of(
           plan.steps.begin(), plan.steps.end(),

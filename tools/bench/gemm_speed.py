@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
 """GPT-2 at 124M width on the CPU: remat's step with its GEMMs on oneDNN
-and on OpenBLAS, against PyTorch eager (issue #36, acceptance 4, float32).
+and on OpenBLAS, and in bf16, against PyTorch eager and autocast (issue
+#36, acceptance 4).
 
 The model is models/gpt2.json with --set n_layer=12 seq=256 batch=8
 dropout=0 (d_model 768, 12 heads, vocabulary 50257) by default; remat
 compiles it without a budget (store-all) and runs it with `remat run
 --steps`, with REMAT_CPU_GEMM unset (oneDNN's matmul) and
-REMAT_CPU_GEMM=blas (OpenBLAS). PyTorch 1.13 runs the same model (pre-norm
-blocks, separate q/k/v projections, causal softmax attention, tanh gelu,
-tied output embedding, mean cross-entropy, AdamW lr 6e-4) in eager float32
-as installed, and, on a CPU with AVX-512, with OPENBLAS_CORETYPE=SkylakeX
-(OpenBLAS's AVX-512 kernel, which Debian's build does not pick itself).
+REMAT_CPU_GEMM=blas (OpenBLAS), and compiled with `--precision bf16`
+(remat-bf16). PyTorch 1.13 runs the same model (pre-norm blocks, separate
+q/k/v projections, causal softmax attention, tanh gelu, tied output
+embedding, mean cross-entropy, AdamW lr 6e-4) in eager float32 as
+installed, on a CPU with AVX-512 also with OPENBLAS_CORETYPE=SkylakeX
+(OpenBLAS's AVX-512 kernel, which Debian's build does not pick itself),
+and under torch.autocast("cpu", torch.bfloat16) (torch-autocast).
 Every variant runs in its own process, one at a time, the same threads
 (--threads, default the machine's cores) for OpenMP and OpenBLAS; rounds
 interleave the variants; each process's first --warmup steps are dropped
 and the medians of the rest are reported, with the step's FLOPs per second
 against the GEMM peak remat-gemm-bench measures in the same run (2048 x 768
-x 3072; configure with -DREMAT_BUILD_BENCH=ON). The step's FLOPs are three
+x 3072, float32 and bf16; configure with -DREMAT_BUILD_BENCH=ON), a bf16
+row's against the bf16 peak. The step's FLOPs are three
 times the forward's GEMM FLOPs (model_flops: the projections, the MLP, the
 full S x S attention products the kernels compute and the logits).
 
@@ -67,6 +71,14 @@ mask = torch.triu(torch.ones(S, S, dtype=torch.bool), 1)
 def heads(x):
     return x.reshape(B, S, H, D // H).transpose(1, 2)
 def step():
+    with torch.autocast("cpu", dtype=torch.bfloat16,
+                        enabled=cfg["autocast"]):
+        loss = forward()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss.item()
+def forward():
     x = wte[tokens] + wpe
     for l in layers:
         h = F.layer_norm(x, (D,), l["ln1_g"], l["ln1_b"])
@@ -79,12 +91,8 @@ def step():
         h = F.gelu(h @ l["w_fc"] + l["b_fc"], approximate="tanh")
         x = x + h @ l["w_proj"] + l["b_proj"]
     x = F.layer_norm(x, (D,), lnf_g, lnf_b)
-    loss = F.cross_entropy((x @ wte.t()).reshape(B * S, V),
+    return F.cross_entropy((x @ wte.t()).reshape(B * S, V),
                            targets.reshape(-1))
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    opt.step()
-    return loss.item()
 times = []
 for _ in range(cfg["warmup"] + cfg["steps"]):
     t0 = time.perf_counter()
@@ -118,7 +126,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--variants",
-                    default="remat-onednn,remat-openblas,torch,torch-skylakex")
+                    default="remat-onednn,remat-openblas,remat-bf16,torch,"
+                    "torch-skylakex,torch-autocast")
     ap.add_argument("--work")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -130,9 +139,11 @@ def main():
     cfg = json.load(open(os.path.join(ROOT, "models", "gpt2.json")))["config"]
     cfg.update({k: float(v) if "." in v else int(v) for k, v in sets.items()})
     set_args = [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
-    plan, _ = cpu_measure.compile_plan(
-        remat, os.path.join(ROOT, "models", "gpt2.json"), set_args, work,
-        "gpt2")
+    plans = {}
+    for precision in ("fp32", "bf16"):
+        plans[precision], _ = cpu_measure.compile_plan(
+            remat, os.path.join(ROOT, "models", "gpt2.json"),
+            set_args + ["--precision", precision], work, "gpt2-" + precision)
     flops = model_flops(cfg)
     threads = str(args.threads)
     base = dict(os.environ, OMP_NUM_THREADS=threads,
@@ -153,6 +164,7 @@ def main():
                 env = dict(base)
                 if v == "remat-openblas":
                     env["REMAT_CPU_GEMM"] = "blas"
+                plan = plans["bf16" if v == "remat-bf16" else "fp32"]
                 log = cpu_measure.run_plan(remat, plan,
                                            args.warmup + args.steps, work,
                                            f"{v}-{rnd}", env=env)
@@ -161,7 +173,8 @@ def main():
                 env = dict(base)
                 if v == "torch-skylakex":
                     env["OPENBLAS_CORETYPE"] = "SkylakeX"
-                c = dict(cfg, warmup=args.warmup, steps=args.steps)
+                c = dict(cfg, warmup=args.warmup, steps=args.steps,
+                         autocast=v == "torch-autocast")
                 r = subprocess.run(["/usr/bin/python3", "-c", TORCH_GPT2,
                                     json.dumps(c)], capture_output=True,
                                    text=True, env=env, check=True)
@@ -170,9 +183,10 @@ def main():
                   file=sys.stderr)
     peaks = {}
     for out in gemm:
-        for name, key in (("oneDNN", "onednn"), ("OpenBLAS", "blas")):
-            m = re.search(name + r"\s+best\s+[\d.]+ ms\s+([\d.]+) GFLOP/s",
-                          out)
+        for name, key in (("oneDNN", "onednn"), ("OpenBLAS", "blas"),
+                          ("oneDNN-bf16", "bf16")):
+            m = re.search("^" + name + r"\s+best\s+[\d.]+ ms\s+([\d.]+) "
+                          "GFLOP/s", out, re.M)
             if m:
                 peaks.setdefault(key, []).append(float(m.group(1)))
     peak = {k: max(v) for k, v in peaks.items()}
@@ -185,10 +199,13 @@ def main():
     rows = []
     print("| variant | median ms | vs PyTorch eager | GFLOP/s | of GEMM peak |")
     print("|---|---:|---:|---:|---:|")
-    top = max(peak.values()) if peak else None
+    top32 = max([peak[k] for k in ("onednn", "blas") if k in peak],
+                default=None)
     for v in variants:
         ms = statistics.median(times[v])
         rate = flops / ms / 1e6 if flops else None
+        bf16 = v in ("remat-bf16", "torch-autocast")
+        top = peak.get("bf16") if bf16 else top32
         rows.append(dict(variant=v, median_ms=ms, steps=times[v],
                          gflops=rate))
         ratio = f"{ms / torch_ms:.2f}x" if torch_ms else "-"
@@ -199,6 +216,13 @@ def main():
         with open(args.json, "w") as f:
             json.dump(dict(config=sets, threads=args.threads, flops=flops,
                            gemm_peak=peak, rows=rows), f, indent=1)
+    # The issue's ratios, where both sides ran.
+    for a, b in (("remat-onednn", "torch"), ("remat-onednn", "torch-skylakex"),
+                 ("remat-bf16", "remat-onednn"),
+                 ("remat-bf16", "torch-autocast")):
+        if a in times and b in times:
+            ratio = statistics.median(times[a]) / statistics.median(times[b])
+            print(f"{a} / {b}: {ratio:.2f}")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,11 @@ threads and OpenBLAS's (remat's GEMMs) are both set to --threads (default:
 the machine's cores). Rounds interleave the variants: each round runs every
 variant once, in turn, one process at a time.
 
+Also on request (--variants): all-bf16, the store-all plan compiled with
+`--precision bf16`, and autocast, PyTorch eager under
+torch.autocast("cpu", torch.bfloat16) (issue #36, acceptance 4); the
+table then gives their step-time ratios.
+
 usage: resnet50_cpu.py [--remat build/tools/remat/remat] [--batch 32]
            [--side 224] [--steps 3] [--warmup 1] [--rounds 1]
            [--threads N] [--variants all,half,min,eager,ckpt-stage,...]
@@ -51,8 +56,8 @@ from cpu_measure import ROOT  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 MODEL = "resnet50"
-REMAT_VARIANTS = ["all", "half", "min"]
-TORCH_VARIANTS = ["eager", "ckpt-stage", "ckpt-block"]
+REMAT_VARIANTS = ["all", "half", "min", "all-bf16"]
+TORCH_VARIANTS = ["eager", "ckpt-stage", "ckpt-block", "autocast"]
 LR = 0.01
 
 # Both children's model, batch and optimizer (work, classes set before).
@@ -95,7 +100,9 @@ ms, losses = [], []
 for _ in range(steps):
     start = time.perf_counter()
     opt.zero_grad()
-    loss = F.cross_entropy(forward(model, x), labels)
+    with torch.autocast('cpu', dtype=torch.bfloat16,
+                        enabled=mode == 'autocast'):
+        loss = F.cross_entropy(forward(model, x), labels)
     loss.backward()
     opt.step()
     ms.append((time.perf_counter() - start) * 1000)
@@ -205,6 +212,8 @@ def prepare(args, work):
     plans = {}
     plans["all"] = cpu_measure.compile_plan(args.remat, onnx, [], work,
                                             "all")
+    plans["all-bf16"] = cpu_measure.compile_plan(
+        args.remat, onnx, ["--precision", "bf16"], work, "all-bf16")
     # The minimum feasible budget: remat plan's search, at a budget that
     # fits (store-all's whole step).
     r = subprocess.run([args.remat, "plan", onnx, "--budget",
@@ -266,7 +275,9 @@ def table(args, plans, runs):
              "min": "remat minimum feasible",
              "eager": f"PyTorch {cpu_measure.torch_version()} eager",
              "ckpt-stage": "PyTorch + checkpoint per stage (layer1..4)",
-             "ckpt-block": "PyTorch + checkpoint per block (16 Bottlenecks)"}
+             "ckpt-block": "PyTorch + checkpoint per block (16 Bottlenecks)",
+             "all-bf16": "remat store-all, --precision bf16",
+             "autocast": "PyTorch autocast bf16"}
     # arena + workspace: the step's allocation, which the budget covers
     # (the workspace holds oneDNN's convolution scratchpads).
     lines = ["| run | budget | planned peak | arena | workspace | RSS growth | "
@@ -292,7 +303,9 @@ def table(args, plans, runs):
             lines.append(f"| {names[v]} | - | - | - | - | {g:,} | - | - | "
                          f"{rel_rss} | {ms:.0f} ms | {rel_ms} | - |")
     lines.append("")
-    remat = [v for v in args.variants if v in REMAT_VARIANTS]
+    # The float32 plans' losses; bf16's are its own.
+    remat = [v for v in args.variants if v in REMAT_VARIANTS and
+             v != "all-bf16"]
     same = True
     if remat:
         first = runs[remat[0]][0]["losses"]
@@ -301,8 +314,14 @@ def table(args, plans, runs):
                      f"{', '.join(remat)} and every round: {same} "
                      f"({first})")
     for v in args.variants:
-        if v not in REMAT_VARIANTS:
+        if v not in remat:
             lines.append(f"{names[v]} losses: {runs[v][0]['losses']}")
+    # Issue #36's speed ratios, where both sides ran.
+    for a, b in (("all-bf16", "all"), ("all-bf16", "autocast"),
+                 ("all", "eager")):
+        if a in runs and b in runs:
+            lines.append(f"step {names[a]} / {names[b]}: "
+                         f"{step_ms(a) / step_ms(b):.3f}")
     lines.append(f"(RSS growth: MiB = bytes / {mib}; steps: "
                  f"{args.warmup} warm-up + {args.steps} timed per run, "
                  f"{args.rounds} round(s); threads {args.threads})")
@@ -324,8 +343,10 @@ def main():
     p.add_argument("--variants",
                    default=",".join(["all", "eager", "ckpt-stage", "half",
                                      "ckpt-block", "min"]),
-                   help="comma-separated: all, half, min (remat), eager, "
-                        "ckpt-stage, ckpt-block (PyTorch); default: all six")
+                   help="comma-separated: all, half, min, all-bf16 (remat), "
+                        "eager, ckpt-stage, ckpt-block, autocast (PyTorch); "
+                        "default: all, eager, ckpt-stage, half, ckpt-block, "
+                        "min")
     p.add_argument("--work", help="keep the files here (default: a "
                                   "temporary directory)")
     p.add_argument("--json", help="also write the measurements here")

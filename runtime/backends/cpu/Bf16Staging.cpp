@@ -2,11 +2,13 @@
 #include "runtime/backends/cpu/Bf16Staging.h"
 
 #include "ops/BFloat16.h"
+#include "runtime/backends/cpu/DnnlConv.h"
 #include "runtime/backends/cpu/Gemm.h"
 #include "runtime/backends/cpu/Kernels.h"
 #include "runtime/backends/cpu/kernels/Common.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace remat::runtime::cpu {
 
@@ -277,6 +279,29 @@ void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
     run(g, call.inputs[0].as<const uint16_t>(),
         call.inputs[1].as<const uint16_t>(), call.outputs[0].as<uint16_t>(),
         staging.block, pieces, scratch, scratchElements * sizeof(float));
+    return;
+  }
+  case Bf16Staging::Kind::Dnnl: {
+    if (ops::opInfo(call.op).shapeRule != ops::ShapeRule::Gemm) {
+      std::vector<Shape> ins = {call.inputs[0].shape, call.inputs[1].shape};
+      if (!dnnlConvRun(call.op, *call.attrs, ins, {call.outputs[0].shape},
+                       call.inputs[0].data, call.inputs[1].data,
+                       call.outputs[0].data, copies, staging.bytes, true))
+        throw std::logic_error(std::string("oneDNN did not run the bf16 ") +
+                               opName(call.op) + " it was planned for");
+      return;
+    }
+    MatmulGemms g =
+        matmulGemms(*call.attrs, call.inputs[0].shape, call.inputs[1].shape);
+    const auto *a = call.inputs[0].as<const uint16_t>();
+    const auto *b = call.inputs[1].as<const uint16_t>();
+    auto *c = call.outputs[0].as<uint16_t>();
+    for (int64_t i = 0; i < g.count; ++i)
+      if (!dnnlMatmulRun(g.gemm, GemmTypes::Bf16, a + i * g.strideA,
+                         b + i * g.strideB, c + i * g.strideC, copies,
+                         staging.bytes))
+        throw std::logic_error("oneDNN did not run the bf16 matmul it was "
+                               "planned for");
     return;
   }
   case Bf16Staging::Kind::Rows:

@@ -7,6 +7,9 @@
 // from bf16 exactly, computed by the float kernel, rounded back to bf16 (to
 // nearest, ties to even). Elementwise ops and GEMMs go in pieces of about
 // 1 MiB, so their copies stay small; other ops copy each bf16 tensor whole.
+// An all-bf16 matmul that oneDNN has a bf16 kernel for on this CPU needs no
+// copies: it runs on the tensors themselves (Dnnl), its scratchpad
+// where the copies would be.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_BF16STAGING_H

@@ -28,6 +28,40 @@ std::string formatBytes(uint64_t bytes) {
   return bytes == UINT64_MAX ? "2^64 or more" : std::to_string(bytes);
 }
 
+/// CpuBackend::workspaceSummary's line for `plan`.
+std::string summarizeBf16(const Plan &plan) {
+  int64_t gemms = 0, convs = 0, copied = 0;
+  std::string implementation;
+  forEachOpStep(plan, [&](size_t, OpKind kind, const ops::OpAttrs &attrs,
+                          const std::vector<ops::TensorType> &inputs,
+                          const std::vector<ops::TensorType> &outputs) {
+    cpu::Bf16Staging staging =
+        cpu::cpuBf16Staging(kind, attrs, inputs, outputs);
+    bool gemm = ops::opInfo(kind).shapeRule == ops::ShapeRule::Gemm;
+    if (staging.kind == cpu::Bf16Staging::Kind::Dnnl) {
+      ++(gemm ? gemms : convs);
+      if (gemm && implementation.empty())
+        implementation = cpu::dnnlMatmulImplementation(
+            cpu::matmulGemms(attrs, inputs[0].shape, inputs[1].shape).gemm,
+            cpu::GemmTypes::Bf16);
+    } else if (staging.kind != cpu::Bf16Staging::Kind::None) {
+      ++copied;
+    }
+  });
+  if (gemms + convs + copied == 0)
+    return {};
+  if (gemms + convs == 0)
+    return "warning: the cpu backend computes bf16 ops in float32 on "
+           "converted copies (no bf16 kernels on this CPU; "
+           "docs/precision.md): a bf16 plan saves memory here, not time";
+  return "bf16: " + std::to_string(gemms) + " matmul and " +
+         std::to_string(convs) + " convolution steps on oneDNN's bf16 kernels" +
+         (implementation.empty() ? "" : " (" + implementation + ")") + ", " +
+         std::to_string(copied) +
+         " other bf16 steps in float32 on converted copies "
+         "(docs/precision.md)";
+}
+
 } // namespace
 
 uint64_t physicalMemoryBytes() {
@@ -127,6 +161,7 @@ void CpuBackend::prepare(const LoadedPlan &plan) {
   slotFilledAt.assign(momentSlots.size(), 0);
   runs = sequenceStart = 0;
   lastStep = SIZE_MAX;
+  bf16Summary = summarizeBf16(plan.plan);
 }
 
 std::pair<uint64_t, uint64_t> CpuBackend::arenaScratch(size_t step) const {
@@ -179,7 +214,8 @@ bool CpuBackend::runStaged(const KernelCall &call) {
   // kernel's own scratch before them (cpuStepScratchBytes counts both).
   auto [scratch, scratchBytes] = stepScratch(call.stepIndex);
   uintptr_t base = reinterpret_cast<uintptr_t>(scratch);
-  uintptr_t start = staging.bytes <= scratchBytes
+  uintptr_t start = staging.bytes == 0 ? base + scratchBytes
+                    : staging.bytes <= scratchBytes
                         ? (base + scratchBytes - staging.bytes) /
                               cpu::kStagingAlignment * cpu::kStagingAlignment
                         : 0;

@@ -40,6 +40,10 @@ public:
   void runStep(const KernelCall &call) override;
   void synchronize() override {}
   std::pair<uint64_t, uint64_t> arenaScratch(size_t step) const override;
+  /// For a plan with bf16 tensors: which of its bf16 steps run on bf16
+  /// kernels and which on float32 copies (a warning where none has a bf16
+  /// kernel on this CPU); empty for other plans.
+  std::string workspaceSummary() const override { return bf16Summary; }
 
   /// Number of arena allocations made and the bytes of the last one (tests
   /// check that a step makes exactly one allocation of arena_bytes).
@@ -62,6 +66,7 @@ private:
   /// (`--precision fp64`); else in float.
   bool inDouble = false;
   std::vector<double> workspace; ///< holds floats or doubles
+  std::string bf16Summary;       ///< from prepare()
   /// Runs `call` with the kernels instantiated for T.
   template <typename T> void runAs(const KernelCall &call);
   /// Runs `call` on float copies of its bf16 tensors (Bf16Staging.h),

@@ -7,24 +7,9 @@
 
 namespace remat::runtime::cpu {
 
-uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
-                              const std::vector<Shape> &inputs,
-                              const std::vector<Shape> &outputs) {
-  uint64_t minimum = cpuMinimumWorkspaceElements(op, attrs, inputs, outputs);
-  std::optional<DnnlConvInfo> dnnl = dnnlConvInfo(op, attrs, inputs, outputs);
-  if (!dnnl)
-    return minimum;
-  return std::max(minimum,
-                  (dnnl->workspaceBytes + sizeof(float) - 1) / sizeof(float));
-}
-
-namespace {
-
-/// The kernel's own scratch of cpuMinimumWorkspaceElements, before the
-/// GEMMs' scratchpad.
-uint64_t ownWorkspaceElements(OpKind op, const OpAttrs &attrs,
-                              const std::vector<Shape> &inputs,
-                              const std::vector<Shape> &outputs) {
+uint64_t cpuMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                                     const std::vector<Shape> &inputs,
+                                     const std::vector<Shape> &outputs) {
   if (op == OpKind::Conv2d || op == OpKind::Conv2dGradInput ||
       op == OpKind::Conv2dGradWeight)
     return convWorkspaceElements(op, attrs, inputs, outputs);
@@ -42,14 +27,17 @@ uint64_t ownWorkspaceElements(OpKind op, const OpAttrs &attrs,
   return 0;
 }
 
-} // namespace
-
-uint64_t cpuMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
-                                     const std::vector<Shape> &inputs,
-                                     const std::vector<Shape> &outputs) {
-  uint64_t own = ownWorkspaceElements(op, attrs, inputs, outputs);
+uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
+                              const std::vector<Shape> &inputs,
+                              const std::vector<Shape> &outputs) {
+  uint64_t own = cpuMinimumWorkspaceElements(op, attrs, inputs, outputs);
   uint64_t gemm = gemmScratchElements(op, attrs, inputs);
-  return own > UINT64_MAX - gemm ? UINT64_MAX : own + gemm;
+  uint64_t wanted = own > UINT64_MAX - gemm ? UINT64_MAX : own + gemm;
+  if (std::optional<DnnlConvInfo> dnnl =
+          dnnlConvInfo(op, attrs, inputs, outputs))
+    wanted = std::max(wanted, (dnnl->workspaceBytes + sizeof(float) - 1) /
+                                  sizeof(float));
+  return wanted;
 }
 
 MatmulGemms matmulGemms(const OpAttrs &at, const Shape &as, const Shape &bs) {
@@ -179,6 +167,20 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
   const ops::OpInfo &info = ops::opInfo(op);
   if (info.bf16Native)
     return s;
+  // Convolutions (all operands bf16) through oneDNN where this CPU has
+  // bf16 kernels.
+  if ((op == OpKind::Conv2d || op == OpKind::Conv2dGradInput ||
+       op == OpKind::Conv2dGradWeight) &&
+      inputs.size() == 2 && outputs.size() == 1 && allBf16(inputs, outputs)) {
+    if (std::optional<DnnlConvInfo> conv =
+            dnnlConvInfo(op, attrs, {inputs[0].shape, inputs[1].shape},
+                         {outputs[0].shape}, true)) {
+      s.kind = Bf16Staging::Kind::Dnnl;
+      s.bytes = (conv->workspaceBytes + kStagingAlignment - 1) /
+                kStagingAlignment * kStagingAlignment;
+      return s;
+    }
+  }
   uint64_t whole = 0;
   for (const auto *list : {&inputs, &outputs})
     for (const ops::TensorType &t : *list) {
@@ -196,10 +198,19 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
     return s;
   s.kind = Bf16Staging::Kind::Whole;
   s.bytes = whole;
-  // GEMMs (all operands bf16): pieces of A and C, or of A and B.
+  // GEMMs (all operands bf16): through oneDNN on the tensors themselves
+  // where this CPU has a bf16 kernel for them, else pieces of A and C, or
+  // of A and B.
   if (info.shapeRule == ops::ShapeRule::Gemm && inputs.size() == 2 &&
       outputs.size() == 1 && allBf16(inputs, outputs)) {
     MatmulGemms g = matmulGemms(attrs, inputs[0].shape, inputs[1].shape);
+    if (std::optional<uint64_t> pad =
+            dnnlMatmulScratchBytes(g.gemm, GemmTypes::Bf16)) {
+      s.kind = Bf16Staging::Kind::Dnnl;
+      s.bytes = (*pad + kStagingAlignment - 1) / kStagingAlignment *
+                kStagingAlignment;
+      return s;
+    }
     const GemmShape &m = g.gemm;
     // The staging that copies the smallest operand or result whole: it
     // also re-reads the least (the others' pieces stream past it once).
@@ -271,6 +282,11 @@ uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
     if (t.dtype == DType::F64)
       elementBytes = sizeof(double);
   }
+  // An op oneDNN runs on its bf16 tensors needs only oneDNN's scratch,
+  // placed as float copies would be (below).
+  Bf16Staging staging = cpuBf16Staging(op, attrs, inputs, outputs);
+  if (staging.kind == Bf16Staging::Kind::Dnnl)
+    return staging.bytes == 0 ? 0 : staging.bytes + kStagingAlignment;
   bool own = least || elementBytes != sizeof(float);
   uint64_t kernel = cpuWorkspaceBytes(
       own ? cpuMinimumWorkspaceElements(op, attrs, inShapes, outShapes)
@@ -284,17 +300,16 @@ uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
       !inputs.empty() && inputs[0].dtype == DType::BF16 &&
       !inputs[0].shape.empty())
     kernel += stagedBytes(inputs[0].shape.back());
-  uint64_t staging = cpuBf16Staging(op, attrs, inputs, outputs).bytes;
-  if (staging == 0)
+  if (staging.bytes == 0)
     return kernel;
   // The float copies lie at the end of the scratch from a 64-byte boundary
   // (CpuBackend::runStaged), after the kernel's own: one alignment more
   // leaves the kernel its bytes wherever the scratch starts.
-  if (kernel > UINT64_MAX - staging - 2 * kStagingAlignment)
+  if (kernel > UINT64_MAX - staging.bytes - 2 * kStagingAlignment)
     return UINT64_MAX;
   kernel =
       (kernel + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
-  return kernel + staging + kStagingAlignment;
+  return kernel + staging.bytes + kStagingAlignment;
 }
 
 } // namespace remat::runtime::cpu

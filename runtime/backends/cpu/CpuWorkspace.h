@@ -26,19 +26,19 @@ using ops::Shape;
 /// backend's own kernel of `op` needs for these operand and result shapes;
 /// UINT64_MAX when the count does not fit 64 bits. Attention: S*S (the
 /// scores of one batch and head); attention_grad: 2*S*S; conv2d and its
-/// gradients: convWorkspaceElements; every other op: 0; then, for matmul
-/// and attention, room after that for the scratchpad of the op's largest
-/// GEMM where oneDNN runs it (gemmScratchElements). The backend cannot run
-/// `op` with less.
+/// gradients: convWorkspaceElements; every other op: 0. The backend cannot
+/// run `op` with less.
 uint64_t cpuMinimumWorkspaceElements(OpKind op, const OpAttrs &attrs,
                                      const std::vector<Shape> &inputs,
                                      const std::vector<Shape> &outputs);
 
-/// The scratch elements the CPU backend wants for `op`: the minimum, or,
-/// where oneDNN runs it (conv2d and its gradients, DnnlConv.h), oneDNN's
-/// scratchpad in elements where that is more. What the compiler reserves
-/// in the budget; the backend runs an op through oneDNN only where its
-/// workspace holds the scratchpad.
+/// The scratch elements the CPU backend wants for `op`: the minimum and,
+/// for matmul and attention, room after that for the scratchpad of the
+/// op's largest GEMM where oneDNN runs it (gemmScratchElements); where
+/// oneDNN runs a convolution (DnnlConv.h), its workspace where that is
+/// more. What the compiler reserves in the budget; the backend runs a
+/// GEMM or convolution through oneDNN only where its scratch holds the
+/// scratchpad, else on its own kernels.
 uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
                               const std::vector<Shape> &inputs,
                               const std::vector<Shape> &outputs);
@@ -134,6 +134,9 @@ struct Bf16Staging {
     GemmDepthRows, ///< the same with m > k: B copied whole, `block` rows of
                    ///< C (columns of A) at a time, each over the whole
                    ///< depth
+    Dnnl,          ///< no copies: oneDNN runs the op on the bf16 tensors
+                   ///< (matmul: DnnlMatmul.h; conv2d and its gradients:
+                   ///< DnnlConv.h); `bytes` holds its scratch
   };
   Kind kind = Kind::None;
   int64_t block = 0;

@@ -19,6 +19,7 @@
 #include <dnnl.hpp>
 
 #include <array>
+#include <climits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -66,13 +67,13 @@ std::string dnnlConvDescription() {
 
 std::optional<DnnlConvInfo> dnnlConvInfo(OpKind, const OpAttrs &,
                                          const std::vector<Shape> &,
-                                         const std::vector<Shape> &) {
+                                         const std::vector<Shape> &, bool) {
   return std::nullopt;
 }
 
 bool dnnlConvRun(OpKind, const OpAttrs &, const std::vector<Shape> &,
-                 const std::vector<Shape> &, const float *, const float *,
-                 float *, void *, uint64_t) {
+                 const std::vector<Shape> &, const void *, const void *, void *,
+                 void *, uint64_t, bool) {
   return false;
 }
 
@@ -113,7 +114,9 @@ struct Operand {
 /// three operands, and how it runs: on remat's buffers in place (plain),
 /// or (blocked) `chunks` pieces of the batch, each reordered into oneDNN's
 /// blocked layouts in the workspace, the weights reordered once and
-/// the weights gradient's pieces summed in chunk order.
+/// the weights gradient's pieces summed in chunk order. On bf16 operands
+/// the weights gradient is computed in float32 and rounded to bf16 once:
+/// its chunks are summed in a float32 copy (`wideSum`) first.
 struct Entry {
   bool usable = false, blocked = false;
   int64_t chunks = 1;
@@ -121,9 +124,13 @@ struct Entry {
   dnnl::primitive_desc pd;
   std::unique_ptr<dnnl::primitive> primitive;
   Operand x, w, y;
+  /// The float32 sum of a bf16 weights gradient's chunks, in the workspace
+  /// at `offset` (plain: its layout; used: remat's bf16 buffer's).
+  Operand wideSum;
   /// Made on first use: the reorders of dnnlConvRun's operand i into the
-  /// primitive's layout, and of its result back (backSum: summed into it).
-  std::optional<dnnl::reorder> into[2], back, backSum;
+  /// primitive's layout, of its result back (backSum: summed into it), and
+  /// of the float32 sum into the result.
+  std::optional<dnnl::reorder> into[2], back, backSum, fromWide;
 };
 
 struct Cache {
@@ -151,9 +158,15 @@ bool isConv(OpKind op) {
 /// The input gradient also needs 16 input channels: with 3 (an image) the
 /// blocked layout pads them to 16 and runs slower. A rule on shapes only, so
 /// that the kernel, and every bit it computes, never depends on the budget.
-bool chooseBlocked(OpKind op, const OpAttrs &attrs, const ConvShapes &s) {
-  return mode() == 2 && attrs.groups == 1 && s.w[2] * s.w[3] > 1 &&
-         s.w[0] >= 16 && (op != OpKind::Conv2dGradInput || s.w[1] >= 16);
+/// On bf16 operands every ungrouped convolution runs blocked: oneDNN's
+/// bf16 kernels (AMX, avx512_bf16) take only blocked or channels-last
+/// layouts, and on nchw it falls back to a GEMM several times slower.
+bool chooseBlocked(OpKind op, const OpAttrs &attrs, const ConvShapes &s,
+                   bool bf16) {
+  if (mode() != 2 || attrs.groups != 1)
+    return false;
+  return bf16 || (s.w[2] * s.w[3] > 1 && s.w[0] >= 16 &&
+                  (op != OpKind::Conv2dGradInput || s.w[1] >= 16));
 }
 
 /// The batch's pieces for a blocked convolution: the largest divisor of
@@ -169,19 +182,24 @@ int64_t chunksOf(int64_t batch) {
 /// Makes the entry's descriptor: blocked (layouts of oneDNN's choice) or
 /// plain (remat's, used in place); leaves it unusable when oneDNN refuses.
 void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
-              const ConvShapes &s, bool blocked) {
+              const ConvShapes &s, bool blocked, bool bf16) {
   int64_t groups = int64_t(attrs.groups);
   if (s.x.size() != 4 || s.w.size() != 4 || s.y.size() != 4 || groups < 1 ||
       attrs.strides.size() != 2 || attrs.pads.size() != 4 ||
       attrs.dilations.size() != 2)
     return;
+  // oneDNN's kernels index in 32 bits (DnnlMatmul.cpp).
   for (const Shape *shape : {&s.x, &s.w, &s.y})
     for (int64_t d : *shape)
-      if (d <= 0)
+      if (d <= 0 || d > INT32_MAX)
         return;
   e.blocked = blocked;
   e.chunks = blocked ? chunksOf(s.x[0]) : 1;
   auto f32 = memory::data_type::f32;
+  auto type = bf16 ? memory::data_type::bf16 : f32;
+  // A bf16 weights gradient is computed in float32 (rounded once, below).
+  bool wideWeights = bf16 && op == OpKind::Conv2dGradWeight;
+  auto wType = wideWeights ? f32 : type;
   auto any = memory::format_tag::any;
   Shape xs = s.x, ys = s.y;
   xs[0] = ys[0] = s.x[0] / e.chunks;
@@ -191,12 +209,13 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
     ws = {groups, s.w[0] / groups, s.w[1], s.w[2], s.w[3]};
     wTag = memory::format_tag::goihw;
   }
-  e.x.plain = memory::desc(xs, f32, memory::format_tag::nchw);
-  e.y.plain = memory::desc(ys, f32, memory::format_tag::nchw);
-  e.w.plain = memory::desc(ws, f32, wTag);
-  memory::desc x = blocked ? memory::desc(xs, f32, any) : e.x.plain,
-               y = blocked ? memory::desc(ys, f32, any) : e.y.plain,
-               w = blocked ? memory::desc(ws, f32, any) : e.w.plain;
+  e.x.plain = memory::desc(xs, type, memory::format_tag::nchw);
+  e.y.plain = memory::desc(ys, type, memory::format_tag::nchw);
+  e.w.plain = memory::desc(ws, type, wTag);
+  memory::desc x = blocked ? memory::desc(xs, type, any) : e.x.plain,
+               y = blocked ? memory::desc(ys, type, any) : e.y.plain,
+               w = blocked ? memory::desc(ws, type, any) : e.w.plain,
+               dw = memory::desc(ws, wType, blocked ? any : wTag);
   memory::dims strides = attrs.strides;
   memory::dims gaps; // oneDNN counts the gaps between taps: ONNX's minus 1
   for (int64_t d : attrs.dilations)
@@ -221,7 +240,7 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
           pattr, engine, forward);
     else
       e.pd = dnnl::convolution_backward_weights::primitive_desc(
-          dnnl::convolution_backward_weights::desc(direct, x, w, y, strides,
+          dnnl::convolution_backward_weights::desc(direct, x, dw, y, strides,
                                                    gaps, padL, padR),
           pattr, engine, forward);
   } catch (const dnnl::error &) {
@@ -232,11 +251,16 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
   e.w.used = op == OpKind::Conv2dGradWeight ? e.pd.diff_weights_desc()
                                             : e.pd.weights_desc();
   e.y.used = op == OpKind::Conv2d ? e.pd.dst_desc() : e.pd.diff_dst_desc();
+  // oneDNN's reference kernels are far slower than remat's own.
+  if (std::string(e.pd.impl_info_str()).rfind("ref", 0) == 0)
+    return;
   e.scratchpadBytes = e.pd.scratchpad_desc().get_size();
   uint64_t end = lineUp(e.scratchpadBytes);
   for (Operand *o : {&e.x, &e.w, &e.y}) {
-    if (!blocked && o->reordered())
-      return; // plain layouts were asked for and would be reordered
+    // Plain layouts were asked for and would be reordered (the float32
+    // gradient of bf16 weights is converted, not reordered).
+    if (!blocked && o->reordered() && !(o == &e.w && wideWeights))
+      return;
     // The weights gradient's pieces are summed into the result, so in
     // chunks it always goes through the workspace.
     if (o->reordered() ||
@@ -244,6 +268,12 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
       o->offset = end;
       end += lineUp(o->used.get_size());
     }
+  }
+  if (wideWeights && e.chunks > 1) {
+    e.wideSum.plain = memory::desc(ws, f32, wTag);
+    e.wideSum.used = e.w.plain;
+    e.wideSum.offset = end;
+    end += lineUp(e.wideSum.plain.get_size());
   }
   e.workspaceBytes = end;
   e.usable = true;
@@ -253,14 +283,14 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
 /// oneDNN does not run it. The cache's mutex must be held.
 Entry *lookup(Cache &c, OpKind op, const OpAttrs &attrs,
               const std::vector<Shape> &inputs,
-              const std::vector<Shape> &outputs) {
+              const std::vector<Shape> &outputs, bool bf16) {
   if (!dnnlConvEnabled() || !isConv(op) || inputs.size() != 2 ||
       outputs.size() != 1)
     return nullptr;
   ConvShapes s(op, inputs, outputs);
-  bool blocked = s.w.size() == 4 && chooseBlocked(op, attrs, s);
+  bool blocked = s.w.size() == 4 && chooseBlocked(op, attrs, s, bf16);
   std::vector<int64_t> key = {int64_t(op), int64_t(attrs.groups),
-                              int64_t(blocked)};
+                              int64_t(blocked), int64_t(bf16)};
   for (const std::vector<int64_t> *part :
        std::initializer_list<const std::vector<int64_t> *>{
            &s.x, &s.w, &s.y, &attrs.strides, &attrs.pads, &attrs.dilations}) {
@@ -269,11 +299,11 @@ Entry *lookup(Cache &c, OpKind op, const OpAttrs &attrs,
   }
   auto [it, inserted] = c.entries.try_emplace(std::move(key));
   if (inserted) {
-    describe(it->second, c.engine, op, attrs, s, blocked);
+    describe(it->second, c.engine, op, attrs, s, blocked, bf16);
     // A blocked descriptor oneDNN refuses falls back to plain layouts.
     if (!it->second.usable && blocked) {
       it->second = Entry();
-      describe(it->second, c.engine, op, attrs, s, false);
+      describe(it->second, c.engine, op, attrs, s, false, bf16);
     }
   }
   return it->second.usable ? &it->second : nullptr;
@@ -283,10 +313,11 @@ Entry *lookup(Cache &c, OpKind op, const OpAttrs &attrs,
 
 std::optional<DnnlConvInfo> dnnlConvInfo(OpKind op, const OpAttrs &attrs,
                                          const std::vector<Shape> &inputs,
-                                         const std::vector<Shape> &outputs) {
+                                         const std::vector<Shape> &outputs,
+                                         bool bf16) {
   Cache &c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  Entry *e = lookup(c, op, attrs, inputs, outputs);
+  Entry *e = lookup(c, op, attrs, inputs, outputs, bf16);
   if (!e)
     return std::nullopt;
   return DnnlConvInfo{e->workspaceBytes, e->blocked ? e->chunks : 0};
@@ -294,12 +325,12 @@ std::optional<DnnlConvInfo> dnnlConvInfo(OpKind op, const OpAttrs &attrs,
 
 bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
                  const std::vector<Shape> &inputs,
-                 const std::vector<Shape> &outputs, const float *in0,
-                 const float *in1, float *out, void *scratch,
-                 uint64_t scratchBytes) {
+                 const std::vector<Shape> &outputs, const void *in0,
+                 const void *in1, void *out, void *scratch,
+                 uint64_t scratchBytes, bool bf16) {
   Cache &c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  Entry *e = lookup(c, op, attrs, inputs, outputs);
+  Entry *e = lookup(c, op, attrs, inputs, outputs, bf16);
   if (!e || e->workspaceBytes > scratchBytes)
     return false;
   if (!e->primitive)
@@ -310,10 +341,10 @@ bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
   struct Role {
     Operand *operand;
     int arg;
-    float *data;
+    void *data;
     bool chunked;
   };
-  auto mut = [](const float *p) { return const_cast<float *>(p); };
+  auto mut = [](const void *p) { return const_cast<void *>(p); };
   std::array<Role, 3> roles;
   if (op == OpKind::Conv2d)
     roles = {Role{&e->x, DNNL_ARG_SRC, mut(in0), true},
@@ -353,9 +384,8 @@ bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
       Operand &o = *r.operand;
       // remat's buffer (this chunk of it) in place, or its copy in the
       // workspace in the primitive's layout.
-      float *base =
-          r.data +
-          (r.chunked ? chunk * int64_t(o.plain.get_size() / sizeof(float)) : 0);
+      char *base = static_cast<char *>(r.data) +
+                   (r.chunked ? chunk * int64_t(o.plain.get_size()) : 0);
       memory plain(o.plain, c.engine, base);
       bool isResult = i == 2;
       bool viaWorkspace =
@@ -376,13 +406,24 @@ bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
     }
     e->primitive->execute(c.stream, args);
     if (result) {
-      // A chunk's result back into remat's buffer; the weights gradient's
-      // later chunks are summed with what the earlier ones left.
+      // A chunk's result back into remat's buffer, or into the float32 sum
+      // of a bf16 weights gradient; the weights gradient's later chunks are
+      // summed with what the earlier ones left.
       bool accumulate = !roles[2].chunked && chunk > 0;
+      memory target = !e->wideSum.plain.is_zero()
+                          ? memory(e->wideSum.plain, c.engine,
+                                   workspace + e->wideSum.offset)
+                          : resultPlain;
       reorder(accumulate ? e->backSum : e->back, result.get_desc(),
-              resultPlain.get_desc(), accumulate)
-          .execute(c.stream, result, resultPlain);
+              target.get_desc(), accumulate)
+          .execute(c.stream, result, target);
     }
+  }
+  if (!e->wideSum.plain.is_zero()) {
+    memory sum(e->wideSum.plain, c.engine, workspace + e->wideSum.offset),
+        plain(e->wideSum.used, c.engine, out);
+    reorder(e->fromWide, e->wideSum.plain, e->wideSum.used, false)
+        .execute(c.stream, sum, plain);
   }
   c.stream.wait();
   return true;

@@ -1,13 +1,16 @@
 //===- DnnlConv.h - conv2d and its gradients through oneDNN -----*- C++ -*-===//
 //
-// The CPU backend runs float32 conv2d, conv2d_grad_input and
-// conv2d_grad_weight through oneDNN (Debian's libdnnl, what PyTorch uses
-// for CPU convolutions) where the build found it, with oneDNN's scratchpad
-// in the backend's workspace. Pointwise and grouped convolutions run on
-// remat's own layouts (nchw activations, oihw / goihw weights) in place;
-// spatial ones (3x3, 7x7, ...) in chunks of at most 8 images reordered
-// into oneDNN's blocked layouts in the workspace, where its direct JIT
-// kernels are faster. Which one is a rule on shapes alone, so a kernel's
+// The CPU backend runs conv2d, conv2d_grad_input and conv2d_grad_weight
+// through oneDNN (Debian's libdnnl, what PyTorch uses for CPU
+// convolutions) where the build found it, with oneDNN's scratchpad in the
+// backend's workspace: on float32 operands, and on bf16 ones where the CPU
+// has bf16 kernels (the weights gradient summed in float32 and rounded
+// once). Float32 pointwise and grouped convolutions run on remat's own
+// layouts (nchw activations, oihw / goihw weights) in place; spatial ones
+// (3x3, 7x7, ...), and every ungrouped bf16 one, in chunks of at most 8
+// images reordered into oneDNN's blocked layouts in the workspace, where
+// its direct JIT kernels are faster. oneDNN's reference kernels are never
+// used. Which one is a rule on shapes alone, so a kernel's
 // bits never depend on the budget. Here so that the compiler, which
 // reserves the workspace in the budget, and the runtime, which allocates
 // and uses it, ask oneDNN the same question (CpuWorkspace.h).
@@ -56,24 +59,27 @@ struct DnnlConvInfo {
 };
 
 /// How oneDNN runs `op` (conv2d, conv2d_grad_input or conv2d_grad_weight)
-/// with these operand and result shapes; nullopt when it does not (off,
-/// another op, a shape it refuses).
+/// with these operand and result shapes, all float32 or (`bf16`) all bf16;
+/// nullopt when it does not (off, another op, a shape it refuses, bf16 on
+/// a CPU without bf16 kernels).
 std::optional<DnnlConvInfo> dnnlConvInfo(OpKind op, const OpAttrs &attrs,
                                          const std::vector<Shape> &inputs,
-                                         const std::vector<Shape> &outputs);
+                                         const std::vector<Shape> &outputs,
+                                         bool bf16 = false);
 
 /// "oneDNN 2.6.3 (cpu runtime: OpenMP)", or why there is none.
 std::string dnnlConvDescription();
 
 /// Runs `op` through oneDNN: `in0`, `in1` are its two operands and `out`
-/// its result, float32, dense row-major; `scratch` holds `scratchBytes`.
-/// Returns false, having done nothing, when oneDNN does not run it or it
-/// needs more workspace than `scratchBytes`.
+/// its result, float32 (or, with `bf16`, bf16), dense row-major; `scratch`
+/// (64-byte aligned) holds `scratchBytes`. Returns false, having done
+/// nothing, when oneDNN does not run it or it needs more workspace than
+/// `scratchBytes`.
 bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
                  const std::vector<Shape> &inputs,
-                 const std::vector<Shape> &outputs, const float *in0,
-                 const float *in1, float *out, void *scratch,
-                 uint64_t scratchBytes);
+                 const std::vector<Shape> &outputs, const void *in0,
+                 const void *in1, void *out, void *scratch,
+                 uint64_t scratchBytes, bool bf16 = false);
 
 } // namespace remat::runtime::cpu
 

@@ -1,4 +1,4 @@
-//===- DnnlMatmul.cpp - float32 GEMMs through oneDNN's matmul -------------===//
+//===- DnnlMatmul.cpp - GEMMs through oneDNN's matmul ---------------------===//
 #include "runtime/backends/cpu/DnnlMatmul.h"
 
 #include "runtime/backends/cpu/EnvChoice.h"
@@ -8,6 +8,8 @@
 #ifdef REMAT_HAVE_DNNL
 #include <dnnl.hpp>
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -39,13 +41,17 @@ DnnlMatmulCounts dnnlMatmulCounts() {
 
 bool dnnlMatmulEnabled() { return false; }
 
-std::optional<uint64_t> dnnlMatmulScratchBytes(const GemmShape &) {
+std::optional<uint64_t> dnnlMatmulScratchBytes(const GemmShape &, GemmTypes) {
   return std::nullopt;
 }
 
-bool dnnlMatmulRun(const GemmShape &, const float *, const float *, float *,
-                   void *, uint64_t) {
+bool dnnlMatmulRun(const GemmShape &, GemmTypes, const void *, const void *,
+                   void *, void *, uint64_t) {
   return false;
+}
+
+std::string dnnlMatmulImplementation(const GemmShape &, GemmTypes) {
+  return "none (built without oneDNN)";
 }
 
 #else
@@ -66,6 +72,7 @@ using dnnl::memory;
 /// One GEMM shape's descriptor, and its primitive (made on first run).
 struct Entry {
   bool usable = false;
+  std::string implementation; // or why oneDNN does not run it
   uint64_t scratchpadBytes = 0;
   dnnl::matmul::primitive_desc pd;
   std::unique_ptr<dnnl::matmul> primitive;
@@ -76,8 +83,8 @@ struct Cache {
   std::mutex mutex;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  std::map<std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t,
-                      int64_t, uint32_t, uint32_t>,
+  std::map<std::tuple<GemmTypes, bool, bool, int64_t, int64_t, int64_t, int64_t,
+                      int64_t, int64_t, uint32_t, uint32_t>,
            Entry>
       entries;
 };
@@ -93,23 +100,28 @@ uint32_t bitsOf(float f) {
   return u;
 }
 
-/// The entry of `g` (described on first use); null when oneDNN refuses it.
-Entry *lookup(Cache &c, const GemmShape &g) {
-  if (g.m <= 0 || g.n <= 0 || g.k <= 0)
-    return nullptr;
-  auto key = std::make_tuple(g.transA, g.transB, g.m, g.n, g.k, g.lda, g.ldb,
-                             g.ldc, bitsOf(g.alpha), bitsOf(g.beta));
-  auto [it, inserted] = c.entries.try_emplace(key);
-  Entry &e = it->second;
-  if (!inserted)
-    return e.usable ? &e : nullptr;
+/// Describes `e`, the GEMM `g` on `types`.
+void describe(Cache &c, const GemmShape &g, GemmTypes types, Entry &e) {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) {
+    e.implementation = "none (an empty GEMM)";
+    return;
+  }
+  // oneDNN's kernels index in 32 bits: on AVX-512 its brgemm blocking
+  // divides by zero (SIGFPE) for a dimension past 2^31.
+  if (std::max({g.m, g.n, g.k, g.lda, g.ldb, g.ldc}) > INT32_MAX) {
+    e.implementation = "none (a dimension over 2^31 - 1)";
+    return;
+  }
   using dt = memory::data_type;
+  dt type = types == GemmTypes::Bf16 ? dt::bf16 : dt::f32;
   // Row-major operands as strides: op(A) is m x k, op(B) k x n.
-  e.a = memory::desc({g.m, g.k}, dt::f32,
-                     g.transA ? memory::dims{1, g.lda} : memory::dims{g.lda, 1});
-  e.b = memory::desc({g.k, g.n}, dt::f32,
-                     g.transB ? memory::dims{1, g.ldb} : memory::dims{g.ldb, 1});
-  e.c = memory::desc({g.m, g.n}, dt::f32, memory::dims{g.ldc, 1});
+  e.a =
+      memory::desc({g.m, g.k}, type,
+                   g.transA ? memory::dims{1, g.lda} : memory::dims{g.lda, 1});
+  e.b =
+      memory::desc({g.k, g.n}, type,
+                   g.transB ? memory::dims{1, g.ldb} : memory::dims{g.ldb, 1});
+  e.c = memory::desc({g.m, g.n}, type, memory::dims{g.ldc, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (g.alpha != 1.0f)
@@ -123,37 +135,67 @@ Entry *lookup(Cache &c, const GemmShape &g) {
     e.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(e.a, e.b, e.c), attr,
                                         c.engine);
   } catch (const dnnl::error &) {
-    return nullptr;
+    e.implementation = "none (oneDNN has no matmul for it)";
+    return;
   }
+  e.implementation = e.pd.impl_info_str();
   e.scratchpadBytes = e.pd.scratchpad_desc().get_size();
-  // Only implementations that need no scratchpad (gemm:jit on AVX2 needs
-  // none): one that does would make a plan's bytes depend on the CPU
-  // it was compiled on (DnnlMatmul.h).
+  // oneDNN's reference implementation (on a CPU without bf16 instructions,
+  // its only bf16 matmul) is far slower than OpenBLAS or float copies.
+  if (e.implementation.rfind("ref", 0) == 0) {
+    e.implementation = "none (oneDNN has only " + e.implementation + ")";
+    return;
+  }
   e.usable = e.scratchpadBytes <= kMaxGemmScratchpadBytes;
-  return e.usable ? &e : nullptr;
+  if (!e.usable)
+    e.implementation = "none (" + e.implementation + " needs " +
+                       std::to_string(e.scratchpadBytes) +
+                       " bytes of scratchpad)";
+}
+
+/// The entry of `g` on `types` (described on first use); its `usable`
+/// says whether oneDNN runs it.
+Entry &lookup(Cache &c, const GemmShape &g, GemmTypes types) {
+  auto key = std::make_tuple(types, g.transA, g.transB, g.m, g.n, g.k, g.lda,
+                             g.ldb, g.ldc, bitsOf(g.alpha), bitsOf(g.beta));
+  auto [it, inserted] = c.entries.try_emplace(key);
+  Entry &e = it->second;
+  if (inserted)
+    describe(c, g, types, e);
+  return e;
 }
 
 } // namespace
 
-std::optional<uint64_t> dnnlMatmulScratchBytes(const GemmShape &gemm) {
+std::optional<uint64_t> dnnlMatmulScratchBytes(const GemmShape &gemm,
+                                               GemmTypes types) {
   if (!dnnlMatmulEnabled())
     return std::nullopt;
   Cache &c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  Entry *e = lookup(c, gemm);
-  if (!e)
+  Entry &e = lookup(c, gemm, types);
+  if (!e.usable)
     return std::nullopt;
-  return e->scratchpadBytes;
+  return e.scratchpadBytes;
 }
 
-bool dnnlMatmulRun(const GemmShape &gemm, const float *a, const float *b,
-                   float *c, void *scratch, uint64_t scratchBytes) {
+std::string dnnlMatmulImplementation(const GemmShape &gemm, GemmTypes types) {
+  if (!dnnlMatmulEnabled())
+    return "none (REMAT_CPU_GEMM=blas)";
+  Cache &c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return lookup(c, gemm, types).implementation;
+}
+
+bool dnnlMatmulRun(const GemmShape &gemm, GemmTypes types, const void *a,
+                   const void *b, void *c, void *scratch,
+                   uint64_t scratchBytes) {
   if (!dnnlMatmulEnabled())
     return false;
   Cache &cc = cache();
   std::lock_guard<std::mutex> lock(cc.mutex);
-  Entry *e = lookup(cc, gemm);
-  if (!e)
+  Entry *e = &lookup(cc, gemm, types);
+  if (!e->usable)
     return false;
   if (e->scratchpadBytes > scratchBytes) {
     ++numTooSmall;
@@ -161,7 +203,7 @@ bool dnnlMatmulRun(const GemmShape &gemm, const float *a, const float *b,
   }
   if (!e->primitive)
     e->primitive = std::make_unique<dnnl::matmul>(e->pd);
-  auto mut = [](const float *p) { return const_cast<float *>(p); };
+  auto mut = [](const void *p) { return const_cast<void *>(p); };
   memory ma(e->a, cc.engine, mut(a)), mb(e->b, cc.engine, mut(b)),
       mc(e->c, cc.engine, c),
       pad(e->pd.scratchpad_desc(), cc.engine,

@@ -1,24 +1,27 @@
-//===- DnnlMatmul.h - float32 GEMMs through oneDNN's matmul -----*- C++ -*-===//
+//===- DnnlMatmul.h - GEMMs through oneDNN's matmul -------------*- C++ -*-===//
 //
 // The CPU backend runs its float32 GEMMs (matmul, attention's products,
 // every gradient of them, im2col convolutions) through oneDNN's matmul
 // primitive where the build found oneDNN: on this project's CPUs it reaches
 // a higher fraction of the machine's peak than Debian's OpenBLAS, whose
-// dynamic kernel choice stops at AVX2 (docs/benchmarks.md). One primitive
-// per GEMM shape (transposes, sizes, leading dimensions, alpha, beta), made
-// on first use and kept for the process; each uses a user-provided
-// scratchpad, so oneDNN allocates nothing per call. The compiler asks the
-// same functions how much scratchpad each op's GEMMs need and reserves it
-// in the step's workspace (CpuWorkspace.h), as it does for convolutions;
-// oneDNN runs only the GEMMs whose implementation needs at most
-// kMaxGemmScratchpadBytes (none), so that a plan's bytes stay those of
-// every CPU it may be compiled on.
+// dynamic kernel choice stops at AVX2 (docs/benchmarks.md). It also runs
+// the bf16 plans' all-bf16 matmuls on the bf16 buffers themselves (summed
+// in float32, rounded once) where the CPU has bf16 instructions
+// (avx512_bf16, AMX). One primitive per GEMM shape and types (transposes,
+// sizes, leading dimensions, alpha, beta), made on first use and kept for
+// the process; each uses a user-provided scratchpad, so oneDNN allocates
+// nothing per call. The compiler asks the same functions how much
+// scratchpad each op's GEMMs need and reserves it in the step's scratch
+// (CpuWorkspace.h), as it does for convolutions. oneDNN runs no GEMM for
+// which it has only its reference implementation, nor one whose
+// scratchpad is over kMaxGemmScratchpadBytes.
 //
-// Without oneDNN, with REMAT_CPU_GEMM=blas, or for a GEMM oneDNN refuses or
-// whose scratchpad does not fit the scratch the kernel passes (im2col
-// convolutions pass none), gemm() (Gemm.h) runs on OpenBLAS instead. Which one
-// runs depends on the shape and the scratch the plan reserves for it, never on
-// the budget.
+// Without oneDNN, with REMAT_CPU_GEMM=blas, or for a float32 GEMM oneDNN
+// refuses or whose scratchpad does not fit the scratch the kernel passes
+// (im2col convolutions pass none), gemm() (Gemm.h) runs on OpenBLAS
+// instead; a bf16 matmul oneDNN does not run goes on float copies
+// (Bf16Staging.h). Which one runs depends on the CPU, the shape and the
+// scratch the plan holds for it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_DNNLMATMUL_H
@@ -26,6 +29,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace remat::runtime::cpu {
 
@@ -37,16 +41,22 @@ struct GemmShape {
   float alpha = 1, beta = 0;
 };
 
-/// The largest scratchpad a GEMM oneDNN runs may need; a GEMM whose
-/// implementation needs more (brgemm's packing buffers on some CPUs) runs
-/// on OpenBLAS.
-inline constexpr uint64_t kMaxGemmScratchpadBytes = 0;
+/// The element types of a GEMM's A, B and C.
+enum class GemmTypes : uint8_t {
+  F32,  ///< float32 throughout
+  Bf16, ///< bf16 A, B and C; the products summed in float32
+};
+
+/// The largest scratchpad a GEMM oneDNN runs may need (brgemm's packing
+/// buffers, on AVX-512 CPUs well under 1 MiB for GPT-2's shapes); a GEMM
+/// whose implementation needs more runs as if oneDNN refused it.
+inline constexpr uint64_t kMaxGemmScratchpadBytes = uint64_t(64) << 20;
 
 /// The alignment gemm() (Gemm.h) gives oneDNN's scratchpad within the
 /// scratch a kernel passes, which therefore holds this much more.
 inline constexpr uint64_t kGemmScratchAlignment = 64;
 
-/// Whether float32 GEMMs go through oneDNN: built with it, and neither
+/// Whether GEMMs go through oneDNN: built with it, and neither
 /// REMAT_CPU_GEMM=blas nor setDnnlMatmulEnabled(false) turned it off.
 bool dnnlMatmulEnabled();
 
@@ -54,15 +64,23 @@ bool dnnlMatmulEnabled();
 /// paths; on has no effect in a build without oneDNN).
 void setDnnlMatmulEnabled(bool on);
 
-/// oneDNN's scratchpad bytes for `gemm`; nullopt when oneDNN does not run
-/// it (off, an empty or refused shape).
-std::optional<uint64_t> dnnlMatmulScratchBytes(const GemmShape &gemm);
+/// oneDNN's scratchpad bytes for `gemm` on operands of `types`; nullopt
+/// when oneDNN does not run it (off, an empty or refused shape, types this
+/// CPU has no kernel for).
+std::optional<uint64_t>
+dnnlMatmulScratchBytes(const GemmShape &gemm, GemmTypes types = GemmTypes::F32);
 
-/// Runs `gemm` through oneDNN on dense float32 buffers with `scratch`
-/// holding `scratchBytes`. Returns false, having done nothing, when oneDNN
-/// does not run it or its scratchpad needs more than `scratchBytes`.
-bool dnnlMatmulRun(const GemmShape &gemm, const float *a, const float *b,
-                   float *c, void *scratch, uint64_t scratchBytes);
+/// Runs `gemm` through oneDNN on dense buffers of `types` with `scratch`
+/// (64-byte aligned) holding `scratchBytes`. Returns false, having done
+/// nothing, when oneDNN does not run it or its scratchpad needs more than
+/// `scratchBytes`.
+bool dnnlMatmulRun(const GemmShape &gemm, GemmTypes types, const void *a,
+                   const void *b, void *c, void *scratch,
+                   uint64_t scratchBytes);
+
+/// The implementation oneDNN runs `gemm` of `types` with (its
+/// impl_info_str: "brg:avx512_core_amx_bf16"), or why none runs it.
+std::string dnnlMatmulImplementation(const GemmShape &gemm, GemmTypes types);
 
 /// GEMMs run through oneDNN and GEMMs that fell back to OpenBLAS because
 /// the scratch passed was too small, since the process started (tests

@@ -80,7 +80,7 @@ bool viaDnnl<float>(const GemmShape &g, const float *a, const float *b,
     scratch = nullptr, scratchBytes = 0;
   else if (scratch)
     scratch = static_cast<char *>(scratch) + skip, scratchBytes -= skip;
-  return dnnlMatmulRun(g, a, b, c, scratch, scratchBytes);
+  return dnnlMatmulRun(g, GemmTypes::F32, a, b, c, scratch, scratchBytes);
 }
 
 } // namespace

@@ -69,16 +69,16 @@ bool cpuScratchInArena() {
   return cpu::envChoice("REMAT_CPU_SCRATCH", {"arena", "beside"}) == "arena";
 }
 
-StepScratch cpuStepScratch(const Plan &plan) {
-  std::vector<uint64_t> wanted, least;
+void forEachOpStep(
+    const Plan &plan,
+    const std::function<void(size_t, OpKind, const OpAttrs &,
+                             const std::vector<ops::TensorType> &,
+                             const std::vector<ops::TensorType> &)> &visit) {
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const StepDesc &step = plan.steps[s];
     std::optional<OpKind> kind = parseOpKind(step.op);
-    if (!kind) {
-      wanted.push_back(0);
-      least.push_back(0);
+    if (!kind)
       continue;
-    }
     std::vector<ops::TensorType> inputs, outputs;
     for (int64_t b : step.inputs)
       inputs.push_back(
@@ -89,11 +89,19 @@ StepScratch cpuStepScratch(const Plan &plan) {
     OpAttrs attrs =
         parseOpAttrs(*kind, step.attrs,
                      "/steps/" + std::to_string(s) + " '" + step.op + "'");
-    for (bool atLeast : {false, true})
-      (atLeast ? least : wanted)
-          .push_back(
-              cpu::cpuStepScratchBytes(*kind, attrs, inputs, outputs, atLeast));
+    visit(s, *kind, attrs, inputs, outputs);
   }
+}
+
+StepScratch cpuStepScratch(const Plan &plan) {
+  std::vector<uint64_t> wanted(plan.steps.size(), 0),
+      least(plan.steps.size(), 0);
+  forEachOpStep(plan, [&](size_t s, OpKind kind, const OpAttrs &attrs,
+                          const std::vector<ops::TensorType> &inputs,
+                          const std::vector<ops::TensorType> &outputs) {
+    wanted[s] = cpu::cpuStepScratchBytes(kind, attrs, inputs, outputs, false);
+    least[s] = cpu::cpuStepScratchBytes(kind, attrs, inputs, outputs, true);
+  });
   return placeStepScratch(plan, wanted, least, cpuScratchInArena());
 }
 

@@ -12,10 +12,12 @@
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_STEPSCRATCH_H
 #define REMAT_RUNTIME_BACKENDS_CPU_STEPSCRATCH_H
 
+#include "ops/ShapeRules.h"
 #include "runtime/plan/Lifetimes.h"
 #include "runtime/plan/PlanFormat.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace remat::runtime {
@@ -55,6 +57,14 @@ StepScratch placeStepScratch(const Plan &plan,
 /// scratch in the workspace beside the arena, as before this existed).
 /// Another value warns once on stderr and counts as `arena`.
 bool cpuScratchInArena();
+
+/// Calls `visit` with each step of `plan` that runs an op: its index, op,
+/// attributes and its operands' and results' types.
+void forEachOpStep(
+    const Plan &plan,
+    const std::function<void(size_t, ops::OpKind, const ops::OpAttrs &,
+                             const std::vector<ops::TensorType> &,
+                             const std::vector<ops::TensorType> &)> &visit);
 
 /// The CPU backend's scratch for `plan`: per step what its kernel wants
 /// (with oneDNN's needs) and runs with at the least, placed by

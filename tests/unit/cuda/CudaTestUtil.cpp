@@ -1,132 +1,13 @@
-//===- CudaTestUtil.cpp - Run one op on a backend -------------------------===//
+//===- CudaTestUtil.cpp - Ops on the CUDA backend against the CPU ---------===//
 #include "CudaTestUtil.h"
 
-#include "runtime/plan/Loader.h"
 #include "runtime/backends/cuda/CudaBackend.h"
-
-#include <cstring>
 
 namespace remat::runtime::test {
 
 bool haveCudaDevice() {
   static const bool present = cudaDeviceCount() > 0;
   return present;
-}
-
-nlohmann::json opPlanJson(const OpCase &c) {
-  using nlohmann::json;
-  constexpr uint64_t kAlign = 256;
-  json buffers = json::array();
-  uint64_t offset = 0;
-  auto addBuffer = [&](const std::string &name, const std::string &role,
-                       DType dtype, const Shape &shape) {
-    uint64_t bytes = *checkedNumElements(shape) * dtypeSize(dtype);
-    json b = {{"name", name},   {"role", role},     {"dtype", dtypeName(dtype)},
-              {"shape", shape}, {"offset", offset}, {"bytes", bytes}};
-    if (role == "param" || role == "optimizer" || role == "state" ||
-        role == "accumulator")
-      b["init"] = {{"kind", "zeros"}};
-    buffers.push_back(b);
-    offset += (bytes + kAlign - 1) / kAlign * kAlign;
-    return int64_t(buffers.size()) - 1;
-  };
-  bool optimizer = isOptimizerOp(c.op);
-  // A state update (running statistics, or a micro-batch's gradient sum)
-  // writes input 0, a state (accumulator) buffer.
-  bool stateUpdate = ops::opInfo(c.op).updatesState;
-  std::vector<int64_t> inputIds, outputIds;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    std::string role = "input";
-    if (optimizer)
-      role = i == 0 ? "param" : i == 1 ? "input" : "optimizer";
-    if (stateUpdate && i == 0)
-      role = c.op == OpKind::GradAccumulate ? "accumulator" : "state";
-    inputIds.push_back(addBuffer("in" + std::to_string(i), role,
-                                 c.inputs[i].dtype, c.inputs[i].shape));
-  }
-  if (optimizer) {
-    outputIds.push_back(inputIds[0]);
-    for (size_t i = 2; i < inputIds.size(); ++i)
-      outputIds.push_back(inputIds[i]);
-  } else if (stateUpdate) {
-    outputIds.push_back(inputIds[0]);
-  } else {
-    for (size_t i = 0; i < c.outputs.size(); ++i)
-      outputIds.push_back(addBuffer("out" + std::to_string(i), "activation",
-                                    c.outputs[i].dtype, c.outputs[i].shape));
-  }
-  int64_t loss = addBuffer("loss", "activation", DType::F32, {});
-  json steps = json::array();
-  steps.push_back({{"op", opName(c.op)},
-                   {"inputs", inputIds},
-                   {"outputs", outputIds},
-                   {"attrs", c.attrs},
-                   {"phase", optimizer ? "optimizer" : "forward"},
-                   {"recompute", false}});
-  steps.push_back({{"op", "constant"},
-                   {"inputs", json::array()},
-                   {"outputs", {loss}},
-                   {"attrs", {{"value", 0.0}}},
-                   {"phase", "forward"},
-                   {"recompute", false}});
-  json plan = {
-      {"format", "remat-plan"}, {"version", 1},          {"model", "op_test"},
-      {"alignment", kAlign},    {"arena_bytes", offset}, {"buffers", buffers},
-      {"steps", steps},         {"loss", loss},          {"batch", 1}};
-  return plan;
-}
-
-std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c) {
-  LoadedPlan loaded = loadPlanText(opPlanJson(c).dump(), "op_test.plan");
-
-  backend.checkSupport(loaded);
-  backend.workspaceBytes(loaded);
-  const std::vector<int64_t> &inputIds = loaded.plan.steps[0].inputs;
-  const std::vector<int64_t> &outputIds = loaded.plan.steps[0].outputs;
-  char *base = static_cast<char *>(
-      backend.allocateArena(loaded.plan.arenaBytes, loaded.plan.alignment));
-  std::vector<HostTensor> results;
-  try {
-    backend.prepare(loaded);
-    auto refOf = [&](int64_t id) {
-      const BufferDesc &b = loaded.plan.buffers[size_t(id)];
-      return TensorRef{base + b.offset, b.dtype, b.shape,
-                       int64_t(*checkedNumElements(b.shape))};
-    };
-    std::vector<TensorRef> ins, outs;
-    for (size_t i = 0; i < c.inputs.size(); ++i) {
-      std::vector<char> bytes = hostBytes(c.inputs[i]);
-      backend.copyIn(base + loaded.plan.buffers[size_t(inputIds[i])].offset,
-                     bytes.data(), bytes.size());
-      ins.push_back(refOf(inputIds[i]));
-    }
-    for (int64_t id : outputIds)
-      outs.push_back(refOf(id));
-    KernelCall call;
-    call.op = c.op;
-    call.attrs = &loaded.steps[0].attrs;
-    call.inputs = ins.data();
-    call.numInputs = int(ins.size());
-    call.outputs = outs.data();
-    call.numOutputs = int(outs.size());
-    call.trainingStep = c.trainingStep;
-    call.microbatch = c.microbatch;
-    call.stepIndex = 0;
-    backend.runStep(call);
-    backend.synchronize();
-    for (size_t i = 0; i < outs.size(); ++i) {
-      TensorType type{outs[i].dtype, outs[i].shape};
-      std::vector<char> bytes(size_t(outs[i].numElements) *
-                              dtypeSize(type.dtype));
-      backend.copyOut(bytes.data(), outs[i].data, bytes.size());
-      results.push_back(hostTensorFromBytes(type, bytes));
-    }
-  } catch (...) {
-    backend.freeArena(base);
-    throw;
-  }
-  backend.freeArena(base);
-  return results;
 }
 
 void checkAgainstCpu(const OpCase &c, double tolerance) {

@@ -6,14 +6,19 @@
 // max_pool2d's ties.
 //
 //===----------------------------------------------------------------------===//
+#include "BackendRun.h"
 #include "GradCheck.h"
-#include "TestUtil.h"
+
+#include "ops/BFloat16.h"
+#include "runtime/backends/cpu/CpuWorkspace.h"
 
 #include "runtime/backends/cpu/DnnlConv.h"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace remat::runtime;
 using namespace remat::runtime::test;
@@ -369,4 +374,103 @@ TEST_CASE("max_pool2d and its gradient take the first maximum, or the first "
     INFO("dx element " << i);
     CHECK(dx.values[i] == Approx(wantDx[i]).margin(1e-5));
   }
+}
+
+TEST_CASE("conv2d and its gradients on bf16 tensors, through oneDNN's bf16 "
+          "kernels or on float copies, are within bf16's rounding of the "
+          "result of the bf16 operands",
+          "[runtime]") {
+  std::mt19937 rng(47);
+  // Values exactly bf16, as f32 (the reference's inputs) and as bf16.
+  auto bf16Values = [&](const Shape &s) {
+    HostTensor t = randomTensor(s, rng);
+    for (double &v : t.values)
+      v = remat::ops::bf16ToFloat(remat::ops::floatToBf16(float(v)));
+    return t;
+  };
+  auto asBf16 = [](HostTensor t) {
+    t.dtype = DType::BF16;
+    return t;
+  };
+  auto absolute = [](HostTensor t) {
+    for (double &v : t.values)
+      v = std::abs(v);
+    return t;
+  };
+  std::vector<ConvCase> cases = convCases();
+  // In chunks of 8 images (the weights gradient's summed in float32), and
+  // an image-like stem.
+  cases.push_back({"16 images in 2 chunks",
+                   {16, 16, 10, 10},
+                   {16, 16, 3, 3},
+                   convAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
+  cases.push_back({"7x7 stem on 3 channels, stride 2",
+                   {6, 3, 20, 20},
+                   {16, 3, 7, 7},
+                   convAttrs({2, 2}, {3, 3, 3, 3}, {1, 1}, 1)});
+  const double eps = std::numeric_limits<float>::epsilon();
+  bool anyNative = false;
+  for (bool dnnl : {true, false}) {
+    remat::runtime::cpu::setDnnlConvEnabled(dnnl);
+    for (const ConvCase &c : cases) {
+      Shape ys = convOutputShape(c.x, c.w, c.attrs);
+      HostTensor x = bf16Values(c.x), w = bf16Values(c.w), dy = bf16Values(ys);
+      nlohmann::json attrs = {{"strides", c.attrs.strides},
+                              {"pads", c.attrs.pads},
+                              {"dilations", c.attrs.dilations},
+                              {"groups", c.attrs.groups}};
+      struct Run {
+        OpKind op;
+        HostTensor a, b;
+        Shape result;
+      };
+      for (const Run &r : {Run{OpKind::Conv2d, x, w, ys},
+                           Run{OpKind::Conv2dGradInput, w, dy, c.x},
+                           Run{OpKind::Conv2dGradWeight, x, dy, c.w}}) {
+        std::vector<remat::ops::TensorType> ins = {{DType::BF16, r.a.shape},
+                                                   {DType::BF16, r.b.shape}},
+                                            outs = {{DType::BF16, r.result}};
+        bool native =
+            remat::runtime::cpu::cpuBf16Staging(r.op, c.attrs, ins, outs)
+                .kind == remat::runtime::cpu::Bf16Staging::Kind::Dnnl;
+        anyNative |= native;
+        INFO(c.what << ", " << remat::ops::opName(r.op) << ", oneDNN " << dnnl
+                    << ", native " << native);
+        // oneDNN runs them where it has bf16 kernels, only while it is on.
+        if (!dnnl)
+          CHECK_FALSE(native);
+        HostTensor got = runOnBackend(*createCpuBackend(),
+                                      {r.op,
+                                       attrs,
+                                       {asBf16(r.a), asBf16(r.b)},
+                                       {typeOf(r.result, DType::BF16)}})[0];
+        // The exact result in double, and the sum of the products'
+        // magnitudes (the same op on |a| and |b|).
+        HostTensor exact = runOp<double>(r.op, c.attrs, {r.a, r.b},
+                                         {typeOf(r.result, DType::F64)})[0];
+        HostTensor magnitude =
+            runOp<double>(r.op, c.attrs, {absolute(r.a), absolute(r.b)},
+                          {typeOf(r.result, DType::F64)})[0];
+        // Terms summed into one result: a window (conv2d), the output
+        // channels of a group at each tap (conv2d_grad_input), or every
+        // output position of the batch (conv2d_grad_weight).
+        int64_t terms = r.op == OpKind::Conv2d ? c.w[1] * c.w[2] * c.w[3]
+                        : r.op == OpKind::Conv2dGradInput
+                            ? c.w[0] / int64_t(c.attrs.groups) * c.w[2] * c.w[3]
+                            : ys[0] * ys[2] * ys[3];
+        double worst = 0;
+        for (int64_t i = 0; i < got.size(); ++i) {
+          double e = exact.values[size_t(i)];
+          double bound = double(terms) * eps * magnitude.values[size_t(i)] +
+                         std::ldexp(std::abs(e), -8) + 1e-30;
+          worst = std::max(worst, std::abs(got.values[size_t(i)] - e) / bound);
+        }
+        CHECK(worst <= 1.0);
+      }
+    }
+  }
+  remat::runtime::cpu::setDnnlConvEnabled(true);
+  if (!anyNative)
+    WARN("no oneDNN bf16 convolution on this CPU (or build): only the "
+         "float copies were checked");
 }

@@ -1,5 +1,7 @@
 //===- GemmTest.cpp - float GEMMs on oneDNN and on OpenBLAS ---------------===//
-#include "TestUtil.h"
+#include "BackendRun.h"
+
+#include "ops/BFloat16.h"
 
 #include "runtime/backends/cpu/CpuWorkspace.h"
 #include "runtime/backends/cpu/DnnlMatmul.h"
@@ -7,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -151,4 +154,94 @@ TEST_CASE("the workspace the CPU backend reserves for matmul and attention "
   // attention_grad on oneDNN (those it takes), none short of scratch.
   CHECK(after.run - before.run <= 5 + 6 * 5);
   CHECK(after.scratchTooSmall == before.scratchTooSmall);
+}
+
+TEST_CASE("bf16 matmuls on oneDNN's bf16 kernels and on float copies are "
+          "both within bf16's rounding of the product, in every transpose "
+          "and batch form",
+          "[runtime]") {
+  std::mt19937 rng(23);
+  // A bf16 tensor of uniform values, each exactly a bf16.
+  auto bf16 = [&](const Shape &s) {
+    HostTensor t = randomTensor(s, rng);
+    for (double &v : t.values)
+      v = remat::ops::bf16ToFloat(remat::ops::floatToBf16(float(v)));
+    t.dtype = DType::BF16;
+    return t;
+  };
+  struct Case {
+    nlohmann::json attrs;
+    Shape a, b, c;
+  };
+  nlohmann::json plain = nlohmann::json::object(), ta = {{"transpose_a", true}},
+                 tb = {{"transpose_b", true}},
+                 tab = {{"transpose_a", true}, {"transpose_b", true}},
+                 sum = {{"transpose_a", true}, {"sum_batch", true}};
+  std::vector<Case> cases = {
+      {plain, {37, 53}, {53, 29}, {37, 29}},
+      {ta, {53, 37}, {53, 29}, {37, 29}},
+      {tb, {37, 53}, {29, 53}, {37, 29}},
+      {tab, {53, 37}, {29, 53}, {37, 29}},
+      {plain, {3, 37, 53}, {53, 29}, {3, 37, 29}},          // one GEMM, 2-D B
+      {tb, {2, 3, 37, 53}, {2, 3, 29, 53}, {2, 3, 37, 29}}, // per batch
+      {sum, {3, 53, 37}, {3, 53, 29}, {37, 29}},            // summed batches
+  };
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (bool dnnl : {true, false}) {
+    DnnlGemmSwitch path(dnnl);
+    for (const Case &c : cases) {
+      HostTensor a = bf16(c.a), b = bf16(c.b);
+      std::vector<remat::ops::TensorType> ins = {{DType::BF16, c.a},
+                                                 {DType::BF16, c.b}},
+                                          outs = {{DType::BF16, c.c}};
+      OpAttrs attrs = remat::ops::parseAttrs(OpKind::Matmul, c.attrs);
+      cpu::MatmulGemms g = cpu::matmulGemms(attrs, c.a, c.b);
+      bool native =
+          cpu::cpuBf16Staging(OpKind::Matmul, attrs, ins, outs).kind ==
+          cpu::Bf16Staging::Kind::Dnnl;
+      // oneDNN runs them where it has a bf16 kernel on this CPU, and only
+      // while it is on.
+      CHECK(native ==
+            (dnnl && cpu::dnnlMatmulScratchBytes(g.gemm, cpu::GemmTypes::Bf16)
+                         .has_value()));
+      cpu::DnnlMatmulCounts before = cpu::dnnlMatmulCounts();
+      HostTensor out = runOnBackend(
+          *createCpuBackend(),
+          {OpKind::Matmul, c.attrs, {a, b}, {typeOf(c.c, DType::BF16)}})[0];
+      cpu::DnnlMatmulCounts after = cpu::dnnlMatmulCounts();
+      INFO("oneDNN " << dnnl << " native " << native << " A "
+                     << formatShape(c.a) << " B " << formatShape(c.b)
+                     << " attrs " << c.attrs.dump());
+      if (native)
+        CHECK(after.run - before.run == uint64_t(g.count));
+      // The product of the bf16 operands in double, per GEMM of g.
+      const cpu::GemmShape &s = g.gemm;
+      double worst = 0;
+      for (int64_t i = 0; i < g.count; ++i)
+        for (int64_t r = 0; r < s.m; ++r)
+          for (int64_t col = 0; col < s.n; ++col) {
+            double exact = 0, magnitude = 0;
+            for (int64_t p = 0; p < s.k; ++p) {
+              double x = a.values[size_t(
+                  i * g.strideA + (s.transA ? p * s.lda + r : r * s.lda + p))];
+              double y = b.values[size_t(
+                  i * g.strideB +
+                  (s.transB ? col * s.ldb + p : p * s.ldb + col))];
+              exact += x * y;
+              magnitude += std::abs(x * y);
+            }
+            // Summed in float32, rounded once to bf16 (8 significant
+            // bits: half a unit in the last place is 2^-8 relative).
+            double bound = double(s.k) * eps * magnitude +
+                           std::ldexp(std::abs(exact), -8) + 1e-30;
+            double got = out.values[size_t(i * g.strideC + r * s.ldc + col)];
+            worst = std::max(worst, std::abs(got - exact) / bound);
+          }
+      CHECK(worst <= 1.0);
+    }
+  }
+  if (!cpu::dnnlMatmulScratchBytes({false, false, 8, 8, 8, 8, 8, 8},
+                                   cpu::GemmTypes::Bf16))
+    WARN("no oneDNN bf16 matmul on this CPU (or build): only the float "
+         "copies were checked");
 }

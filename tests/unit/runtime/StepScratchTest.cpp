@@ -3,6 +3,9 @@
 
 #include "TinyPlan.h"
 
+#include "runtime/backends/cpu/CpuWorkspace.h"
+#include "runtime/plan/Ops.h"
+
 #include <catch2/catch.hpp>
 
 using namespace remat::runtime;
@@ -69,11 +72,25 @@ TEST_CASE("a step's scratch goes to the lowest gap no live buffer occupies, "
 }
 
 TEST_CASE("the CPU backend's scratch of a plan without convolutions or "
-          "attention is none",
+          "attention is none at the least, and oneDNN's matmul scratchpads "
+          "where it wants them",
           "[runtime]") {
   Plan plan = tinyPlan();
   StepScratch s = cpuStepScratch(plan);
-  CHECK(s.wanted == std::vector<uint64_t>(plan.steps.size(), 0));
-  CHECK(s.sideWanted == 0);
-  CHECK(cpuSideWorkspaceBytes(s, plan, 0) == 0);
+  CHECK(s.least == std::vector<uint64_t>(plan.steps.size(), 0));
+  CHECK(s.sideLeast == 0);
+  std::vector<uint64_t> gemms;
+  for (const StepDesc &step : plan.steps) {
+    uint64_t elements = 0;
+    if (step.op == "matmul")
+      elements = cpu::gemmScratchElements(
+          OpKind::Matmul, parseOpAttrs(OpKind::Matmul, step.attrs, "test"),
+          {plan.buffers[size_t(step.inputs[0])].shape,
+           plan.buffers[size_t(step.inputs[1])].shape});
+    gemms.push_back(elements * sizeof(float));
+  }
+  CHECK(s.wanted == gemms);
+  CHECK(cpuSideWorkspaceBytes(s, plan, 0) == s.sideWanted);
+  // A budget with no room beside the arena leaves the GEMMs to OpenBLAS.
+  CHECK(cpuSideWorkspaceBytes(s, plan, plan.arenaBytes) == 0);
 }

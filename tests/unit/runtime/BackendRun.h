@@ -1,0 +1,40 @@
+//===- BackendRun.h - One op on a backend, as a one-step plan -*- C++ -*-===//
+//
+// runOnBackend builds a one-step plan around the op (inputs as `input`
+// buffers, optimizer state as `param` / `optimizer` buffers updated in
+// place, plus a scalar loss written by a `constant` step), validates it
+// with the loader, and runs it through the Backend interface exactly as the
+// executor does: checkSupport, workspaceBytes, allocateArena, prepare,
+// copyIn, runStep, synchronize, copyOut. Unlike runOp (TestUtil.h), the
+// backend stages bf16 tensors and places the step's scratch as for a plan.
+//
+//===----------------------------------------------------------------------===//
+#ifndef REMAT_TESTS_UNIT_RUNTIME_BACKENDRUN_H
+#define REMAT_TESTS_UNIT_RUNTIME_BACKENDRUN_H
+
+#include "TestUtil.h"
+
+#include "runtime/Backend.h"
+
+#include <nlohmann/json.hpp>
+
+namespace remat::runtime::test {
+
+struct OpCase {
+  OpKind op;
+  nlohmann::json attrs = nlohmann::json::object();
+  std::vector<HostTensor> inputs;
+  std::vector<TensorType> outputs;
+  int64_t trainingStep = 0;
+  int64_t microbatch = 0; ///< KernelCall::microbatch
+};
+
+/// The one-step plan (JSON, 256-aligned buffers) runOnBackend runs.
+nlohmann::json opPlanJson(const OpCase &c);
+
+/// Runs the op on `backend`; returns its results.
+std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c);
+
+} // namespace remat::runtime::test
+
+#endif // REMAT_TESTS_UNIT_RUNTIME_BACKENDRUN_H

@@ -107,8 +107,10 @@ int main(int argc, char **argv) {
       if (present[path])
         times[path].push_back(once(path));
   double flops = 2.0 * double(m) * double(n) * double(k);
-  std::printf("GEMM %lld x %lld x %lld, %d runs each, alternating\n",
-              (long long)m, (long long)n, (long long)k, repeat);
+  std::printf("GEMM %lld x %lld x %lld, %d runs each, alternating "
+              "(OpenBLAS's kernel: %s)\n",
+              (long long)m, (long long)n, (long long)k, repeat,
+              gemmBlasCore().c_str());
   for (int path = 0; path < 3; ++path) {
     if (times[path].empty()) {
       std::printf("%-14s not run (%s)\n", names[path],

@@ -6,9 +6,9 @@ and on OpenBLAS, and in bf16, against PyTorch eager and autocast (issue
 The model is models/gpt2.json with --set n_layer=12 seq=256 batch=8
 dropout=0 (d_model 768, 12 heads, vocabulary 50257) by default; remat
 compiles it without a budget (store-all) and runs it with `remat run
---steps`, with REMAT_CPU_GEMM unset (oneDNN's matmul) and
-REMAT_CPU_GEMM=blas (OpenBLAS), and compiled with `--precision bf16`
-(remat-bf16). PyTorch 1.13 runs the same model (pre-norm blocks, separate
+--steps`, its float32 GEMMs on oneDNN's matmul (REMAT_CPU_GEMM=onednn)
+and on OpenBLAS (REMAT_CPU_GEMM=blas), and compiled with `--precision
+bf16` (remat-bf16, GEMMs as the rule puts them: on oneDNN). PyTorch 1.13 runs the same model (pre-norm blocks, separate
 q/k/v projections, causal softmax attention, tanh gelu, tied output
 embedding, mean cross-entropy, AdamW lr 6e-4) in eager float32 as
 installed, on a CPU with AVX-512 also with OPENBLAS_CORETYPE=SkylakeX
@@ -164,6 +164,8 @@ def main():
                 env = dict(base)
                 if v == "remat-openblas":
                     env["REMAT_CPU_GEMM"] = "blas"
+                if v == "remat-onednn":
+                    env["REMAT_CPU_GEMM"] = "onednn"
                 plan = plans["bf16" if v == "remat-bf16" else "fp32"]
                 log = cpu_measure.run_plan(remat, plan,
                                            args.warmup + args.steps, work,

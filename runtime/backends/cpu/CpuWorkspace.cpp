@@ -292,14 +292,6 @@ uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
       own ? cpuMinimumWorkspaceElements(op, attrs, inShapes, outShapes)
           : cpuWorkspaceElements(op, attrs, inShapes, outShapes),
       elementBytes);
-  // cross_entropy and its gradient on bf16 logits: a row of them widened
-  // (kernels/loss.cpp).
-  ops::ShapeRule rule = ops::opInfo(op).shapeRule;
-  if ((rule == ops::ShapeRule::ClassLoss ||
-       rule == ops::ShapeRule::ClassLossGrad) &&
-      !inputs.empty() && inputs[0].dtype == DType::BF16 &&
-      !inputs[0].shape.empty())
-    kernel += stagedBytes(inputs[0].shape.back());
   if (staging.bytes == 0)
     return kernel;
   // The float copies lie at the end of the scratch from a 64-byte boundary

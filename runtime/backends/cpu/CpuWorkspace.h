@@ -105,8 +105,7 @@ uint64_t cpuWorkspaceBytes(uint64_t elements, uint64_t elementBytes);
 /// it wants, or with `least` the least it runs with. The kernels compute in
 /// double where a tensor is f64 (`--precision fp64`, where oneDNN takes no
 /// part), else in float; an op that reads or writes bf16 tensors
-/// (`--precision bf16`) also holds float copies of them (cpuBf16Staging),
-/// or, for the loss on bf16 logits, one row of them.
+/// (`--precision bf16`) also holds float copies of them (cpuBf16Staging).
 uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
                              const std::vector<ops::TensorType> &inputs,
                              const std::vector<ops::TensorType> &outputs,

@@ -4,6 +4,8 @@
 #include "runtime/backends/cpu/EnvChoice.h"
 
 #include <atomic>
+#include <cctype>
+#include <cstdlib>
 
 #ifdef REMAT_HAVE_DNNL
 #include <dnnl.hpp>
@@ -21,7 +23,8 @@ namespace remat::runtime::cpu {
 
 namespace {
 
-// 1: oneDNN, 0: OpenBLAS; -1: not yet read from REMAT_CPU_GEMM.
+// 0: OpenBLAS (blas), 1: the rule (auto), 2: oneDNN (onednn); -1: not yet
+// read from REMAT_CPU_GEMM.
 std::atomic<int> &modeFlag() {
   static std::atomic<int> flag{-1};
   return flag;
@@ -31,7 +34,7 @@ std::atomic<uint64_t> numRun{0}, numTooSmall{0};
 
 } // namespace
 
-void setDnnlMatmulEnabled(bool on) { modeFlag() = on ? 1 : 0; }
+void setDnnlMatmulEnabled(bool on) { modeFlag() = on ? 2 : 0; }
 
 DnnlMatmulCounts dnnlMatmulCounts() {
   return {numRun.load(), numTooSmall.load()};
@@ -56,14 +59,45 @@ std::string dnnlMatmulImplementation(const GemmShape &, GemmTypes) {
 
 #else
 
-bool dnnlMatmulEnabled() {
+namespace {
+
+int mode() {
   int flag = modeFlag();
   if (flag < 0) {
-    flag = envChoice("REMAT_CPU_GEMM", {"auto", "blas"}) == "blas" ? 0 : 1;
+    std::string value = envChoice("REMAT_CPU_GEMM", {"auto", "blas", "onednn"});
+    flag = value == "blas" ? 0 : value == "onednn" ? 2 : 1;
     modeFlag() = flag;
   }
-  return flag == 1;
+  return flag;
 }
+
+/// Whether float32 GEMMs stay on OpenBLAS by the rule: it runs an AVX-512
+/// kernel on this CPU, which on the CPUs measured beats oneDNN 2.6's
+/// float32 matmul (docs/cli.md, "CPU GEMMs"). Debian's OpenBLAS 0.3.21
+/// picks one (SkylakeX, Cooperlake, SapphireRapids) on Intel CPUs with
+/// AVX-512 and its AVX2 kernels on AMD's, unless OPENBLAS_CORETYPE names
+/// the kernel. Decided from the CPU, not by asking OpenBLAS, so that the
+/// compiler, which does not link it, answers as the runtime does.
+bool float32OnBlas() {
+  if (mode() != 1)
+    return false;
+  static const bool avx512 = [] {
+    if (const char *core = std::getenv("OPENBLAS_CORETYPE"); core && *core) {
+      std::string name;
+      for (const char *c = core; *c; ++c)
+        name += char(std::tolower(static_cast<unsigned char>(*c)));
+      return name == "skylakex" || name == "cooperlake" ||
+             name == "sapphirerapids";
+    }
+    __builtin_cpu_init();
+    return __builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f");
+  }();
+  return avx512;
+}
+
+} // namespace
+
+bool dnnlMatmulEnabled() { return mode() != 0; }
 
 namespace {
 
@@ -169,7 +203,7 @@ Entry &lookup(Cache &c, const GemmShape &g, GemmTypes types) {
 
 std::optional<uint64_t> dnnlMatmulScratchBytes(const GemmShape &gemm,
                                                GemmTypes types) {
-  if (!dnnlMatmulEnabled())
+  if (!dnnlMatmulEnabled() || (types == GemmTypes::F32 && float32OnBlas()))
     return std::nullopt;
   Cache &c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
@@ -182,6 +216,8 @@ std::optional<uint64_t> dnnlMatmulScratchBytes(const GemmShape &gemm,
 std::string dnnlMatmulImplementation(const GemmShape &gemm, GemmTypes types) {
   if (!dnnlMatmulEnabled())
     return "none (REMAT_CPU_GEMM=blas)";
+  if (types == GemmTypes::F32 && float32OnBlas())
+    return "none (OpenBLAS's AVX-512 kernel)";
   Cache &c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   return lookup(c, gemm, types).implementation;
@@ -190,7 +226,7 @@ std::string dnnlMatmulImplementation(const GemmShape &gemm, GemmTypes types) {
 bool dnnlMatmulRun(const GemmShape &gemm, GemmTypes types, const void *a,
                    const void *b, void *c, void *scratch,
                    uint64_t scratchBytes) {
-  if (!dnnlMatmulEnabled())
+  if (!dnnlMatmulEnabled() || (types == GemmTypes::F32 && float32OnBlas()))
     return false;
   Cache &cc = cache();
   std::lock_guard<std::mutex> lock(cc.mutex);

@@ -2,11 +2,12 @@
 //
 // The CPU backend runs its float32 GEMMs (matmul, attention's products,
 // every gradient of them, im2col convolutions) through oneDNN's matmul
-// primitive where the build found oneDNN: on this project's CPUs it reaches
-// a higher fraction of the machine's peak than Debian's OpenBLAS, whose
-// dynamic kernel choice stops at AVX2 (docs/benchmarks.md). It also runs
-// the bf16 plans' all-bf16 matmuls on the bf16 buffers themselves (summed
-// in float32, rounded once) where the CPU has bf16 instructions
+// primitive where the build found oneDNN, unless OpenBLAS runs an AVX-512
+// kernel on this CPU: Debian's OpenBLAS picks its AVX2 kernel on AMD's
+// AVX-512 CPUs, where oneDNN is twice as fast, and its SkylakeX kernel on
+// Intel's, where it beats oneDNN 2.6 (docs/cli.md, "CPU GEMMs"). It also
+// runs the bf16 plans' all-bf16 matmuls on the bf16 buffers themselves
+// (summed in float32, rounded once) where the CPU has bf16 instructions
 // (avx512_bf16, AMX). One primitive per GEMM shape and types (transposes,
 // sizes, leading dimensions, alpha, beta), made on first use and kept for
 // the process; each uses a user-provided scratchpad, so oneDNN allocates
@@ -21,7 +22,8 @@
 // (im2col convolutions pass none), gemm() (Gemm.h) runs on OpenBLAS
 // instead; a bf16 matmul oneDNN does not run goes on float copies
 // (Bf16Staging.h). Which one runs depends on the CPU, the shape and the
-// scratch the plan holds for it.
+// scratch the plan holds for it. REMAT_CPU_GEMM=onednn runs every float32
+// GEMM oneDNN takes on oneDNN.
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_DNNLMATMUL_H
@@ -57,10 +59,12 @@ inline constexpr uint64_t kMaxGemmScratchpadBytes = uint64_t(64) << 20;
 inline constexpr uint64_t kGemmScratchAlignment = 64;
 
 /// Whether GEMMs go through oneDNN: built with it, and neither
-/// REMAT_CPU_GEMM=blas nor setDnnlMatmulEnabled(false) turned it off.
+/// REMAT_CPU_GEMM=blas nor setDnnlMatmulEnabled(false) turned it off
+/// (float32 GEMMs may still stay on OpenBLAS by the rule above).
 bool dnnlMatmulEnabled();
 
-/// Turns oneDNN's GEMMs on or off for this process (tests compare both
+/// Turns oneDNN's GEMMs on (every float32 GEMM it takes, as
+/// REMAT_CPU_GEMM=onednn) or off for this process (tests compare both
 /// paths; on has no effect in a build without oneDNN).
 void setDnnlMatmulEnabled(bool on);
 

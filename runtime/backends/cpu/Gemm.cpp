@@ -129,6 +129,15 @@ bool gemmUsesBlas() {
 #endif
 }
 
+std::string gemmBlasCore() {
+#ifdef REMAT_HAVE_OPENBLAS
+  const char *core = openblas_get_corename();
+  return core ? core : "";
+#else
+  return "";
+#endif
+}
+
 unsigned gemmThreads() {
 #ifdef REMAT_HAVE_OPENBLAS
   return unsigned(std::max(1, openblas_get_num_threads()));

@@ -12,6 +12,7 @@
 #define REMAT_RUNTIME_BACKENDS_CPU_GEMM_H
 
 #include <cstdint>
+#include <string>
 
 namespace remat::runtime::cpu {
 
@@ -22,6 +23,9 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
 
 /// Whether GEMMs use OpenBLAS in this build.
 bool gemmUsesBlas();
+/// The kernel OpenBLAS picked for this CPU (openblas_get_corename:
+/// "Haswell", "SkylakeX", ...); empty without OpenBLAS.
+std::string gemmBlasCore();
 /// The threads OpenBLAS runs float GEMMs on (openblas_get_num_threads:
 /// OPENBLAS_NUM_THREADS, at most one a core); 0 without OpenBLAS.
 unsigned gemmThreads();

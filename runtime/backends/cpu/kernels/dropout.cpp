@@ -4,7 +4,8 @@
 // Philox block per 4 elements), the mask the CUDA backend draws too, and
 // scaled by 1 / (1 - rate) computed in the float type. In micro-batch m of
 // a split step, element i is element m·n + i of the batch's tensor, so the
-// slices draw the unsplit step's mask.
+// slices draw the unsplit step's mask. A rate of 0 keeps every element:
+// y = x, without drawing.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -17,22 +18,32 @@ template <typename T> void runDropout(const KernelCall &call, T *, uint64_t) {
   const T *x = inData<T>(call, 0);
   T *y = outData<T>(call, 0);
   float rate = call.attrs->rate;
+  int64_t n = call.inputs[0].numElements;
+  if (rate == 0.0f) { // every element kept and scaled by 1: y = x
+    parallelElements(n, [&](int64_t i) { y[i] = x[i]; });
+    return;
+  }
   T scale = T(1) / (T(1) - T(rate));
   uint64_t seed = call.attrs->seed, step = uint64_t(call.trainingStep);
   // One Philox block serves 4 elements (dropoutUniform's word g % 4 of
-  // batch element g = first + i).
-  int64_t n = call.inputs[0].numElements;
+  // batch element g = first + i); the blocks in pieces on the threads.
   uint64_t first = uint64_t(call.microbatch) * uint64_t(n);
-  for (uint64_t b = first / 4; 4 * b < first + uint64_t(n); ++b) {
-    PhiloxBlock r = dropoutBlock(seed, step, b);
-    for (uint64_t w = 0; w < 4; ++w) {
-      uint64_t g = 4 * b + w;
-      if (g < first || g >= first + uint64_t(n))
-        continue;
-      int64_t i = int64_t(g - first);
-      y[i] = philoxWordToUnit(r.word[w]) >= rate ? x[i] * scale : T(0);
+  uint64_t begin = first / 4, end = (first + uint64_t(n) + 3) / 4;
+  constexpr uint64_t kBlocks = 4096;
+  uint64_t pieces = (end - begin + kBlocks - 1) / kBlocks;
+  parallelFor(int64_t(pieces), n, [&](int64_t piece) {
+    uint64_t b0 = begin + uint64_t(piece) * kBlocks;
+    for (uint64_t b = b0; b < std::min(end, b0 + kBlocks); ++b) {
+      PhiloxBlock r = dropoutBlock(seed, step, b);
+      for (uint64_t w = 0; w < 4; ++w) {
+        uint64_t g = 4 * b + w;
+        if (g < first || g >= first + uint64_t(n))
+          continue;
+        int64_t i = int64_t(g - first);
+        y[i] = philoxWordToUnit(r.word[w]) >= rate ? x[i] * scale : T(0);
+      }
     }
-  }
+  });
 }
 
 template void runDropout<float>(const KernelCall &, float *, uint64_t);

@@ -5,8 +5,9 @@
 // masked entries are 0) and O = P V. attention_grad recomputes P, then
 // dV = P^T dO, dP = dO V^T (the second S*S of the workspace),
 // dS = P * (dP - rowsum(dP * P)) with the row dot product in double,
-// dQ = scale dS K, dK = scale dS^T Q. The GEMMs' scratchpad (where oneDNN
-// runs them) follows the S*S blocks in the workspace.
+// dQ = scale dS K, dK = scale dS^T Q. The row loops run on the threads,
+// as the GEMMs do. The GEMMs' scratchpad (where oneDNN runs them) follows
+// the S*S blocks in the workspace.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -33,11 +34,11 @@ void attentionProbs(const OpAttrs &attrs, const T *q, const T *k, int64_t s,
                     int64_t dh, T *p, const GemmScratch &g) {
   gemm<T>(false, true, s, s, dh, T(attrs.scale), q, dh, k, dh, T(0), p, s,
           g.data, g.bytes);
-  for (int64_t i = 0; i < s; ++i) {
+  parallelFor(s, s * s, [&](int64_t i) {
     int64_t visible = attrs.causal ? i + 1 : s;
     softmaxRow(p + i * s, p + i * s, visible);
     std::fill(p + i * s + visible, p + (i + 1) * s, T(0));
-  }
+  });
 }
 
 } // namespace
@@ -77,13 +78,13 @@ void runAttentionGrad(const KernelCall &call, T *workspace, uint64_t elements) {
     gemm<T>(false, true, s, s, dh, T(1), dout, dh, v, dh, T(0), dp, s, g.data,
             g.bytes);
     // ds = p * (dp - rowsum(dp * p)), in place of dp.
-    for (int64_t i = 0; i < s; ++i) {
+    parallelFor(s, s * s, [&](int64_t i) {
       double dot = 0;
       for (int64_t j = 0; j < s; ++j)
         dot += double(dp[i * s + j]) * double(p[i * s + j]);
       for (int64_t j = 0; j < s; ++j)
         dp[i * s + j] = p[i * s + j] * (dp[i * s + j] - T(dot));
-    }
+    });
     // dq = scale * ds k; dk = scale * ds^T q.
     gemm<T>(false, false, s, dh, s, scale, dp, s, k, dh, T(0), dq, dh, g.data,
             g.bytes);

@@ -20,16 +20,35 @@ namespace remat::runtime::cpu {
 
 namespace {
 
+/// y = x permuted: each row of y (its last dimension, contiguous) gathers
+/// x at that dimension's stride, the rows shared among the threads.
 template <typename E> void transposeAs(const KernelCall &call) {
-  const Shape &xs = call.inputs[0].shape;
-  std::vector<int64_t> xStrides = stridesOf(xs);
-  std::vector<int64_t> strides[1] = {std::vector<int64_t>(xs.size())};
+  const Shape &xs = call.inputs[0].shape, &ys = call.outputs[0].shape;
+  std::vector<int64_t> xStrides = stridesOf(xs), strides(xs.size());
   for (size_t d = 0; d < xs.size(); ++d)
-    strides[0][d] = xStrides[call.attrs->permutation[d]];
+    strides[d] = xStrides[call.attrs->permutation[d]];
   const E *x = call.inputs[0].template as<const E>();
   E *y = call.outputs[0].template as<E>();
-  walk(call.outputs[0].shape, strides,
-       [&](int64_t i, const int64_t *off) { y[i] = x[off[0]]; });
+  int64_t total = call.outputs[0].numElements;
+  if (ys.empty()) { // a scalar
+    y[0] = x[0];
+    return;
+  }
+  int64_t inner = ys.back(), step = strides.back();
+  if (total == 0 || inner == 0)
+    return;
+  parallelFor(total / inner, total, [&](int64_t row) {
+    // The row's first element in x: its index over y's outer dimensions.
+    int64_t offset = 0;
+    for (int64_t d = int64_t(ys.size()) - 2, rest = row; d >= 0; --d) {
+      offset += rest % ys[size_t(d)] * strides[size_t(d)];
+      rest /= ys[size_t(d)];
+    }
+    E *out = y + row * inner;
+    const E *in = x + offset;
+    for (int64_t j = 0; j < inner; ++j)
+      out[j] = in[j * step];
+  });
 }
 
 } // namespace

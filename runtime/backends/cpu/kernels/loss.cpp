@@ -1,13 +1,14 @@
 //===- loss.cpp - cross_entropy, mse and their gradients -----------------===//
 //
 // The losses accumulate in double: cross_entropy sums each row's
-// logsumexp - logit[label] (exp and log in double) and divides by the row
-// count, mse sums squared differences and divides by the element count.
-// The gradients scale by dloss / count: cross_entropy_grad's rows are
-// softmaxRow (Common.h) minus the label's one-hot. Every label is checked
-// against [0, C) before anything is written. Rows run on OpenMP's threads,
-// the loss's row terms added in row order, so the bits do not depend on
-// the thread count. bf16 logits (--precision bf16) are widened as read and
+// logsumexp - logit[label] (the exponentials expOf in the float type,
+// Common.h, summed and logged in double) and divides by the row count, mse
+// sums squared differences and divides by the element count. The
+// gradients scale by dloss / count: cross_entropy_grad's rows are the
+// softmax (softmaxRow's arithmetic) minus the label's one-hot. Every label is
+// checked against [0, C) before anything is written. Rows run on OpenMP's
+// threads, the loss's row terms added in row order, so the bits do not depend
+// on the thread count. bf16 logits (--precision bf16) are widened as read and
 // the float32 loss computed from them; bf16 dlogits are each row's float
 // result rounded to bf16.
 //
@@ -22,35 +23,51 @@ namespace remat::runtime::cpu {
 
 namespace {
 
-/// Logit j of row r as T: float32 logits as they are, bf16 ones widened
-/// (exactly).
-template <typename T> struct Logits {
-  const void *data;
-  bool bf16;
-  int64_t c;
-  T operator()(int64_t r, int64_t j) const {
-    int64_t i = r * c + j;
-    return bf16 ? T(ops::bf16ToFloat(static_cast<const uint16_t *>(data)[i]))
-                : static_cast<const T *>(data)[i];
-  }
-};
+/// Logits as stored (T, or bf16 as uint16_t) read as T.
+template <typename T> T logitOf(T v) { return v; }
+template <typename T> T logitOf(uint16_t v) { return T(ops::bf16ToFloat(v)); }
 
 /// Rows at a time whose loss terms the forward keeps before adding them in
-/// row order.
-constexpr int64_t kLossRows = 4096;
+/// row order; logits at a time whose exponentials a row keeps.
+constexpr int64_t kLossRows = 4096, kExpPiece = 512;
 
-template <typename T> void crossEntropy(const KernelCall &call, bool grad) {
+/// Calls piece(e, j0, n) for the row's logits j0.. in pieces of at most
+/// kExpPiece: e[i] = expOf(x[j0 + i] - shift), in float (T = float) or
+/// double.
+template <typename T, typename In, typename Piece>
+void rowExps(const In *x, int64_t c, T shift, Piece piece) {
+  T e[kExpPiece];
+  for (int64_t j0 = 0; j0 < c; j0 += kExpPiece) {
+    int64_t n = std::min(kExpPiece, c - j0);
+    for (int64_t i = 0; i < n; ++i)
+      e[i] = expOf(logitOf<T>(x[j0 + i]) - shift);
+    piece(e, j0, n);
+  }
+}
+
+template <typename T, typename In>
+void crossEntropy(const KernelCall &call, bool grad) {
   const TensorRef &labels = call.inputs[1];
+  const In *logits = call.inputs[0].as<const In>();
   int64_t c = call.inputs[0].shape.back(),
           rows = call.inputs[0].numElements / c;
   for (int64_t r = 0; r < rows; ++r)
     checkedIndex(labels, r, c, "label");
-  Logits<T> x{call.inputs[0].data, call.inputs[0].dtype == DType::BF16, c};
-  auto rowMax = [&](int64_t r) {
-    T m = x(r, 0);
+  auto rowMax = [&](const In *x) {
+    T m = logitOf<T>(x[0]);
     for (int64_t j = 1; j < c; ++j)
-      m = std::max(m, x(r, j));
+      m = std::max(m, logitOf<T>(x[j]));
     return m;
+  };
+  // The denominator of the row's softmax: the exponentials summed in
+  // double, in order.
+  auto rowSum = [&](const In *x, T maxValue) {
+    double sum = 0;
+    rowExps<T>(x, c, maxValue, [&](const T *e, int64_t, int64_t n) {
+      for (int64_t i = 0; i < n; ++i)
+        sum += double(e[i]);
+    });
+    return sum;
   };
   if (!grad) {
     // Each row's logsumexp - logit[label] in double, on the threads; then
@@ -60,13 +77,10 @@ template <typename T> void crossEntropy(const KernelCall &call, bool grad) {
     for (int64_t r0 = 0; r0 < rows; r0 += kLossRows) {
       int64_t n = std::min(kLossRows, rows - r0);
       parallelFor(n, n * c, [&](int64_t i) {
-        int64_t r = r0 + i;
-        T maxValue = rowMax(r);
-        double sum = 0;
-        for (int64_t j = 0; j < c; ++j)
-          sum += std::exp(double(x(r, j) - maxValue));
-        terms[size_t(i)] = double(maxValue) + std::log(sum) -
-                           double(x(r, readIndex(labels, r)));
+        const In *x = logits + (r0 + i) * c;
+        T maxValue = rowMax(x);
+        terms[size_t(i)] = double(maxValue) + std::log(rowSum(x, maxValue)) -
+                           double(logitOf<T>(x[readIndex(labels, r0 + i)]));
       });
       for (int64_t i = 0; i < n; ++i)
         total += terms[size_t(i)];
@@ -74,29 +88,36 @@ template <typename T> void crossEntropy(const KernelCall &call, bool grad) {
     outData<T>(call, 0)[0] = T(total / double(rows));
     return;
   }
-  // dlogits = (softmaxRow(x) - onehot(label)) * dloss / rows, each row on
-  // its own (softmaxRow's arithmetic, Common.h, the exp computed twice
-  // instead of kept), bf16 dlogits rounded once.
+  // dlogits = (softmax(x) - onehot(label)) * dloss / rows, each row on its
+  // own (the exponentials computed twice instead of kept), bf16 dlogits
+  // rounded once.
   T scale = T(double(inData<T>(call, 2)[0]) / double(rows));
   bool bf16Out = call.outputs[0].dtype == DType::BF16;
   parallelFor(rows, rows * c, [&](int64_t r) {
-    T maxValue = rowMax(r);
-    double sum = 0;
-    for (int64_t j = 0; j < c; ++j)
-      sum += double(T(std::exp(x(r, j) - maxValue)));
-    T inv = T(1.0 / sum);
+    const In *x = logits + r * c;
+    T maxValue = rowMax(x);
+    T inv = T(1.0 / rowSum(x, maxValue));
     int64_t label = readIndex(labels, r);
-    for (int64_t j = 0; j < c; ++j) {
-      T y = T(std::exp(x(r, j) - maxValue)) * inv;
-      if (j == label)
-        y -= T(1);
-      y *= scale;
-      if (bf16Out)
-        call.outputs[0].as<uint16_t>()[r * c + j] = ops::floatToBf16(float(y));
+    T *out = bf16Out ? nullptr : outData<T>(call, 0) + r * c;
+    uint16_t *out16 =
+        bf16Out ? call.outputs[0].as<uint16_t>() + r * c : nullptr;
+    rowExps<T>(x, c, maxValue, [&](T *e, int64_t j0, int64_t n) {
+      for (int64_t i = 0; i < n; ++i)
+        e[i] = (e[i] * inv - (j0 + i == label ? T(1) : T(0))) * scale;
+      if (out16)
+        for (int64_t i = 0; i < n; ++i)
+          out16[j0 + i] = ops::floatToBf16(float(e[i]));
       else
-        outData<T>(call, 0)[r * c + j] = y;
-    }
+        std::copy(e, e + n, out + j0);
+    });
   });
+}
+
+template <typename T> void crossEntropy(const KernelCall &call, bool grad) {
+  if (call.inputs[0].dtype == DType::BF16)
+    crossEntropy<T, uint16_t>(call, grad);
+  else
+    crossEntropy<T, T>(call, grad);
 }
 
 } // namespace

@@ -1,7 +1,8 @@
 //===- optimizer.cpp - optimizer updates, grad_accumulate ----------------===//
 //
 // Elementwise in the float type: element i of a result depends on element
-// i of the operands only, so each result may take its operand's bytes.
+// i of the operands only, so each result may take its operand's bytes, and
+// the elements are shared among the threads (the same bits).
 // adamw's bias corrections 1 - beta^t, t = training step + 1, are computed
 // in double and rounded to the float type.
 //
@@ -20,7 +21,7 @@ template <typename T> void runSgdUpdate(const KernelCall &call, T *, uint64_t) {
   T *param = outData<T>(call, 0);
   T *mom = plain ? nullptr : outData<T>(call, 1);
   T lr = T(at.lr), mu = T(at.momentum), wd = T(at.weightDecay);
-  for (int64_t i = 0, n = call.inputs[0].numElements; i < n; ++i) {
+  parallelElements(call.inputs[0].numElements, [&](int64_t i) {
     T g = grad[i] + wd * paramIn[i];
     T m = g;
     if (mom) {
@@ -28,7 +29,7 @@ template <typename T> void runSgdUpdate(const KernelCall &call, T *, uint64_t) {
       mom[i] = m;
     }
     param[i] = paramIn[i] - lr * m;
-  }
+  });
 }
 
 template <typename T>
@@ -44,7 +45,7 @@ void runAdamwUpdate(const KernelCall &call, T *, uint64_t) {
   T correction2 = T(1.0 - std::pow(double(at.beta2), t));
   T lr = T(at.lr), b1 = T(at.beta1), b2 = T(at.beta2), eps = T(at.eps);
   T decay = T(1) - lr * T(at.weightDecay);
-  for (int64_t i = 0, n = call.inputs[0].numElements; i < n; ++i) {
+  parallelElements(call.inputs[0].numElements, [&](int64_t i) {
     T g = grad[i];
     T p = paramIn[i] * decay;
     T m = b1 * mIn[i] + (T(1) - b1) * g;
@@ -52,7 +53,7 @@ void runAdamwUpdate(const KernelCall &call, T *, uint64_t) {
     mOut[i] = m;
     vOut[i] = v;
     param[i] = p - lr * (m / correction1) / (std::sqrt(v / correction2) + eps);
-  }
+  });
 }
 
 /// grad_accumulate: acc' = scale·g in micro-batch 0, acc + scale·g after.
@@ -62,8 +63,9 @@ void runGradAccumulate(const KernelCall &call, T *, uint64_t) {
   T *out = outData<T>(call, 0);
   T scale = T(call.attrs->scale);
   bool first = call.microbatch == 0;
-  for (int64_t i = 0, n = call.inputs[0].numElements; i < n; ++i)
+  parallelElements(call.inputs[0].numElements, [&](int64_t i) {
     out[i] = first ? scale * grad[i] : acc[i] + scale * grad[i];
+  });
 }
 
 template void runGradAccumulate<float>(const KernelCall &, float *, uint64_t);

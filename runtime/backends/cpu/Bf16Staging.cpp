@@ -282,13 +282,16 @@ void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
     return;
   }
   case Bf16Staging::Kind::Dnnl: {
+    auto refused = [&] {
+      return std::logic_error(std::string("oneDNN did not run the bf16 ") +
+                              opName(call.op) + " it was planned for");
+    };
     if (ops::opInfo(call.op).shapeRule != ops::ShapeRule::Gemm) {
       std::vector<Shape> ins = {call.inputs[0].shape, call.inputs[1].shape};
       if (!dnnlConvRun(call.op, *call.attrs, ins, {call.outputs[0].shape},
                        call.inputs[0].data, call.inputs[1].data,
                        call.outputs[0].data, copies, staging.bytes, true))
-        throw std::logic_error(std::string("oneDNN did not run the bf16 ") +
-                               opName(call.op) + " it was planned for");
+        throw refused();
       return;
     }
     MatmulGemms g =
@@ -300,8 +303,7 @@ void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
       if (!dnnlMatmulRun(g.gemm, GemmTypes::Bf16, a + i * g.strideA,
                          b + i * g.strideB, c + i * g.strideC, copies,
                          staging.bytes))
-        throw std::logic_error("oneDNN did not run the bf16 matmul it was "
-                               "planned for");
+        throw refused();
     return;
   }
   case Bf16Staging::Kind::Rows:

@@ -54,7 +54,7 @@ std::string summarizeBf16(const Plan &plan) {
     return "warning: the cpu backend computes bf16 ops in float32 on "
            "converted copies (no bf16 kernels on this CPU; "
            "docs/precision.md): a bf16 plan saves memory here, not time";
-  return "bf16: " + std::to_string(gemms) + " matmul and " +
+  return "bf16: " + std::to_string(gemms) + " GEMM and " +
          std::to_string(convs) + " convolution steps on oneDNN's bf16 kernels" +
          (implementation.empty() ? "" : " (" + implementation + ")") + ", " +
          std::to_string(copied) +

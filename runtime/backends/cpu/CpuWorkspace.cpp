@@ -165,7 +165,11 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
                            const std::vector<ops::TensorType> &outputs) {
   Bf16Staging s;
   const ops::OpInfo &info = ops::opInfo(op);
-  if (info.bf16Native)
+  // Batch normalization and its running statistics read and write bf16
+  // themselves on the cpu (kernels/batch_norm.cpp).
+  if (info.bf16Native || op == OpKind::BatchNorm ||
+      op == OpKind::BatchNormGrad || op == OpKind::RunningMeanUpdate ||
+      op == OpKind::RunningVarUpdate)
     return s;
   // Convolutions (all operands bf16) through oneDNN where this CPU has
   // bf16 kernels.

@@ -169,7 +169,7 @@ void describe(Cache &c, const GemmShape &g, GemmTypes types, Entry &e) {
     e.pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(e.a, e.b, e.c), attr,
                                         c.engine);
   } catch (const dnnl::error &) {
-    e.implementation = "none (oneDNN has no matmul for it)";
+    e.implementation = "none (oneDNN has no primitive for it)";
     return;
   }
   e.implementation = e.pd.impl_info_str();

@@ -26,45 +26,6 @@ namespace {
 
 constexpr double kBf16Tol = 1e-2;
 
-HostTensor asBf16(HostTensor t) {
-  if (t.dtype == DType::F32)
-    t.dtype = DType::BF16;
-  return t;
-}
-
-/// The sample with bf16 in place of f32 on every input, or with
-/// `activationsOnly` on those shaped as the first (and on every given f32
-/// result), its other results as the type rule infers them; nullopt when
-/// the rule does not take it.
-std::optional<OpCase> bf16Variant(OpKind op, const OpSample &sample,
-                                  bool activationsOnly) {
-  OpCase c{op, sample.attrs, sample.inputs, sample.outputs};
-  for (HostTensor &t : c.inputs)
-    if (!activationsOnly || t.shape == c.inputs[0].shape)
-      t = asBf16(t);
-  remat::ops::LabeledTypes ins;
-  for (const HostTensor &t : c.inputs)
-    ins.types.push_back({t.dtype, t.shape});
-  std::vector<TensorType> given = c.outputs;
-  for (TensorType &t : given)
-    if (t.dtype == DType::F32)
-      t.dtype = DType::BF16;
-  try {
-    OpAttrs attrs = remat::ops::parseAttrs(op, c.attrs);
-    c.outputs = remat::ops::inferResultTypes(op, attrs, ins, given);
-  } catch (const remat::ops::TypeRuleError &) {
-    return std::nullopt;
-  }
-  bool anyBf16 = false;
-  for (const HostTensor &t : c.inputs)
-    anyBf16 |= t.dtype == DType::BF16;
-  for (const TensorType &t : c.outputs)
-    anyBf16 |= t.dtype == DType::BF16;
-  if (!anyBf16)
-    return std::nullopt;
-  return c;
-}
-
 } // namespace
 
 TEST_CASE("every op of the table on bf16 operands runs on the cuda backend "
@@ -81,7 +42,8 @@ TEST_CASE("every op of the table on bf16 operands runs on the cuda backend "
     // Every f32 operand bf16 (GEMMs, elementwise ops), or those shaped as
     // the first (normalization: bf16 x and dy, float32 parameters).
     for (bool activationsOnly : {false, true}) {
-      std::optional<OpCase> c = bf16Variant(op, *sample, activationsOnly);
+      std::optional<OpCase> c = bf16Variant(op, sample->attrs, sample->inputs,
+                                            sample->outputs, activationsOnly);
       if (!c)
         continue;
       INFO((activationsOnly ? "activations bf16" : "every f32 operand bf16"));

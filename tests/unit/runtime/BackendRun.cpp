@@ -1,6 +1,7 @@
 //===- BackendRun.cpp - One op on a backend, as a one-step plan ----------===//
 #include "BackendRun.h"
 
+#include "ops/ShapeRules.h"
 #include "runtime/plan/Loader.h"
 
 namespace remat::runtime::test {
@@ -119,6 +120,43 @@ std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c) {
   }
   backend.freeArena(base);
   return results;
+}
+
+HostTensor asBf16(HostTensor t) {
+  if (t.dtype == DType::F32)
+    t.dtype = DType::BF16;
+  return t;
+}
+
+std::optional<OpCase> bf16Variant(OpKind op, const nlohmann::json &attrs,
+                                  const std::vector<HostTensor> &inputs,
+                                  const std::vector<TensorType> &outputs,
+                                  bool activationsOnly) {
+  OpCase c{op, attrs, inputs, outputs};
+  for (HostTensor &t : c.inputs)
+    if (!activationsOnly || t.shape == c.inputs[0].shape)
+      t = asBf16(t);
+  remat::ops::LabeledTypes ins;
+  for (const HostTensor &t : c.inputs)
+    ins.types.push_back({t.dtype, t.shape});
+  std::vector<TensorType> given = c.outputs;
+  for (TensorType &t : given)
+    if (t.dtype == DType::F32)
+      t.dtype = DType::BF16;
+  try {
+    OpAttrs attrs = remat::ops::parseAttrs(op, c.attrs);
+    c.outputs = remat::ops::inferResultTypes(op, attrs, ins, given);
+  } catch (const remat::ops::TypeRuleError &) {
+    return std::nullopt;
+  }
+  bool anyBf16 = false;
+  for (const HostTensor &t : c.inputs)
+    anyBf16 |= t.dtype == DType::BF16;
+  for (const TensorType &t : c.outputs)
+    anyBf16 |= t.dtype == DType::BF16;
+  if (!anyBf16)
+    return std::nullopt;
+  return c;
 }
 
 } // namespace remat::runtime::test

@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 namespace remat::runtime::test {
 
 struct OpCase {
@@ -34,6 +36,19 @@ nlohmann::json opPlanJson(const OpCase &c);
 
 /// Runs the op on `backend`; returns its results.
 std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c);
+
+/// `t` as a bf16 tensor where it is f32 (its values rounded to bf16 on the
+/// way in).
+HostTensor asBf16(HostTensor t);
+
+/// The sample with bf16 in place of f32 on every input, or with
+/// `activationsOnly` on those shaped as the first (and on every given f32
+/// result), its other results as the type rule infers them; nullopt when
+/// the rule does not take it or nothing is bf16.
+std::optional<OpCase> bf16Variant(OpKind op, const nlohmann::json &attrs,
+                                  const std::vector<HostTensor> &inputs,
+                                  const std::vector<TensorType> &outputs,
+                                  bool activationsOnly);
 
 } // namespace remat::runtime::test
 

@@ -45,6 +45,7 @@ TEST_CASE("fastExp is within 2 ulp of e^x on every 97th float of "
   CHECK(fastExp(-88.0f) == 0.0f);
   CHECK(fastExp(-1e30f) == 0.0f);
   CHECK(fastExp(-std::numeric_limits<float>::infinity()) == 0.0f);
+  CHECK(std::isnan(fastExp(std::numeric_limits<float>::quiet_NaN())));
   // Above 88.3 it stays finite (the kernels call it on x - max <= 0).
   CHECK(std::isfinite(fastExp(1e30f)));
 }

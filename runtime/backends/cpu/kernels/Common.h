@@ -152,7 +152,8 @@ inline float fastExp(float x) {
        5.0000001201e-1f) *
           z +
       r + 1.0f;
-  int32_t scaleBits = (exponent + 127) << 23;
+  // (unsigned: a NaN's garbage exponent must not overflow a signed shift)
+  uint32_t scaleBits = uint32_t(exponent + 127) << 23;
   float scale;
   std::memcpy(&scale, &scaleBits, sizeof scale);
   float y = p * scale; // computed unconditionally: the select vectorizes

@@ -12,6 +12,9 @@
 // momentum). Channels are independent: parallelFor shares them among threads,
 // and each channel's sums keep their order.
 //
+// x, y, dy and dx may be bf16 (--precision bf16): read widened, written
+// rounded to nearest, as float copies of them would be.
+//
 // All four start from the same moments of x (mean and Σ(x - mean)²), so
 // steps that read the same unchanged x can share them (SharedMoments.h):
 // runWithMoments takes them from a ChannelMoments that an earlier step
@@ -21,9 +24,31 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
 
+#include "ops/BFloat16.h"
+
 namespace remat::runtime::cpu {
 
 namespace {
+
+/// A float tensor as the kernel's T: T itself, or bf16 (--precision bf16)
+/// widened as read and rounded to nearest as written, as float copies of
+/// it would be (Bf16Staging.h): the same bits without the copies.
+template <typename T> struct Floats {
+  void *data;
+  bool bf16;
+  explicit Floats(const TensorRef &t)
+      : data(t.data), bf16(t.dtype == DType::BF16) {}
+  T operator[](int64_t i) const {
+    return bf16 ? T(ops::bf16ToFloat(static_cast<const uint16_t *>(data)[i]))
+                : static_cast<const T *>(data)[i];
+  }
+  void set(int64_t i, T v) const {
+    if (bf16)
+      static_cast<uint16_t *>(data)[i] = ops::floatToBf16(float(v));
+    else
+      static_cast<T *>(data)[i] = v;
+  }
+};
 
 /// The [N, C, S] view of x.
 struct ChannelLayout {
@@ -83,8 +108,8 @@ V channelSum(const ChannelLayout &layout, int64_t channel, F f) {
 
 /// Mean and sum of squared deviations of one channel (two passes).
 template <typename T>
-void channelMoments(const T *x, const ChannelLayout &layout, int64_t channel,
-                    double &mean, double &squares) {
+void channelMoments(const Floats<T> &x, const ChannelLayout &layout,
+                    int64_t channel, double &mean, double &squares) {
   mean = channelSum(layout, channel, [&](int64_t o) { return double(x[o]); }) /
          double(layout.count());
   squares = channelSum(layout, channel, [&](int64_t o) {
@@ -96,11 +121,12 @@ void channelMoments(const T *x, const ChannelLayout &layout, int64_t channel,
 /// Channel moments from x, or from `shared` when it is filled (when it is
 /// not, every channel's are stored in it for later steps).
 template <typename T> struct MomentsSource {
-  const T *x;
+  Floats<T> x;
   const ChannelLayout &layout;
   ChannelMoments *shared;
 
-  MomentsSource(const T *x, const ChannelLayout &layout, ChannelMoments *shared)
+  MomentsSource(const Floats<T> &x, const ChannelLayout &layout,
+                ChannelMoments *shared)
       : x(x), layout(layout), shared(shared) {
     if (shared && (shared->mean.size() < size_t(layout.c) ||
                    shared->squares.size() < size_t(layout.c)))
@@ -124,9 +150,8 @@ template <typename T> struct MomentsSource {
 
 template <typename T>
 void batchNorm(const KernelCall &call, ChannelMoments *shared) {
-  const T *x = inData<T>(call, 0), *gamma = inData<T>(call, 1),
-          *beta = inData<T>(call, 2);
-  T *y = outData<T>(call, 0);
+  Floats<T> x(call.inputs[0]), y(call.outputs[0]);
+  const T *gamma = inData<T>(call, 1), *beta = inData<T>(call, 2);
   ChannelLayout layout(call.inputs[0].shape);
   MomentsSource<T> moments(x, layout, shared);
   parallelFor(layout.c, layout.c * layout.count(), [&](int64_t ch) {
@@ -135,17 +160,16 @@ void batchNorm(const KernelCall &call, ChannelMoments *shared) {
     double rstd = 1.0 / std::sqrt(squares / double(layout.count()) +
                                   double(call.attrs->epsilon));
     layout.forEach(ch, [&](int64_t o) {
-      y[o] = T((double(x[o]) - mean) * rstd) * gamma[ch] + beta[ch];
+      y.set(o, T((double(x[o]) - mean) * rstd) * gamma[ch] + beta[ch]);
     });
   });
 }
 
 template <typename T>
 void batchNormGrad(const KernelCall &call, ChannelMoments *shared) {
-  const T *x = inData<T>(call, 0), *gamma = inData<T>(call, 1),
-          *dy = inData<T>(call, 2);
-  T *dx = outData<T>(call, 0), *dgamma = outData<T>(call, 1),
-    *dbeta = outData<T>(call, 2);
+  Floats<T> x(call.inputs[0]), dy(call.inputs[2]), dx(call.outputs[0]);
+  const T *gamma = inData<T>(call, 1);
+  T *dgamma = outData<T>(call, 1), *dbeta = outData<T>(call, 2);
   ChannelLayout layout(call.inputs[0].shape);
   MomentsSource<T> moments(x, layout, shared);
   double count = double(layout.count());
@@ -166,7 +190,7 @@ void batchNormGrad(const KernelCall &call, ChannelMoments *shared) {
     double meanDy = sumDy / count, meanDyXhat = sumDyXhat / count;
     layout.forEach(ch, [&](int64_t o) {
       double xhat = (double(x[o]) - mean) * rstd;
-      dx[o] = T(scale * (double(dy[o]) - meanDy - xhat * meanDyXhat));
+      dx.set(o, T(scale * (double(dy[o]) - meanDy - xhat * meanDyXhat)));
     });
   });
 }
@@ -174,8 +198,7 @@ void batchNormGrad(const KernelCall &call, ChannelMoments *shared) {
 template <typename T>
 void runningStatUpdate(const KernelCall &call, ChannelMoments *shared) {
   bool variance = call.op == OpKind::RunningVarUpdate;
-  const T *running = inData<T>(call, 0), *x = inData<T>(call, 1);
-  T *out = outData<T>(call, 0);
+  Floats<T> running(call.inputs[0]), x(call.inputs[1]), out(call.outputs[0]);
   ChannelLayout layout(call.inputs[1].shape);
   MomentsSource<T> moments(x, layout, shared);
   double momentum = double(call.attrs->momentum);
@@ -195,7 +218,7 @@ void runningStatUpdate(const KernelCall &call, ChannelMoments *shared) {
       batch = channelSum(layout, ch, [&](int64_t o) { return double(x[o]); }) /
               double(layout.count());
     }
-    out[ch] = T(double(running[ch]) * momentum + batch * (1.0 - momentum));
+    out.set(ch, T(double(running[ch]) * momentum + batch * (1.0 - momentum)));
   });
 }
 

@@ -1,0 +1,91 @@
+//===- Bf16CpuTest.cpp - bf16 operands on the cpu backend -----------------===//
+//
+// The cpu backend runs an op on bf16 tensors either on float copies of them
+// (runtime/backends/cpu/Bf16Staging.h) or in a kernel that reads and
+// writes bf16 itself (convert, reshape, transpose, the losses, batch
+// normalization). Either way its results must be the bits of its float32
+// kernel on the widened values, rounded to bf16: every op of the table is
+// run both ways here and compared bitwise. GEMMs and convolutions are
+// left to GemmTest and ConvPoolGradTest, which bound them (oneDNN's bf16
+// kernels sum in another order than the float32 ones).
+//
+//===----------------------------------------------------------------------===//
+#include "BackendRun.h"
+#include "OpSamples.h"
+
+#include "ops/BFloat16.h"
+#include "ops/ShapeRules.h"
+#include "runtime/backends/cpu/CpuWorkspace.h"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+using namespace remat::runtime;
+using namespace remat::runtime::test;
+
+namespace {
+
+/// The float32 twin of a bf16 case: the same (bf16-exact) values as f32
+/// operands and f32 results.
+OpCase float32Twin(const OpCase &c) {
+  OpCase twin = c;
+  for (HostTensor &t : twin.inputs)
+    if (t.dtype == DType::BF16) {
+      for (double &v : t.values)
+        v = remat::ops::bf16ToFloat(remat::ops::floatToBf16(float(v)));
+      t.dtype = DType::F32;
+    }
+  for (TensorType &t : twin.outputs)
+    if (t.dtype == DType::BF16)
+      t.dtype = DType::F32;
+  return twin;
+}
+
+} // namespace
+
+TEST_CASE("every op of the table on bf16 operands gives on the cpu the bits "
+          "of its float32 kernel on the widened values, rounded to bf16",
+          "[runtime]") {
+  std::mt19937 rng(61);
+  std::set<std::string> covered;
+  auto cpu = createCpuBackend();
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    OpKind op = OpKind(k);
+    const remat::ops::OpInfo &info = remat::ops::opInfo(op);
+    if (info.shapeRule == remat::ops::ShapeRule::Gemm ||
+        info.family == remat::ops::KernelFamily::Conv)
+      continue;
+    INFO("op '" << opName(op) << "'");
+    std::optional<OpSample> sample = sampleFor(op, rng);
+    REQUIRE(sample);
+    for (bool activationsOnly : {false, true}) {
+      std::optional<OpCase> c = bf16Variant(op, sample->attrs, sample->inputs,
+                                            sample->outputs, activationsOnly);
+      if (!c)
+        continue;
+      INFO((activationsOnly ? "activations bf16" : "every f32 operand bf16"));
+      std::vector<HostTensor> got = runOnBackend(*cpu, *c);
+      std::vector<HostTensor> expected = runOnBackend(*cpu, float32Twin(*c));
+      REQUIRE(got.size() == expected.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        INFO("result " << i);
+        if (c->outputs[i].dtype == DType::BF16)
+          for (double &v : expected[i].values)
+            v = remat::ops::bf16ToFloat(remat::ops::floatToBf16(float(v)));
+        CHECK(normalizedError(got[i], expected[i]) == 0.0);
+      }
+      covered.insert(opName(op));
+    }
+  }
+  // The ops whose cpu kernels read bf16 themselves are among those run.
+  for (const char *name :
+       {"batch_norm", "batch_norm_grad", "running_mean_update",
+        "running_var_update", "cross_entropy", "cross_entropy_grad",
+        "transpose", "reshape", "convert", "layer_norm", "add", "gelu_grad",
+        "dropout", "attention", "attention_grad"}) {
+    INFO("op '" << name << "' has no bf16 case");
+    CHECK(covered.count(name) == 1);
+  }
+}

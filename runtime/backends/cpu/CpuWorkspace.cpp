@@ -165,11 +165,15 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
                            const std::vector<ops::TensorType> &outputs) {
   Bf16Staging s;
   const ops::OpInfo &info = ops::opInfo(op);
-  // Batch normalization and its running statistics read and write bf16
-  // themselves on the cpu (kernels/batch_norm.cpp).
-  if (info.bf16Native || op == OpKind::BatchNorm ||
-      op == OpKind::BatchNormGrad || op == OpKind::RunningMeanUpdate ||
-      op == OpKind::RunningVarUpdate)
+  // The elementwise arithmetic and activations (kernels/binary.cpp,
+  // unary.cpp), batch normalization and its running statistics
+  // (batch_norm.cpp) read and write bf16 themselves on the cpu.
+  using Family = ops::KernelFamily;
+  if (info.bf16Native || info.family == Family::Binary ||
+      info.family == Family::Unary || info.family == Family::UnaryGrad ||
+      info.family == Family::BatchNorm ||
+      info.family == Family::BatchNormGrad ||
+      info.family == Family::RunningStatUpdate)
     return s;
   // Convolutions (all operands bf16) through oneDNN where this CPU has
   // bf16 kernels.

@@ -36,6 +36,12 @@ std::atomic<uint64_t> numRun{0}, numTooSmall{0};
 
 void setDnnlMatmulEnabled(bool on) { modeFlag() = on ? 2 : 0; }
 
+DnnlMatmulSwitch::DnnlMatmulSwitch(bool on) : saved(modeFlag()) {
+  setDnnlMatmulEnabled(on);
+}
+
+DnnlMatmulSwitch::~DnnlMatmulSwitch() { modeFlag() = saved; }
+
 DnnlMatmulCounts dnnlMatmulCounts() {
   return {numRun.load(), numTooSmall.load()};
 }

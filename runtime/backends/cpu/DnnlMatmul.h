@@ -68,6 +68,19 @@ bool dnnlMatmulEnabled();
 /// paths; on has no effect in a build without oneDNN).
 void setDnnlMatmulEnabled(bool on);
 
+/// setDnnlMatmulEnabled(on) while it lives; then the mode it found again
+/// (REMAT_CPU_GEMM's rule included). For tests.
+class DnnlMatmulSwitch {
+public:
+  explicit DnnlMatmulSwitch(bool on);
+  ~DnnlMatmulSwitch();
+  DnnlMatmulSwitch(const DnnlMatmulSwitch &) = delete;
+  DnnlMatmulSwitch &operator=(const DnnlMatmulSwitch &) = delete;
+
+private:
+  int saved;
+};
+
 /// oneDNN's scratchpad bytes for `gemm` on operands of `types`; nullopt
 /// when oneDNN does not run it (off, an empty or refused shape, types this
 /// CPU has no kernel for).

@@ -19,13 +19,6 @@ using cpu::GemmShape;
 
 namespace {
 
-/// Restores oneDNN's GEMMs to what they were when it leaves scope.
-struct DnnlGemmSwitch {
-  bool was = cpu::dnnlMatmulEnabled();
-  explicit DnnlGemmSwitch(bool on) { cpu::setDnnlMatmulEnabled(on); }
-  ~DnnlGemmSwitch() { cpu::setDnnlMatmulEnabled(was); }
-};
-
 /// Checks gemm<float>(g) on random operands against the product in double,
 /// entry by entry, within float32's rounding of a k-term dot product:
 /// k * eps * sum |alpha a b| + eps * |beta c|.
@@ -99,7 +92,7 @@ TEST_CASE("float GEMMs through oneDNN and through OpenBLAS are both within "
           "[runtime]") {
   std::mt19937 rng(5);
   for (bool dnnl : {true, false}) {
-    DnnlGemmSwitch path(dnnl);
+    cpu::DnnlMatmulSwitch path(dnnl);
     if (dnnl && !cpu::dnnlMatmulEnabled()) {
       WARN("built without oneDNN: only the OpenBLAS path is checked");
       continue;
@@ -188,7 +181,7 @@ TEST_CASE("bf16 matmuls on oneDNN's bf16 kernels and on float copies are "
   };
   const double eps = std::numeric_limits<float>::epsilon();
   for (bool dnnl : {true, false}) {
-    DnnlGemmSwitch path(dnnl);
+    cpu::DnnlMatmulSwitch path(dnnl);
     for (const Case &c : cases) {
       HostTensor a = bf16(c.a), b = bf16(c.b);
       std::vector<remat::ops::TensorType> ins = {{DType::BF16, c.a},

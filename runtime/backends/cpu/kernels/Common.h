@@ -12,6 +12,8 @@
 
 #include "runtime/backends/cpu/kernels/Kernels.h"
 
+#include "ops/BFloat16.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -19,6 +21,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace remat::runtime::cpu {
@@ -31,6 +34,34 @@ template <typename T> const T *inData(const KernelCall &call, int i) {
 /// Float result `i` of the call, as the kernel's float type.
 template <typename T> T *outData(const KernelCall &call, int i) {
   return call.outputs[i].template as<T>();
+}
+
+/// Element i of a float tensor stored as E (the kernel's T, or uint16_t for
+/// bf16), as T: bf16 widened exactly.
+template <typename T, typename E> T loadAs(const E *p, int64_t i) {
+  if constexpr (std::is_same_v<E, uint16_t>)
+    return T(ops::bf16ToFloat(p[i]));
+  else
+    return p[i];
+}
+
+/// Stores `v` as element i of a float tensor stored as E: bf16 rounded to
+/// nearest (ties to even), as a float copy rounded back would be.
+template <typename E, typename T> void storeAs(E *p, int64_t i, T v) {
+  if constexpr (std::is_same_v<E, uint16_t>)
+    p[i] = ops::floatToBf16(float(v));
+  else
+    p[i] = v;
+}
+
+/// fn(E{}) with E the storage of a float tensor of `dtype` in a kernel
+/// computing in T: uint16_t for bf16 (a float kernel only), else T.
+template <typename T, typename Fn> void withStorage(DType dtype, Fn fn) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (dtype == DType::BF16)
+      return fn(uint16_t{});
+  }
+  fn(T{});
 }
 
 /// Throws std::logic_error "cpu: no kernel for op '<name>' in family

@@ -1,10 +1,12 @@
 //===- unary.cpp - Elementwise activations and their gradients -----------===//
 //
-// Elementwise in the float type. gelu is the tanh form,
+// Elementwise in the float type; bf16 operands and results (--precision
+// bf16) widened as read and rounded as written, the bits of float copies.
+// gelu is the tanh form,
 // 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), computed as
 // x s with s = 0.5 (1 + tanh(u)) = 1 / (1 + e), e = exp(-2u) (the
-// exponent capped at 80, where s is below 2e-35): one exp instead of a
-// tanh, a third of the time with glibc, and no cancellation in 1 - t^2 for
+// exponent capped at 80, where s is below 2e-35): one exp (expOf,
+// Common.h) instead of a tanh, and no cancellation in 1 - t^2 for
 // the gradient, s (1 + 2 x e s du/dx); constants rounded to the float
 // type; gelu_exact is x Phi(x), Phi(x) = 0.5 (1 + erf(x / sqrt(2))), as
 // PyTorch computes nn.GELU() (x * 0.5 * (1 + erf(x * M_SQRT1_2))), and its
@@ -52,19 +54,33 @@ template <typename T> T normalCdf(T x) {
 
 template <typename T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
 
+/// y = fn(x), x and y each stored as T or (float kernels) bf16.
 template <typename T, typename Fn> void unary(const KernelCall &call, Fn fn) {
-  const T *x = inData<T>(call, 0);
-  T *y = outData<T>(call, 0);
-  parallelElements(call.inputs[0].numElements,
-                   [&](int64_t i) { y[i] = fn(x[i]); });
+  withStorage<T>(call.inputs[0].dtype, [&](auto xs) {
+    withStorage<T>(call.outputs[0].dtype, [&](auto ys) {
+      const auto *x = call.inputs[0].as<const decltype(xs)>();
+      auto *y = call.outputs[0].as<decltype(ys)>();
+      parallelElements(call.inputs[0].numElements,
+                       [&](int64_t i) { storeAs(y, i, fn(loadAs<T>(x, i))); });
+    });
+  });
 }
 
+/// dx = fn(x, dy), each stored as T or (float kernels) bf16.
 template <typename T, typename Fn>
 void unaryGrad(const KernelCall &call, Fn fn) {
-  const T *x = inData<T>(call, 0), *dy = inData<T>(call, 1);
-  T *dx = outData<T>(call, 0);
-  parallelElements(call.inputs[0].numElements,
-                   [&](int64_t i) { dx[i] = fn(x[i], dy[i]); });
+  withStorage<T>(call.inputs[0].dtype, [&](auto xs) {
+    withStorage<T>(call.inputs[1].dtype, [&](auto dys) {
+      withStorage<T>(call.outputs[0].dtype, [&](auto dxs) {
+        const auto *x = call.inputs[0].as<const decltype(xs)>();
+        const auto *dy = call.inputs[1].as<const decltype(dys)>();
+        auto *dx = call.outputs[0].as<decltype(dxs)>();
+        parallelElements(call.inputs[0].numElements, [&](int64_t i) {
+          storeAs(dx, i, fn(loadAs<T>(x, i), loadAs<T>(dy, i)));
+        });
+      });
+    });
+  });
 }
 
 } // namespace

@@ -63,3 +63,52 @@ def activation_half_budget(report):
 def torch_version():
     import torch
     return torch.__version__.split("+")[0]
+
+
+def gemm_peaks(bench, env=None, repeat=5):
+    """remat-gemm-bench's best GFLOP/s on its default GEMM (2048 x 768 x
+    3072): {"onednn", "blas", "bf16"} as measured (a path the CPU or build
+    lacks is left out); {} when the bench is not built (configure with
+    -DREMAT_BUILD_BENCH=ON)."""
+    import re
+    if not os.path.exists(bench):
+        return {}
+    out = subprocess.run([bench, "--repeat", str(repeat)], capture_output=True,
+                         text=True, env=env, check=True).stdout
+    peaks = {}
+    for name, key in (("oneDNN", "onednn"), ("OpenBLAS", "blas"),
+                      ("oneDNN-bf16", "bf16")):
+        m = re.search("^" + name + r"\s+best\s+[\d.]+ ms\s+([\d.]+) GFLOP/s",
+                      out, re.M)
+        if m:
+            peaks[key] = float(m.group(1))
+    return peaks
+
+
+def plan_gemm_flops(plan_path):
+    """A training step's FLOPs from a plan: 3 times its forward convolutions'
+    and matmuls' multiply-adds x 2 (the backward's two products each as
+    large)."""
+    with open(plan_path) as f:
+        plan = json.load(f)
+
+    def shape(b):
+        return plan["buffers"][b]["shape"]
+
+    def numel(s):
+        n = 1
+        for d in s:
+            n *= d
+        return n
+    flops = 0
+    for st in plan["steps"]:
+        if st.get("phase") != "forward" or st.get("recompute"):
+            continue
+        if st["op"] == "conv2d":
+            w = shape(st["inputs"][1])
+            flops += 2 * numel(shape(st["outputs"][0])) * w[1] * w[2] * w[3]
+        elif st["op"] == "matmul":
+            a = shape(st["inputs"][0])
+            k = a[-2] if st.get("attrs", {}).get("transpose_a") else a[-1]
+            flops += 2 * numel(shape(st["outputs"][0])) * k
+    return 3 * flops

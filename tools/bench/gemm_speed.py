@@ -32,7 +32,6 @@ Run it with nothing else running; needs PyTorch.
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -155,9 +154,7 @@ def main():
     times = {v: [] for v in variants}
     gemm = []
     for rnd in range(args.rounds):
-        r = subprocess.run([bench, "--repeat", "5"], capture_output=True,
-                           text=True, env=base, check=True)
-        gemm.append(r.stdout)
+        gemm.append(cpu_measure.gemm_peaks(bench, base))
         for v in variants:
             t0 = time.time()
             if v.startswith("remat"):
@@ -183,15 +180,10 @@ def main():
                 times[v] += json.loads(r.stdout.strip().splitlines()[-1])
             print(f"round {rnd + 1}: {v} {time.time() - t0:.0f} s",
                   file=sys.stderr)
-    peaks = {}
-    for out in gemm:
-        for name, key in (("oneDNN", "onednn"), ("OpenBLAS", "blas"),
-                          ("oneDNN-bf16", "bf16")):
-            m = re.search("^" + name + r"\s+best\s+[\d.]+ ms\s+([\d.]+) "
-                          "GFLOP/s", out, re.M)
-            if m:
-                peaks.setdefault(key, []).append(float(m.group(1)))
-    peak = {k: max(v) for k, v in peaks.items()}
+    peak = {}
+    for measured in gemm:
+        for k, v in measured.items():
+            peak[k] = max(peak.get(k, 0.0), v)
     print(f"GPT-2 {sets}, {threads} threads, {args.rounds} rounds x "
           f"{args.steps} steps (after {args.warmup} warm-up)")
     print(f"step {flops / 1e12:.3f} TFLOP; GEMM peak (2048x768x3072, "

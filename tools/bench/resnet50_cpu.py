@@ -241,6 +241,10 @@ def measure(args, work, plans):
     data = ["--data", "x=" + os.path.join(work, "x.npy"),
             "--data", "labels=" + os.path.join(work, "labels.npy")]
     runs = {v: [] for v in args.variants}
+    bench = os.path.join(os.path.dirname(os.path.dirname(args.remat)), "bench",
+                         "remat-gemm-bench")
+    runs["gemm_peaks"] = cpu_measure.gemm_peaks(
+        bench, dict(env, OMP_NUM_THREADS=str(args.threads)))
     for rnd in range(args.rounds):
         for v in args.variants:
             start = time.time()
@@ -316,12 +320,27 @@ def table(args, plans, runs):
     for v in args.variants:
         if v not in remat:
             lines.append(f"{names[v]} losses: {runs[v][0]['losses']}")
-    # Issue #36's speed ratios, where both sides ran.
+    # Issue #36's speed ratios, where both sides ran, and each step's FLOP
+    # rate against the GEMM peak of its precision measured in this run.
     for a, b in (("all-bf16", "all"), ("all-bf16", "autocast"),
                  ("all", "eager")):
         if a in runs and b in runs:
             lines.append(f"step {names[a]} / {names[b]}: "
                          f"{step_ms(a) / step_ms(b):.3f}")
+    peaks = runs.get("gemm_peaks", {})
+    flops = cpu_measure.plan_gemm_flops(plans["all"][0])
+    peak32 = max([peaks[k] for k in ("onednn", "blas") if k in peaks],
+                 default=None)
+    lines.append(f"step {flops / 1e12:.3f} TFLOP (3x the forward's "
+                 f"convolutions and GEMMs); GEMM peak (remat-gemm-bench, "
+                 f"best): " + (", ".join(f"{k} {v:.0f} GFLOP/s"
+                                         for k, v in peaks.items())
+                               or "not built"))
+    for v in args.variants:
+        rate = flops / step_ms(v) / 1e6
+        top = peaks.get("bf16") if v in ("all-bf16", "autocast") else peak32
+        lines.append(f"{names[v]}: {rate:.0f} GFLOP/s" +
+                     (f", {rate / top:.2f} of the GEMM peak" if top else ""))
     lines.append(f"(RSS growth: MiB = bytes / {mib}; steps: "
                  f"{args.warmup} warm-up + {args.steps} timed per run, "
                  f"{args.rounds} round(s); threads {args.threads})")

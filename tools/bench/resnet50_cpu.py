@@ -245,6 +245,7 @@ def measure(args, work, plans):
                          "remat-gemm-bench")
     runs["gemm_peaks"] = cpu_measure.gemm_peaks(
         bench, dict(env, OMP_NUM_THREADS=str(args.threads)))
+    runs["flops"] = cpu_measure.plan_gemm_flops(plans["all"][0])
     for rnd in range(args.rounds):
         for v in args.variants:
             start = time.time()
@@ -328,7 +329,7 @@ def table(args, plans, runs):
             lines.append(f"step {names[a]} / {names[b]}: "
                          f"{step_ms(a) / step_ms(b):.3f}")
     peaks = runs.get("gemm_peaks", {})
-    flops = cpu_measure.plan_gemm_flops(plans["all"][0])
+    flops = runs["flops"]
     peak32 = max([peaks[k] for k in ("onednn", "blas") if k in peaks],
                  default=None)
     lines.append(f"step {flops / 1e12:.3f} TFLOP (3x the forward's "

@@ -4,6 +4,7 @@
 #include "runtime/backends/cpu/DnnlConv.h"
 
 #include <algorithm>
+#include <string>
 
 namespace remat::runtime::cpu {
 
@@ -126,6 +127,18 @@ uint64_t cpuBudgetedWorkspaceBytes(uint64_t wanted, uint64_t least,
   return std::max(least, wanted);
 }
 
+int momentsOperand(OpKind op) {
+  const ops::OpInfo &info = ops::opInfo(op);
+  if (info.family != ops::KernelFamily::BatchNorm &&
+      info.family != ops::KernelFamily::BatchNormGrad &&
+      info.family != ops::KernelFamily::RunningStatUpdate)
+    return -1;
+  for (size_t i = 0; i < info.operandNames.size(); ++i)
+    if (std::string(info.operandNames[i]) == "x")
+      return int(i);
+  return -1;
+}
+
 uint64_t cpuWorkspaceBytes(uint64_t elements, uint64_t elementBytes) {
   if (elementBytes != 0 && elements > UINT64_MAX / elementBytes)
     return UINT64_MAX;
@@ -166,14 +179,13 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
   Bf16Staging s;
   const ops::OpInfo &info = ops::opInfo(op);
   // The elementwise arithmetic and activations (kernels/binary.cpp,
-  // unary.cpp), batch normalization and its running statistics
-  // (batch_norm.cpp) read and write bf16 themselves on the cpu.
+  // unary.cpp), and the ops that take x's channel moments (batch
+  // normalization and its running statistics) read and write bf16
+  // themselves on the cpu.
   using Family = ops::KernelFamily;
   if (info.bf16Native || info.family == Family::Binary ||
       info.family == Family::Unary || info.family == Family::UnaryGrad ||
-      info.family == Family::BatchNorm ||
-      info.family == Family::BatchNormGrad ||
-      info.family == Family::RunningStatUpdate)
+      momentsOperand(op) >= 0)
     return s;
   // Convolutions (all operands bf16) through oneDNN where this CPU has
   // bf16 kernels.

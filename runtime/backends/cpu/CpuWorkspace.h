@@ -96,6 +96,11 @@ uint64_t convWorkspaceElements(OpKind op, const OpAttrs &attrs,
 uint64_t cpuBudgetedWorkspaceBytes(uint64_t wanted, uint64_t least,
                                    uint64_t budget, uint64_t arenaBytes);
 
+/// The operand whose channel moments op `op` takes: the one named x in the
+/// op table, of batch normalization's three kernel families (its forward,
+/// gradient and running statistics: SharedMoments.h); -1 for another op.
+int momentsOperand(OpKind op);
+
 /// `elements` of `elementBytes` each, in bytes, saturating at UINT64_MAX.
 /// The CPU backend's workspace is the largest single op's need (ops run one
 /// at a time).

@@ -1,22 +1,12 @@
 //===- SharedMoments.cpp - Batch-norm statistics shared between steps -----===//
 #include "runtime/backends/cpu/SharedMoments.h"
 
+#include "runtime/backends/cpu/CpuWorkspace.h"
+
 #include <algorithm>
 #include <string>
 
 namespace remat::runtime::cpu {
-
-int momentsOperand(OpKind op) {
-  const ops::OpInfo &info = ops::opInfo(op);
-  if (info.family != ops::KernelFamily::BatchNorm &&
-      info.family != ops::KernelFamily::BatchNormGrad &&
-      info.family != ops::KernelFamily::RunningStatUpdate)
-    return -1;
-  for (size_t i = 0; i < info.operandNames.size(); ++i)
-    if (std::string(info.operandNames[i]) == "x")
-      return int(i);
-  return -1;
-}
 
 namespace {
 

@@ -39,10 +39,6 @@ struct SharedMoments {
   int groups = 0;
 };
 
-/// The operand whose channel moments op `op` takes (the one named x in
-/// the op table, of the three families above), or -1 for another op.
-int momentsOperand(OpKind op);
-
 /// Groups the steps of `plan` that can share moments (see the file
 /// comment). Only activation and temporary buffers are shared: inputs,
 /// parameters and gradients are also written outside the steps (the next

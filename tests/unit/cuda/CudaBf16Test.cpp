@@ -34,24 +34,9 @@ TEST_CASE("every op of the table on bf16 operands runs on the cuda backend "
           "[cuda]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(16);
-  std::set<std::string> covered;
-  for (int k = 0; k < kNumOpKinds; ++k) {
-    OpKind op = OpKind(k);
-    INFO("op '" << opName(op) << "'");
-    std::optional<OpSample> sample = sampleFor(op, rng);
-    REQUIRE(sample);
-    // Every f32 operand bf16 (GEMMs, elementwise ops), or those shaped as
-    // the first (normalization: bf16 x and dy, float32 parameters).
-    for (bool activationsOnly : {false, true}) {
-      std::optional<OpCase> c = bf16Variant(op, sample->attrs, sample->inputs,
-                                            sample->outputs, activationsOnly);
-      if (!c)
-        continue;
-      INFO((activationsOnly ? "activations bf16" : "every f32 operand bf16"));
-      checkAgainstCpu(*c, kBf16Tol);
-      covered.insert(opName(op));
-    }
-  }
+  std::set<std::string> covered = forEachBf16Case(
+      rng, [](OpKind) { return false; },
+      [](const OpCase &c) { checkAgainstCpu(c, kBf16Tol); });
   // The ops a --precision bf16 step computes on bf16 tensors are among
   // those run (the list guards against a sample change leaving them out).
   for (const char *name : {"matmul",

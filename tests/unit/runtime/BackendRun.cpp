@@ -1,8 +1,13 @@
 //===- BackendRun.cpp - One op on a backend, as a one-step plan ----------===//
 #include "BackendRun.h"
 
+#include "OpSamples.h"
+
+#include "ops/BFloat16.h"
 #include "ops/ShapeRules.h"
 #include "runtime/plan/Loader.h"
+
+#include <catch2/catch.hpp>
 
 namespace remat::runtime::test {
 
@@ -157,6 +162,36 @@ std::optional<OpCase> bf16Variant(OpKind op, const nlohmann::json &attrs,
   if (!anyBf16)
     return std::nullopt;
   return c;
+}
+
+HostTensor bf16Rounded(HostTensor t) {
+  for (double &v : t.values)
+    v = ops::bf16ToFloat(ops::floatToBf16(float(v)));
+  return t;
+}
+
+std::set<std::string>
+forEachBf16Case(std::mt19937 &rng, const std::function<bool(OpKind)> &skip,
+                const std::function<void(const OpCase &)> &fn) {
+  std::set<std::string> covered;
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    OpKind op = OpKind(k);
+    if (skip(op))
+      continue;
+    INFO("op '" << opName(op) << "'");
+    std::optional<OpSample> sample = sampleFor(op, rng);
+    REQUIRE(sample);
+    for (bool activationsOnly : {false, true}) {
+      std::optional<OpCase> c = bf16Variant(op, sample->attrs, sample->inputs,
+                                            sample->outputs, activationsOnly);
+      if (!c)
+        continue;
+      INFO((activationsOnly ? "activations bf16" : "every f32 operand bf16"));
+      fn(*c);
+      covered.insert(opName(op));
+    }
+  }
+  return covered;
 }
 
 } // namespace remat::runtime::test

@@ -18,7 +18,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
+#include <random>
+#include <set>
+#include <string>
 
 namespace remat::runtime::test {
 
@@ -40,6 +44,19 @@ std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c);
 /// `t` as a bf16 tensor where it is f32 (its values rounded to bf16 on the
 /// way in).
 HostTensor asBf16(HostTensor t);
+
+/// `t` with its values rounded to bf16 (to nearest, ties to even), its
+/// dtype kept: what a bf16 buffer of it holds, as a float32 operand.
+HostTensor bf16Rounded(HostTensor t);
+
+/// For every op of the table for which `skip` is false: its sample
+/// (OpSamples.h) with bf16 on every f32 operand, then on those shaped as
+/// the first (normalization: bf16 x and dy, float32 parameters), wherever
+/// the type rule takes it: fn(case), inside Catch2 INFOs naming the op and
+/// the variant. Returns the names of the ops run.
+std::set<std::string>
+forEachBf16Case(std::mt19937 &rng, const std::function<bool(OpKind)> &skip,
+                const std::function<void(const OpCase &)> &fn);
 
 /// The sample with bf16 in place of f32 on every input, or with
 /// `activationsOnly` on those shaped as the first (and on every given f32

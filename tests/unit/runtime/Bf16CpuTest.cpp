@@ -33,8 +33,7 @@ OpCase float32Twin(const OpCase &c) {
   OpCase twin = c;
   for (HostTensor &t : twin.inputs)
     if (t.dtype == DType::BF16) {
-      for (double &v : t.values)
-        v = remat::ops::bf16ToFloat(remat::ops::floatToBf16(float(v)));
+      t = bf16Rounded(t);
       t.dtype = DType::F32;
     }
   for (TensorType &t : twin.outputs)
@@ -49,36 +48,25 @@ TEST_CASE("every op of the table on bf16 operands gives on the cpu the bits "
           "of its float32 kernel on the widened values, rounded to bf16",
           "[runtime]") {
   std::mt19937 rng(61);
-  std::set<std::string> covered;
   auto cpu = createCpuBackend();
-  for (int k = 0; k < kNumOpKinds; ++k) {
-    OpKind op = OpKind(k);
+  // GEMMs and convolutions: GemmTest and ConvPoolGradTest.
+  auto gemmOrConv = [](OpKind op) {
     const remat::ops::OpInfo &info = remat::ops::opInfo(op);
-    if (info.shapeRule == remat::ops::ShapeRule::Gemm ||
-        info.family == remat::ops::KernelFamily::Conv)
-      continue;
-    INFO("op '" << opName(op) << "'");
-    std::optional<OpSample> sample = sampleFor(op, rng);
-    REQUIRE(sample);
-    for (bool activationsOnly : {false, true}) {
-      std::optional<OpCase> c = bf16Variant(op, sample->attrs, sample->inputs,
-                                            sample->outputs, activationsOnly);
-      if (!c)
-        continue;
-      INFO((activationsOnly ? "activations bf16" : "every f32 operand bf16"));
-      std::vector<HostTensor> got = runOnBackend(*cpu, *c);
-      std::vector<HostTensor> expected = runOnBackend(*cpu, float32Twin(*c));
-      REQUIRE(got.size() == expected.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        INFO("result " << i);
-        if (c->outputs[i].dtype == DType::BF16)
-          for (double &v : expected[i].values)
-            v = remat::ops::bf16ToFloat(remat::ops::floatToBf16(float(v)));
-        CHECK(normalizedError(got[i], expected[i]) == 0.0);
-      }
-      covered.insert(opName(op));
-    }
-  }
+    return info.shapeRule == remat::ops::ShapeRule::Gemm ||
+           info.family == remat::ops::KernelFamily::Conv;
+  };
+  std::set<std::string> covered =
+      forEachBf16Case(rng, gemmOrConv, [&](const OpCase &c) {
+        std::vector<HostTensor> got = runOnBackend(*cpu, c);
+        std::vector<HostTensor> expected = runOnBackend(*cpu, float32Twin(c));
+        REQUIRE(got.size() == expected.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          INFO("result " << i);
+          if (c.outputs[i].dtype == DType::BF16)
+            expected[i] = bf16Rounded(expected[i]);
+          CHECK(normalizedError(got[i], expected[i]) == 0.0);
+        }
+      });
   // The ops whose cpu kernels read bf16 themselves are among those run.
   for (const char *name :
        {"batch_norm", "batch_norm_grad", "running_mean_update",

@@ -383,14 +383,7 @@ TEST_CASE("conv2d and its gradients on bf16 tensors, through oneDNN's bf16 "
   std::mt19937 rng(47);
   // Values exactly bf16, as f32 (the reference's inputs) and as bf16.
   auto bf16Values = [&](const Shape &s) {
-    HostTensor t = randomTensor(s, rng);
-    for (double &v : t.values)
-      v = remat::ops::bf16ToFloat(remat::ops::floatToBf16(float(v)));
-    return t;
-  };
-  auto asBf16 = [](HostTensor t) {
-    t.dtype = DType::BF16;
-    return t;
+    return bf16Rounded(randomTensor(s, rng));
   };
   auto absolute = [](HostTensor t) {
     for (double &v : t.values)

@@ -156,9 +156,7 @@ TEST_CASE("bf16 matmuls on oneDNN's bf16 kernels and on float copies are "
   std::mt19937 rng(23);
   // A bf16 tensor of uniform values, each exactly a bf16.
   auto bf16 = [&](const Shape &s) {
-    HostTensor t = randomTensor(s, rng);
-    for (double &v : t.values)
-      v = remat::ops::bf16ToFloat(remat::ops::floatToBf16(float(v)));
+    HostTensor t = bf16Rounded(randomTensor(s, rng));
     t.dtype = DType::BF16;
     return t;
   };

@@ -10,6 +10,7 @@
 #include "runtime/backends/cpu/SharedMoments.h"
 #include "runtime/Executor.h"
 #include "runtime/backends/cpu/CpuBackend.h"
+#include "runtime/backends/cpu/CpuWorkspace.h"
 #include "runtime/backends/cpu/Kernels.h"
 
 #include "TinyPlan.h"

@@ -107,6 +107,19 @@ bool dnnlMatmulEnabled() { return mode() != 0; }
 
 namespace {
 
+/// Why GEMMs of `types` do not go to oneDNN at all, or null when they do.
+const char *notOnDnnl(GemmTypes types) {
+  if (!dnnlMatmulEnabled())
+    return "none (REMAT_CPU_GEMM=blas)";
+  if (types == GemmTypes::F32 && float32OnBlas())
+    return "none (OpenBLAS's AVX-512 kernel)";
+  return nullptr;
+}
+
+} // namespace
+
+namespace {
+
 using dnnl::memory;
 
 /// One GEMM shape's descriptor, and its primitive (made on first run).
@@ -209,7 +222,7 @@ Entry &lookup(Cache &c, const GemmShape &g, GemmTypes types) {
 
 std::optional<uint64_t> dnnlMatmulScratchBytes(const GemmShape &gemm,
                                                GemmTypes types) {
-  if (!dnnlMatmulEnabled() || (types == GemmTypes::F32 && float32OnBlas()))
+  if (notOnDnnl(types))
     return std::nullopt;
   Cache &c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
@@ -220,10 +233,8 @@ std::optional<uint64_t> dnnlMatmulScratchBytes(const GemmShape &gemm,
 }
 
 std::string dnnlMatmulImplementation(const GemmShape &gemm, GemmTypes types) {
-  if (!dnnlMatmulEnabled())
-    return "none (REMAT_CPU_GEMM=blas)";
-  if (types == GemmTypes::F32 && float32OnBlas())
-    return "none (OpenBLAS's AVX-512 kernel)";
+  if (const char *why = notOnDnnl(types))
+    return why;
   Cache &c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   return lookup(c, gemm, types).implementation;
@@ -232,7 +243,7 @@ std::string dnnlMatmulImplementation(const GemmShape &gemm, GemmTypes types) {
 bool dnnlMatmulRun(const GemmShape &gemm, GemmTypes types, const void *a,
                    const void *b, void *c, void *scratch,
                    uint64_t scratchBytes) {
-  if (!dnnlMatmulEnabled() || (types == GemmTypes::F32 && float32OnBlas()))
+  if (notOnDnnl(types))
     return false;
   Cache &cc = cache();
   std::lock_guard<std::mutex> lock(cc.mutex);

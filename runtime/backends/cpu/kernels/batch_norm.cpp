@@ -24,8 +24,6 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
 
-#include "ops/BFloat16.h"
-
 namespace remat::runtime::cpu {
 
 namespace {
@@ -39,14 +37,14 @@ template <typename T> struct Floats {
   explicit Floats(const TensorRef &t)
       : data(t.data), bf16(t.dtype == DType::BF16) {}
   T operator[](int64_t i) const {
-    return bf16 ? T(ops::bf16ToFloat(static_cast<const uint16_t *>(data)[i]))
-                : static_cast<const T *>(data)[i];
+    return bf16 ? loadAs<T>(static_cast<const uint16_t *>(data), i)
+                : loadAs<T>(static_cast<const T *>(data), i);
   }
   void set(int64_t i, T v) const {
     if (bf16)
-      static_cast<uint16_t *>(data)[i] = ops::floatToBf16(float(v));
+      storeAs(static_cast<uint16_t *>(data), i, v);
     else
-      static_cast<T *>(data)[i] = v;
+      storeAs(static_cast<T *>(data), i, v);
   }
 };
 

@@ -15,17 +15,11 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
 
-#include "ops/BFloat16.h"
-
 #include <vector>
 
 namespace remat::runtime::cpu {
 
 namespace {
-
-/// Logits as stored (T, or bf16 as uint16_t) read as T.
-template <typename T> T logitOf(T v) { return v; }
-template <typename T> T logitOf(uint16_t v) { return T(ops::bf16ToFloat(v)); }
 
 /// Rows at a time whose loss terms the forward keeps before adding them in
 /// row order; logits at a time whose exponentials a row keeps.
@@ -40,7 +34,7 @@ void rowExps(const In *x, int64_t c, T shift, Piece piece) {
   for (int64_t j0 = 0; j0 < c; j0 += kExpPiece) {
     int64_t n = std::min(kExpPiece, c - j0);
     for (int64_t i = 0; i < n; ++i)
-      e[i] = expOf(logitOf<T>(x[j0 + i]) - shift);
+      e[i] = expOf(loadAs<T>(x, j0 + i) - shift);
     piece(e, j0, n);
   }
 }
@@ -54,9 +48,9 @@ void crossEntropy(const KernelCall &call, bool grad) {
   for (int64_t r = 0; r < rows; ++r)
     checkedIndex(labels, r, c, "label");
   auto rowMax = [&](const In *x) {
-    T m = logitOf<T>(x[0]);
+    T m = loadAs<T>(x, 0);
     for (int64_t j = 1; j < c; ++j)
-      m = std::max(m, logitOf<T>(x[j]));
+      m = std::max(m, loadAs<T>(x, j));
     return m;
   };
   // The denominator of the row's softmax: the exponentials summed in
@@ -80,7 +74,7 @@ void crossEntropy(const KernelCall &call, bool grad) {
         const In *x = logits + (r0 + i) * c;
         T maxValue = rowMax(x);
         terms[size_t(i)] = double(maxValue) + std::log(rowSum(x, maxValue)) -
-                           double(logitOf<T>(x[readIndex(labels, r0 + i)]));
+                           double(loadAs<T>(x, readIndex(labels, r0 + i)));
       });
       for (int64_t i = 0; i < n; ++i)
         total += terms[size_t(i)];
@@ -92,32 +86,26 @@ void crossEntropy(const KernelCall &call, bool grad) {
   // own (the exponentials computed twice instead of kept), bf16 dlogits
   // rounded once.
   T scale = T(double(inData<T>(call, 2)[0]) / double(rows));
-  bool bf16Out = call.outputs[0].dtype == DType::BF16;
-  parallelFor(rows, rows * c, [&](int64_t r) {
-    const In *x = logits + r * c;
-    T maxValue = rowMax(x);
-    T inv = T(1.0 / rowSum(x, maxValue));
-    int64_t label = readIndex(labels, r);
-    T *out = bf16Out ? nullptr : outData<T>(call, 0) + r * c;
-    uint16_t *out16 =
-        bf16Out ? call.outputs[0].as<uint16_t>() + r * c : nullptr;
-    rowExps<T>(x, c, maxValue, [&](T *e, int64_t j0, int64_t n) {
-      for (int64_t i = 0; i < n; ++i)
-        e[i] = (e[i] * inv - (j0 + i == label ? T(1) : T(0))) * scale;
-      if (out16)
+  withStorage<T>(call.outputs[0].dtype, [&](auto stored) {
+    auto *dlogits = call.outputs[0].as<decltype(stored)>();
+    parallelFor(rows, rows * c, [&](int64_t r) {
+      const In *x = logits + r * c;
+      T maxValue = rowMax(x);
+      T inv = T(1.0 / rowSum(x, maxValue));
+      int64_t label = readIndex(labels, r);
+      rowExps<T>(x, c, maxValue, [&](T *e, int64_t j0, int64_t n) {
         for (int64_t i = 0; i < n; ++i)
-          out16[j0 + i] = ops::floatToBf16(float(e[i]));
-      else
-        std::copy(e, e + n, out + j0);
+          storeAs(dlogits, r * c + j0 + i,
+                  (e[i] * inv - (j0 + i == label ? T(1) : T(0))) * scale);
+      });
     });
   });
 }
 
 template <typename T> void crossEntropy(const KernelCall &call, bool grad) {
-  if (call.inputs[0].dtype == DType::BF16)
-    crossEntropy<T, uint16_t>(call, grad);
-  else
-    crossEntropy<T, T>(call, grad);
+  withStorage<T>(call.inputs[0].dtype, [&](auto stored) {
+    crossEntropy<T, decltype(stored)>(call, grad);
+  });
 }
 
 } // namespace

@@ -135,6 +135,11 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
   if (graph.microbatches > 1)
     module->getOperation()->setAttr("graph.microbatches",
                                     b.getI64IntegerAttr(graph.microbatches));
+  // Slices that differ by one sample (ModelGraph::stepSamples).
+  if (graph.microbatches > 1 &&
+      graph.stepSamples != graph.batch * graph.microbatches)
+    module->getOperation()->setAttr("graph.step_samples",
+                                    b.getI64IntegerAttr(graph.stepSamples));
   if (graph.ranks > 1 && graph.shardOptimizer)
     module->getOperation()->setAttr("graph.optimizer_shards",
                                     b.getI64IntegerAttr(graph.ranks));

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
 
 namespace remat::model {
@@ -62,15 +64,100 @@ ModelFile withPrecision(ModelFile file, const ModelOptions &options) {
   return file;
 }
 
+/// A split whose last micro-batches are one sample short, and so padded
+/// (ModelGraph::microbatches): each reduce_sum or reduce_mean over the
+/// batch that the loss needs reads its input times a `sample_mask` input
+/// (1 for the micro-batch's samples, 0 for its padding), so that the padding
+/// adds nothing to the loss and gets no gradient. (cross_entropy and mse
+/// leave it out themselves: runtime/Backend.h, KernelCall::liveRows.)
+void maskPadding(ModelGraph &g) {
+  if (g.microbatches < 2 || g.stepSamples >= g.batch * g.microbatches)
+    return;
+  std::vector<char> needed = valuesReachingLoss(g);
+  std::set<std::string> names;
+  for (const Value &v : g.values)
+    names.insert(v.name);
+  auto unique = [&](const std::string &base) {
+    std::string name = base;
+    for (int n = 1; names.count(name); ++n)
+      name = base + "." + std::to_string(n);
+    names.insert(name);
+    return name;
+  };
+  std::map<std::pair<std::string, size_t>, int> masks; // (dtype, rank)
+  std::vector<Op> ops;
+  for (Op op : g.ops) {
+    const ValueType x =
+        op.operands.empty() ? ValueType{} : g.values[op.operands[0]].type;
+    bool overBatch = false;
+    if ((op.kind == "reduce_sum" || op.kind == "reduce_mean") &&
+        needed[size_t(op.result)] && !x.shape.empty() &&
+        x.shape[0] == g.batch && op.attrs.contains("axes"))
+      for (const auto &axis : op.attrs["axes"])
+        overBatch =
+            overBatch || (axis.is_number_integer() &&
+                          (axis.get<int64_t>() == 0 ||
+                           axis.get<int64_t>() == -int64_t(x.shape.size())));
+    if (!overBatch) {
+      ops.push_back(std::move(op));
+      continue;
+    }
+    auto [it, fresh] = masks.try_emplace({x.dtype, x.shape.size()}, 0);
+    if (fresh) {
+      Value mask;
+      mask.name = unique("sample_mask");
+      mask.kind = ValueKind::Input;
+      mask.type.dtype = x.dtype;
+      mask.type.shape.assign(x.shape.size(), 1);
+      mask.type.shape[0] = g.batch;
+      mask.data = {{"kind", "sample_mask"}};
+      mask.pointer = op.pointer;
+      it->second = int(g.values.size());
+      g.values.push_back(std::move(mask));
+    }
+    Op masked;
+    masked.name = op.name + ".sample_mask";
+    masked.kind = "mul";
+    masked.pointer = op.pointer;
+    masked.line = op.line;
+    masked.column = op.column;
+    masked.block = op.block;
+    masked.operands = {op.operands[0], it->second};
+    Value product;
+    product.name = unique(masked.name);
+    product.type = x;
+    masked.result = int(g.values.size());
+    g.values.push_back(std::move(product));
+    op.operands[0] = masked.result;
+    ops.push_back(std::move(masked));
+    ops.push_back(std::move(op));
+  }
+  g.ops = std::move(ops);
+}
+
 /// `--microbatches K > 1`: a model whose batch normalization would see each
 /// micro-batch's statistics (ops of the ChannelNormalize rule) is refused
-/// unless the user asked for exactly that.
+/// unless the user asked for exactly that, and always where the slices are
+/// uneven (a padded slice's statistics would count its padding).
 ModelFile checkedSplit(ModelFile file, const ModelOptions &options) {
-  if (options.microbatches > 1 && !options.perSliceNorm)
+  const ModelGraph &g = file.graph;
+  const bool uneven =
+      g.microbatches > 1 && g.stepSamples < g.batch * g.microbatches;
+  if (options.microbatches > 1 && (!options.perSliceNorm || uneven))
     for (const Op &op : file.graph.ops)
       if (auto kind = ops::parseOpKind(op.kind);
           kind &&
-          ops::opInfo(*kind).shapeRule == ops::ShapeRule::ChannelNormalize)
+          ops::opInfo(*kind).shapeRule == ops::ShapeRule::ChannelNormalize) {
+        if (uneven)
+          throw OptionError(
+              g.sourceName + ": " + op.where() +
+              " normalizes over the batch, and --microbatches " +
+              std::to_string(options.microbatches) + " splits the batch of " +
+              std::to_string(g.stepSamples) +
+              " into slices of different sizes (" + std::to_string(g.batch) +
+              " and " + std::to_string(g.batch - 1) +
+              " samples), whose statistics a padded slice cannot give; pick "
+              "a number of micro-batches that divides the batch");
         throw OptionError(
             file.graph.sourceName + ": " + op.where() +
             " normalizes over the "
@@ -80,6 +167,8 @@ ModelFile checkedSplit(ModelFile file, const ModelOptions &options) {
             "result; give --microbatch-norm per-slice to accept that (as "
             "PyTorch does under manual gradient accumulation), or train "
             "unsplit");
+      }
+  maskPadding(file.graph);
   return file;
 }
 

@@ -118,8 +118,11 @@ struct ModelGraph {
   /// optimizer state tensor (ZeRO-1, docs/distributed.md).
   bool shardOptimizer = false;
   /// Micro-batches of each rank's step (`--microbatches`): `batch` is then
-  /// one micro-batch's samples.
+  /// one micro-batch's samples, at most: the rank's `stepSamples` split
+  /// into slices that differ by at most one sample (the shorter ones
+  /// padded, runtime/plan/PlanFormat.h microbatchSlice).
   int64_t microbatches = 1;
+  int64_t stepSamples = 0;      ///< with microbatches > 1: the rank's batch
   int64_t tokensPerSample = 1;  ///< `seq` for sequence models, else 1
   /// Located messages about a model that is valid but probably not what its
   /// author meant (a parameter no op reads), for the CLI to print.
@@ -184,9 +187,9 @@ struct ModelOptions {
   /// optimizer state (ZeRO-1); no effect with one rank.
   bool shardOptimizer = false;
   /// `--microbatches K`: the step runs forward and backward on K slices of
-  /// each rank's batch, which K must divide, and sums their gradients
-  /// before one update (docs/planner.md, "Micro-batches"); the step is
-  /// built for batch / (ranks * K) samples.
+  /// each rank's batch, which differ by at most one sample, and sums their
+  /// gradients before one update (docs/planner.md, "Micro-batches"); the
+  /// step is built for ceil(batch / ranks / K) samples.
   int64_t microbatches = 1;
   /// `--microbatches auto`: the caller picks `microbatches` in
   /// [1, maxMicrobatches] with the planner (compiler/Driver.h).

@@ -57,6 +57,7 @@ json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
   if (step.microbatches > 1) { // a split step (--microbatches)
     report["microbatches"] = step.microbatches;
     report["microbatch_samples"] = step.batch;
+    report["step_samples"] = step.stepSamples;
   }
   return report;
 }
@@ -95,6 +96,8 @@ runtime::DataSpec dataSpec(const json &data,
     spec.vocab = data.value("vocab", int64_t(2));
     spec.a = data.value("a", int64_t(5));
     spec.c = data.value("c", int64_t(3));
+  } else if (kind == "sample_mask") {
+    spec.kind = runtime::DataSpec::Kind::SampleMask;
   } else if (kind == "labels_of" || kind == "teacher") {
     auto it = indexOf.find(data.value("of", std::string()));
     if (it == indexOf.end())
@@ -123,6 +126,7 @@ runtime::Plan emitPlan(plan::ArenaOp arena, const TrainStep &step,
   plan.batch = step.batch;
   plan.ranks = step.ranks;
   plan.microbatches = step.microbatches;
+  plan.stepSamples = step.stepSamples;
   plan.tokensPerSample = step.tokensPerSample;
   // What depends on the wall clock stays in the report file: the solve
   // time and the optimality gap (how far the time-limited MILP got). The

@@ -145,15 +145,34 @@ std::optional<OptimizerConfig> readOptimizerConfig(mlir::ModuleOp module) {
   return config;
 }
 
-/// The share of the batch's loss that each of `k` equal micro-batches of
-/// `batch` samples carries, for `loss` of @train_step: 1/k where the
-/// reduction that removes the batch dim (dim 0 of `batch` rows) averages,
-/// 1 where it sums. Looks through binary ops whose other operand does not
-/// depend on an input (a constant factor), and through sums of such
-/// losses, which must agree. nullopt, with `why`, where it cannot tell.
+/// The share of the batch's loss that each of the micro-batches of `batch`
+/// samples (`stepSamples` in all) carries, for `loss` of @train_step:
+/// batch / stepSamples (1/k for k equal slices) where the reduction that
+/// removes the batch dim (dim 0 of `batch` rows) averages, 1 where it sums.
+/// Slices one sample short (stepSamples < batch * k) are padded:
+/// cross_entropy and mse leave a padding sample out (KernelCall::liveRows),
+/// and a reduction over the batch must read its input times the
+/// `sample_mask` input (compiler/ModelFile.cpp, maskPadding). Looks through
+/// binary ops whose other operand does not depend on an input (a constant
+/// factor), and through sums of such losses, which must agree. nullopt, with
+/// `why`, where it cannot tell.
 std::optional<double> microbatchShare(mlir::func::FuncOp step, Value loss,
                                       int64_t batch, int64_t k,
-                                      std::string &why) {
+                                      int64_t stepSamples, std::string &why) {
+  const bool padded = stepSamples < batch * k;
+  auto masked = [&](Value x) {
+    mlir::Operation *mul = x.getDefiningOp();
+    if (!mul || mul->getName().getStringRef() != "graph.mul")
+      return false;
+    for (Value operand : mul->getOperands())
+      if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(operand))
+        if (auto data = step.getArgAttrOfType<mlir::DictionaryAttr>(
+                arg.getArgNumber(), "graph.data"))
+          if (auto kind = data.getAs<mlir::StringAttr>("kind");
+              kind && kind.getValue() == "sample_mask")
+            return true;
+    return false;
+  };
   llvm::DenseMap<Value, bool> readsInput;
   std::function<bool(Value)> dependsOnInput = [&](Value v) {
     if (auto it = readsInput.find(v); it != readsInput.end())
@@ -187,8 +206,18 @@ std::optional<double> microbatchShare(mlir::func::FuncOp step, Value loss,
       bool overBatch = in.getRank() > 0 && in.getDimSize(0) == batch;
       if (auto axes = op->getAttrOfType<mlir::DenseI64ArrayAttr>("axes"))
         overBatch = overBatch && llvm::is_contained(axes.asArrayRef(), 0);
+      if (overBatch && padded && info.shapeRule == ops::ShapeRule::Reduce &&
+          !masked(op->getOperand(0))) {
+        why = "the batch " + std::to_string(stepSamples) +
+              " splits into slices of " + std::to_string(batch) + " and " +
+              std::to_string(batch - 1) + " samples, and '" +
+              std::string(info.name) +
+              "' does not read the sample mask that leaves out the shorter "
+              "slices' padding";
+        return std::nullopt;
+      }
       if (overBatch)
-        return info.averages ? 1.0 / double(k) : 1.0;
+        return info.averages ? double(batch) / double(stepSamples) : 1.0;
       why = "'" + std::string(info.name) +
             "' makes the loss without reducing over dim 0 of the " +
             std::to_string(batch) + "-sample micro-batch";
@@ -340,10 +369,14 @@ void OptimizerPass::runOnOperation() {
   double sliceShare = 1;
   if (microbatches > 1) {
     auto batch = module->getAttrOfType<mlir::IntegerAttr>("graph.batch");
+    int64_t perSlice = batch ? batch.getInt() : 0;
+    int64_t stepSamples = perSlice * microbatches;
+    if (auto a = module->getAttrOfType<mlir::IntegerAttr>("graph.step_samples"))
+      stepSamples = a.getInt();
     std::string why;
     std::optional<double> share = microbatchShare(
-        step, step.getBody().front().getTerminator()->getOperand(0),
-        batch ? batch.getInt() : 0, microbatches, why);
+        step, step.getBody().front().getTerminator()->getOperand(0), perSlice,
+        microbatches, stepSamples, why);
     if (!share) {
       module.emitError("--microbatches ")
           << microbatches

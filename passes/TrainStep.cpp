@@ -351,6 +351,9 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     step.ranks = std::max<int64_t>(a.getInt(), 1);
   if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>("graph.microbatches"))
     step.microbatches = std::max<int64_t>(a.getInt(), 1);
+  step.stepSamples = step.batch * step.microbatches;
+  if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>("graph.step_samples"))
+    step.stepSamples = a.getInt();
   if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>(
           "graph.optimizer_shards"))
     step.optimizerShards = std::max<int64_t>(a.getInt(), 1);
@@ -523,6 +526,7 @@ TrainStep replayTrainStep(const TrainStep &step,
   out.batch = step.batch;
   out.ranks = step.ranks;
   out.microbatches = step.microbatches;
+  out.stepSamples = step.stepSamples;
   out.optimizerShards = step.optimizerShards;
   out.tokensPerSample = step.tokensPerSample;
   out.profile = step.profile;

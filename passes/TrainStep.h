@@ -77,6 +77,9 @@ struct TrainStep {
   /// micro-batch's samples, and the modeled step runs all but the
   /// optimizer ops this many times.
   int64_t microbatches = 1;
+  /// The rank's samples in all micro-batches (graph.step_samples): `batch *
+  /// microbatches`, or fewer where the last slices are one sample short.
+  int64_t stepSamples = 1;
   /// Ranks the optimizer state is sharded over (graph.optimizer_shards,
   /// --shard-optimizer); 1: every rank holds all of it.
   int64_t optimizerShards = 1;

@@ -28,6 +28,7 @@
 #include "runtime/plan/Ops.h"
 #include "runtime/SyntheticDraw.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -66,8 +67,30 @@ struct KernelCall {
   /// dropout's mask continues the batch's element count across slices,
   /// and grad_accumulate writes its accumulator in micro-batch 0.
   int64_t microbatch = 0;
+  /// The micro-batch's samples (PlanFormat.h, microbatchSlice): dim 0 of
+  /// the batch inputs holds `sliceSamples` (the plan's batch), of which the
+  /// last `padding` are padding; the first is sample `firstSample` of the
+  /// rank's step.
+  int64_t sliceSamples = 1;
+  int64_t firstSample = 0;
+  int64_t padding = 0;
   /// Index of the step in the plan (for error messages).
   size_t stepIndex = 0;
+
+  /// Of a loss operand's `rows` (dim 0, grouped by sample), those of real
+  /// samples: the losses leave the padding's rows out.
+  int64_t liveRows(int64_t rows) const {
+    if (padding == 0 || rows % sliceSamples != 0)
+      return rows;
+    return rows - rows / sliceSamples * padding;
+  }
+  /// Dropout's first mask element for a tensor of `n` elements: its
+  /// elements continue the rank's batch across micro-batches.
+  uint64_t firstElement(int64_t n) const {
+    if (n % sliceSamples != 0)
+      return uint64_t(microbatch) * uint64_t(n);
+    return uint64_t(firstSample) * uint64_t(n / sliceSamples);
+  }
 };
 
 /// The operand and result refs of every step of `plan` in an arena at
@@ -108,6 +131,10 @@ public:
     c.numOutputs = int(outputs[step].size());
     c.trainingStep = trainingStep;
     c.microbatch = microbatch;
+    MicrobatchSlice slice = microbatchSlice(plan->plan, microbatch);
+    c.sliceSamples = std::max<int64_t>(plan->plan.batch, 1);
+    c.firstSample = slice.first;
+    c.padding = slice.padding;
     c.stepIndex = step;
     return c;
   }

@@ -401,6 +401,9 @@ Executor::checkUserData(const std::string &name, DType dtype,
   if (b.role != BufferRole::Input)
     throw PlanError("--data " + name + ": buffer '" + name + "' is a " +
                     roleName(b.role) + " buffer, not an input");
+  if (b.data && b.data->kind == DataSpec::Kind::SampleMask)
+    throw PlanError("--data " + name + ": input '" + name +
+                    "' is the micro-batches' sample mask, which remat fills");
   if (dtype != b.dtype)
     throw PlanError("--data " + name + ": array has dtype " +
                     dtypeName(dtype) + " but input '" + name + "' is " +
@@ -413,7 +416,12 @@ Executor::checkUserData(const std::string &name, DType dtype,
     // The file holds global batches (micro-batch * microbatches * ranks
     // rows each): this rank reads its rows of each, a micro-batch at a
     // time.
-    int64_t rows = b.shape[0], global = rows * k * numRanks;
+    // (Dim 0 holds the micro-batch's samples, rows / batch rows each.)
+    const Plan &p = loaded.plan;
+    int64_t rows = b.shape[0],
+            perSample = rows % p.batch == 0 ? rows / p.batch : 0,
+            rankRows = perSample ? perSample * p.stepSamples : rows * k,
+            global = rankRows * numRanks;
     bool whole = shape.size() == b.shape.size() && !shape.empty() &&
                  std::equal(b.shape.begin() + 1, b.shape.end(),
                             shape.begin() + 1) &&
@@ -428,12 +436,16 @@ Executor::checkUserData(const std::string &name, DType dtype,
       throw PlanError("--data " + name + ": array has shape " +
                       formatShape(shape) + " but " + parts +
                       " need global batches of input '" + name + "': shape " +
-                      formatShape(globalShape) + " (" + std::to_string(rows) +
-                      " samples per " + (k > 1 ? "micro-batch" : "rank") +
+                      formatShape(globalShape) + " (" +
+                      (p.stepSamples < p.batch * k ? "at most " : "") +
+                      std::to_string(rows) + " samples per " +
+                      (k > 1 ? "micro-batch" : "rank") +
                       "), or several of them stacked on dim 0");
+    uint64_t rowBytes = b.bytes / uint64_t(rows);
     data.batches = uint64_t(shape[0] / global);
-    data.stride = b.bytes * uint64_t(k * numRanks);
-    data.first = b.bytes * uint64_t(k * (ranks ? ranks->rank() : 0));
+    data.stride = rowBytes * uint64_t(global);
+    data.first = rowBytes * uint64_t(rankRows * (ranks ? ranks->rank() : 0));
+    data.sampleStride = rowBytes * uint64_t(perSample);
     data.sliceStride = b.bytes;
     return {*index, std::move(data)};
   }
@@ -508,6 +520,7 @@ SyntheticRequest Executor::syntheticRequest(const BufferDesc &b, uint64_t n,
 
 void Executor::fillInputs(int64_t step, int64_t microbatch) {
   const Plan &p = loaded.plan;
+  const MicrobatchSlice slice = microbatchSlice(p, microbatch);
   // Host copies are kept only of inputs some labels_of or teacher reads.
   std::set<size_t> needed;
   for (const BufferDesc &b : p.buffers)
@@ -526,32 +539,49 @@ void Executor::fillInputs(int64_t step, int64_t microbatch) {
         continue;
       if (auto it = userData.find(i); it != userData.end()) {
         const UserData &d = it->second;
-        uint64_t from = d.first + uint64_t(step) % d.batches * d.stride +
-                        uint64_t(microbatch) * d.sliceStride;
-        if (!d.file) {
-          // Straight from the array in memory.
-          const char *src = d.array.bytes.data() + from;
-          copyInput(i, src, b.bytes, 0, step);
-          if (needed.count(i))
-            host.emplace(i, std::vector<char>(src, src + b.bytes));
-        } else if (needed.count(i)) {
-          // A labels_of or teacher input reads this batch on the host.
-          std::vector<char> bytes(size_t(b.bytes));
-          d.file->readData(from, b.bytes, b.bytes,
-                           [&](uint64_t done, const char *src, uint64_t n) {
-                             std::memcpy(bytes.data() + done, src, n);
-                           });
-          copyInput(i, bytes.data(), bytes.size(), 0, step);
-          host.emplace(i, std::move(bytes));
+        uint64_t batchAt = d.first + uint64_t(step) % d.batches * d.stride;
+        // The micro-batch's rows; a padding sample repeats its first.
+        std::vector<std::pair<uint64_t, uint64_t>> pieces; // (from, bytes)
+        if (d.sampleStride == 0) {
+          pieces.push_back(
+              {batchAt + uint64_t(microbatch) * d.sliceStride, b.bytes});
         } else {
-          // From the file into the buffer through 1 MiB: the run's peak
-          // RSS counts whatever the host holds beside the arena.
-          constexpr uint64_t kChunk = uint64_t(1) << 20;
-          d.file->readData(from, b.bytes, kChunk,
-                           [&](uint64_t done, const char *src, uint64_t n) {
-                             copyInput(i, src, n, done, step);
-                           });
+          uint64_t from = batchAt + uint64_t(slice.first) * d.sampleStride;
+          pieces.push_back({from, uint64_t(slice.samples) * d.sampleStride});
+          if (slice.padding)
+            pieces.push_back({from, d.sampleStride});
         }
+        std::vector<char> bytes; // the host's copy, where one is needed
+        if (needed.count(i))
+          bytes.resize(size_t(b.bytes));
+        uint64_t to = 0;
+        for (auto [from, size] : pieces) {
+          if (!d.file) {
+            // Straight from the array in memory.
+            const char *src = d.array.bytes.data() + from;
+            copyInput(i, src, size, to, step);
+            if (!bytes.empty())
+              std::memcpy(bytes.data() + to, src, size);
+          } else if (!bytes.empty()) {
+            // A labels_of or teacher input reads this batch on the host.
+            d.file->readData(from, size, size,
+                             [&](uint64_t done, const char *src, uint64_t n) {
+                               std::memcpy(bytes.data() + to + done, src, n);
+                             });
+            copyInput(i, bytes.data() + to, size, to, step);
+          } else {
+            // From the file into the buffer through 1 MiB: the run's peak
+            // RSS counts whatever the host holds beside the arena.
+            constexpr uint64_t kChunk = uint64_t(1) << 20;
+            d.file->readData(from, size, kChunk,
+                             [&](uint64_t done, const char *src, uint64_t n) {
+                               copyInput(i, src, n, to + done, step);
+                             });
+          }
+          to += size;
+        }
+        if (!bytes.empty())
+          host.emplace(i, std::move(bytes));
         continue;
       }
       if (!b.data)
@@ -559,10 +589,17 @@ void Executor::fillInputs(int64_t step, int64_t microbatch) {
                              ": input has no data generator; pass --data " +
                              b.name + "=FILE.npy");
       uint64_t n = *checkedNumElements(b.shape);
-      // A data-parallel rank's micro-batch of the global batch's tensor.
+      // A data-parallel rank's micro-batch of the global batch's tensor
+      // (its samples' elements where dim 0 holds them); a padding sample
+      // repeats the micro-batch's first.
+      const int64_t rank = ranks ? ranks->rank() : 0;
+      const uint64_t perSample = !b.shape.empty() && b.shape[0] % p.batch == 0
+                                     ? n / uint64_t(p.batch)
+                                     : 0;
       uint64_t offset =
-          n *
-          uint64_t((ranks ? ranks->rank() : 0) * p.microbatches + microbatch);
+          perSample ? perSample * uint64_t(rank * p.stepSamples + slice.first)
+                    : n * uint64_t(rank * p.microbatches + microbatch);
+      const uint64_t live = n - perSample * uint64_t(slice.padding);
       if (!needed.count(i) && (b.data->kind == DataSpec::Kind::Randn ||
                                b.data->kind == DataSpec::Kind::Randint)) {
         // (Past 2^34 elements the host path reports the stream's limit.)
@@ -574,12 +611,15 @@ void Executor::fillInputs(int64_t step, int64_t microbatch) {
         // never holds a second copy of the whole tensor.
         uint64_t elementBytes = dtypeSize(b.dtype);
         constexpr uint64_t kChunk = uint64_t(1) << 18; // a multiple of 4
-        for (uint64_t begin = 0; begin < n; begin += kChunk) {
-          uint64_t count = std::min(kChunk, n - begin);
-          std::vector<char> piece = syntheticInputRange(
-              p, i, runSeed, step, offset + begin, count);
+        for (uint64_t begin = 0; begin < n;) {
+          // (Past `live`: the padding, drawn as the first sample.)
+          uint64_t end = std::min(begin + kChunk, begin < live ? live : n);
+          uint64_t at = begin < live ? offset + begin : offset + begin - live;
+          std::vector<char> piece =
+              syntheticInputRange(p, i, runSeed, step, at, end - begin);
           copyInput(i, piece.data(), piece.size(), begin * elementBytes,
                     step);
+          begin = end;
         }
         continue;
       }
@@ -587,6 +627,15 @@ void Executor::fillInputs(int64_t step, int64_t microbatch) {
           isLabels ? &host.at(size_t(b.data->of)) : nullptr;
       std::vector<char> bytes =
           syntheticInput(p, i, runSeed, step, source, offset);
+      if (live < n) { // the padding sample repeats the first
+        uint64_t elementBytes = dtypeSize(b.dtype);
+        if (b.data->kind == DataSpec::Kind::SampleMask)
+          std::memset(bytes.data() + live * elementBytes, 0,
+                      size_t((n - live) * elementBytes));
+        else
+          std::memcpy(bytes.data() + live * elementBytes, bytes.data(),
+                      size_t(perSample * elementBytes));
+      }
       copyInput(i, bytes.data(), bytes.size(), 0, step);
       if (needed.count(i))
         host.emplace(i, std::move(bytes));
@@ -709,8 +758,7 @@ StepResult Executor::runStep(bool prefetchNext) {
   result.milliseconds =
       std::chrono::duration<double, std::milli>(end - start).count();
   double seconds = std::max(result.milliseconds / 1000.0, 1e-9);
-  double globalBatch =
-      double(p.batch) * double(p.microbatches) * double(p.ranks);
+  double globalBatch = double(p.stepSamples) * double(p.ranks);
   result.samplesPerSecond = globalBatch / seconds;
   // (In double: batch * tokens_per_sample may overflow int64.)
   result.tokensPerSecond = globalBatch * double(p.tokensPerSample) / seconds;

@@ -158,9 +158,11 @@ private:
     NpyArray array;
     std::optional<NpyFile> file;
     uint64_t batches = 1, stride = 0, first = 0;
-    /// Bytes from one micro-batch's rows to the next (0: every micro-batch
-    /// reads the same bytes, a constant tensor).
-    uint64_t sliceStride = 0;
+    /// Bytes of one sample's rows: micro-batch j starts at its first
+    /// sample (microbatchSlice). 0 where dim 0 is not the batch's: then
+    /// `sliceStride` bytes from one micro-batch to the next (0: every
+    /// micro-batch reads the same bytes, a constant tensor).
+    uint64_t sampleStride = 0, sliceStride = 0;
   };
   /// Checks user data of `dtype` and `shape` for input `name` (the
   /// messages of setInputData) and returns its buffer and byte ranges.

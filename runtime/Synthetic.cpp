@@ -133,6 +133,13 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
     return syntheticInputRange(plan, index, seed, step, elementOffset, n);
   Stream s(seed, bufferStreamId(b.name), uint32_t(step), kDataDomain);
   std::vector<char> bytes;
+  if (d.kind == DataSpec::Kind::SampleMask) {
+    // Every sample real; the executor zeroes a micro-batch's padding.
+    std::vector<float> ones(n, 1.0f);
+    bytes.assign(reinterpret_cast<const char *>(ones.data()),
+                 reinterpret_cast<const char *>(ones.data() + n));
+    return floatsAs(b.dtype, std::move(bytes));
+  }
   if (d.kind == DataSpec::Kind::Randn) {
     bytes.resize(n * sizeof(float));
     fillNormal(s, 0, n, d.mean, d.std, reinterpret_cast<float *>(bytes.data()));
@@ -223,6 +230,7 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
   }
   case DataSpec::Kind::Randn:
   case DataSpec::Kind::Teacher:
+  case DataSpec::Kind::SampleMask:
     break;
   }
   if (b.dtype == DType::I32)

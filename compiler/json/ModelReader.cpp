@@ -237,18 +237,28 @@ ModelGraph ModelReader::read(const std::string &text) {
                         std::to_string(parts) + " slices, more than its " +
                         std::to_string(int64_t(global)) +
                         " samples (config 'batch')");
-    if (global != std::floor(global) || global < double(parts) ||
-        std::fmod(global, double(parts)) != 0)
+    // The ranks' shares are equal; a rank's micro-batches may differ by one
+    // sample.
+    if (global != std::floor(global) || global < double(parts))
+      throw OptionError(sourceName + ": " + flags +
+                        " needs a whole number of samples in config 'batch', "
+                        "got " +
+                        nlohmann::json(global).dump());
+    if (std::fmod(global, double(options.ranks)) != 0)
       throw OptionError(
-          sourceName + ": " + flags + " does not divide the global batch " +
+          sourceName + ": --ranks " + std::to_string(options.ranks) +
+          " does not divide the global batch " +
           std::to_string(int64_t(global)) +
           " (config 'batch') into equal slices; pick a batch that is a "
           "multiple of " +
-          std::to_string(parts) + " (--set batch=...)");
-    graph.config["batch"] = global / double(parts);
+          std::to_string(options.ranks) + " (--set batch=...)");
+    int64_t rankBatch = int64_t(global) / options.ranks;
+    graph.config["batch"] =
+        double((rankBatch + options.microbatches - 1) / options.microbatches);
     graph.ranks = options.ranks;
     graph.shardOptimizer = options.shardOptimizer && options.ranks > 1;
     graph.microbatches = options.microbatches;
+    graph.stepSamples = rankBatch;
   }
   if (graph.config.count("batch"))
     graph.batch = static_cast<int64_t>(graph.config["batch"]);

@@ -312,13 +312,21 @@ void OnnxReader::checkAndInferShapes() {
                           " slices, more than its " + std::to_string(dims[0]) +
                           " samples (--input-shape " + input.name() + "=" +
                           dimsText(dims) + ")");
-      if (dims.empty() || dims[0] % parts != 0)
+      // The ranks' shares are equal; a rank's micro-batches may differ by
+      // one sample.
+      if (dims.empty() || dims[0] % options.ranks != 0)
+        throw OptionError(
+            graph.sourceName + ": --ranks " + std::to_string(options.ranks) +
+            " does not divide the global batch of "
+            "--input-shape " +
+            input.name() + "=" + dimsText(dims) + " into equal slices");
+      int64_t rankBatch = dims[0] / options.ranks;
+      if (graph.stepSamples && graph.stepSamples != rankBatch)
         throw OptionError(graph.sourceName + ": " + options.splitFlags() +
-                          " does not divide the global batch of "
-                          "--input-shape " +
-                          input.name() + "=" + dimsText(dims) +
-                          " into equal slices");
-      dims[0] /= parts;
+                          ": the inputs' batches differ (--input-shape " +
+                          input.name() + "=" + dimsText(dims) + ")");
+      graph.stepSamples = rankBatch;
+      dims[0] = (rankBatch + options.microbatches - 1) / options.microbatches;
     }
     if (int(dims.size()) != shape->dim_size())
       throw OptionError(graph.sourceName + ": --input-shape " + input.name() +

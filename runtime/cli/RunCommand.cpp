@@ -368,10 +368,10 @@ int runCommand(const RunOptions &opt) {
     std::ostream &info = lead ? err : quiet;
     info << "remat run: model '" << p.model << "', " << p.buffers.size()
          << " buffers, " << p.steps.size() << " steps"
-         << (p.microbatches > 1 ? " run in " + std::to_string(p.microbatches) +
-                                      " micro-batches of " +
-                                      std::to_string(p.batch) + " samples"
-                                : std::string())
+         << (p.microbatches > 1
+                 ? " run in " + describeMicrobatches(p.microbatches, p.batch,
+                                                     p.stepSamples)
+                 : std::string())
          << ", arena " << exec.arenaBytes() << " B, workspace "
          << exec.workspaceBytes() << " B, backend " << backend->name()
          << ", seed " << exec.seed() << "\n";

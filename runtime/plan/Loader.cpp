@@ -1,6 +1,7 @@
 //===- Loader.cpp - Plan validation ---------------------------------------===//
 #include "runtime/plan/Loader.h"
 
+#include <algorithm>
 #include <set>
 
 namespace remat::runtime {
@@ -133,6 +134,19 @@ void validateBuffer(const LoadedPlan &lp, size_t i) {
                       std::to_string(outputs) + " weights is too large");
     return;
   }
+  if (d.kind == DataSpec::Kind::SampleMask) {
+    bool perSample = isFloatDType(b.dtype) && !b.shape.empty() &&
+                     b.shape[0] == plan.batch &&
+                     std::all_of(b.shape.begin() + 1, b.shape.end(),
+                                 [](int64_t d) { return d == 1; });
+    if (!perSample)
+      fail(where, kind +
+                      " needs a float buffer of shape [batch, 1, ...] "
+                      "(batch " +
+                      std::to_string(plan.batch) + "), got " +
+                      dtypeName(b.dtype) + formatShape(b.shape));
+    return;
+  }
   if (d.kind == DataSpec::Kind::Randn) {
     if (!isFloatDType(b.dtype))
       fail(where, kind + " needs a float buffer, got " + dtypeName(b.dtype));
@@ -192,6 +206,7 @@ void validateBuffer(const LoadedPlan &lp, size_t i) {
   }
   case DataSpec::Kind::Teacher:
   case DataSpec::Kind::Randn:
+  case DataSpec::Kind::SampleMask:
     break;
   }
 }

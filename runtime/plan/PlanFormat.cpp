@@ -24,8 +24,8 @@ constexpr NameTable kRoles[] = {
 constexpr NameTable kPhases[] = {
     {"forward", 0}, {"backward", 1}, {"optimizer", 2}};
 constexpr const char *kInitKinds[] = {"normal", "uniform", "zeros", "ones"};
-constexpr const char *kDataKinds[] = {"randn", "randint", "sequence",
-                                      "labels_of", "teacher"};
+constexpr const char *kDataKinds[] = {"randn",     "randint", "sequence",
+                                      "labels_of", "teacher", "sample_mask"};
 
 template <size_t N>
 std::optional<int> lookup(const NameTable (&table)[N], const std::string &s) {
@@ -286,7 +286,7 @@ Plan parsePlan(const json &v, const std::string &source) {
                       {"format", "version", "model", "seed", "alignment",
                        "arena_bytes", "buffers", "steps", "loss",
                        "tokens_per_sample", "batch", "ranks", "microbatches",
-                       "weights", "report"});
+                       "step_samples", "weights", "report"});
   Plan plan;
   plan.model = r.str(r.field(v, "", "model"), "/model");
   if (const json *f = r.optionalField(v, "seed"))
@@ -318,6 +318,31 @@ Plan parsePlan(const json &v, const std::string &source) {
       r.fail("/microbatches", "microbatches must be in [1, " +
                                   std::to_string(kMaxMicrobatches) + "], got " +
                                   std::to_string(plan.microbatches));
+  }
+  plan.stepSamples = plan.batch;
+  if (plan.microbatches > 1) {
+    if (plan.batch < 1 || plan.batch > (int64_t(1) << 48))
+      r.fail("/batch", "a plan of " + std::to_string(plan.microbatches) +
+                           " micro-batches needs a batch in [1, 2^48], got " +
+                           std::to_string(plan.batch));
+    plan.stepSamples = plan.batch * plan.microbatches;
+  }
+  if (const json *f = r.optionalField(v, "step_samples")) {
+    int64_t given = r.int64(*f, "/step_samples");
+    // Slices that differ by at most one sample: more than (batch - 1) per
+    // micro-batch, at most batch.
+    int64_t least = (plan.batch - 1) * plan.microbatches + 1;
+    if (plan.microbatches < 2 || given < least || given > plan.stepSamples)
+      r.fail("/step_samples",
+             plan.microbatches < 2
+                 ? std::string("step_samples needs microbatches > 1")
+                 : "step_samples must be in [" + std::to_string(least) + ", " +
+                       std::to_string(plan.stepSamples) + "] for " +
+                       std::to_string(plan.microbatches) +
+                       " micro-batches of at most " +
+                       std::to_string(plan.batch) + " samples, got " +
+                       std::to_string(given));
+    plan.stepSamples = given;
   }
   if (const json *f = r.optionalField(v, "weights")) {
     plan.weights = r.str(*f, "/weights");
@@ -441,6 +466,8 @@ json serializePlan(const Plan &plan) {
         if (isIndexDType(b.dtype))
           jd["classes"] = d.classes;
         break;
+      case DataSpec::Kind::SampleMask:
+        break;
       }
       jb["data"] = jd;
     }
@@ -463,10 +490,36 @@ json serializePlan(const Plan &plan) {
     out["ranks"] = plan.ranks;
   if (plan.microbatches > 1)
     out["microbatches"] = plan.microbatches;
+  if (plan.microbatches > 1 &&
+      plan.stepSamples != plan.batch * plan.microbatches)
+    out["step_samples"] = plan.stepSamples;
   if (!plan.weights.empty())
     out["weights"] = plan.weights;
   out["report"] = plan.report.is_null() ? json::object() : plan.report;
   return out;
+}
+
+MicrobatchSlice microbatchSlice(const Plan &plan, int64_t microbatch) {
+  // `full` micro-batches of `batch` samples, then ones of `batch - 1`.
+  int64_t full = plan.stepSamples - (plan.batch - 1) * plan.microbatches;
+  MicrobatchSlice slice;
+  slice.first =
+      microbatch * plan.batch - std::max<int64_t>(0, microbatch - full);
+  slice.samples = microbatch < full ? plan.batch : plan.batch - 1;
+  slice.padding = plan.batch - slice.samples;
+  return slice;
+}
+
+std::string describeMicrobatches(int64_t k, int64_t batch,
+                                 int64_t stepSamples) {
+  std::string text = std::to_string(k) + " micro-batches";
+  int64_t full = stepSamples - (batch - 1) * k;
+  if (full >= k)
+    return text + " of " + std::to_string(batch) + " samples each";
+  return text + ": " + std::to_string(full) + " of " + std::to_string(batch) +
+         " samples, " + std::to_string(k - full) + " of " +
+         std::to_string(batch - 1) + " (" + std::to_string(stepSamples) +
+         " in all)";
 }
 
 std::string serializePlanText(const Plan &plan, int indent) {

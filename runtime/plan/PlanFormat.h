@@ -68,7 +68,10 @@ struct InitSpec {
 /// How an input buffer is filled at the start of every step when the user
 /// gives no data file for it.
 struct DataSpec {
-  enum class Kind { Randn, Randint, Sequence, LabelsOf, Teacher };
+  /// SampleMask: 1 for each sample of the micro-batch, 0 for its padding
+  /// (a split step's reduction loss reads its input times it; [batch, 1,
+  /// ...], float).
+  enum class Kind { Randn, Randint, Sequence, LabelsOf, Teacher, SampleMask };
   Kind kind = Kind::Randn;
   double mean = 0.0, std = 1.0; ///< randn
   int64_t low = 0, high = 2;    ///< randint: uniform integers in [low, high)
@@ -120,6 +123,11 @@ struct Plan {
   /// run once per micro-batch on consecutive slices of the rank's batch
   /// `batch * microbatches`, the optimizer steps only after the last.
   int64_t microbatches = 1;
+  /// Samples of the rank's whole step, all micro-batches: `batch *
+  /// microbatches`, or fewer where the batch does not divide evenly. Then
+  /// the last micro-batches hold `batch - 1` samples and one padding sample
+  /// that the losses leave out (microbatchSlice).
+  int64_t stepSamples = 1;
   /// Data-parallel ranks the plan is for (docs/distributed.md): each runs
   /// this plan on its `batch` samples of the global batch `batch * ranks`.
   int64_t ranks = 1;
@@ -135,6 +143,23 @@ struct Plan {
 inline BufferRole updateGradientRole(const Plan &plan) {
   return plan.microbatches > 1 ? BufferRole::Accumulator : BufferRole::Grad;
 }
+
+/// Micro-batch `microbatch` (0-based) of `plan`'s step: its first sample
+/// within the rank's step and its real samples. Slices differ by at most
+/// one sample: the first `stepSamples - (batch - 1) * microbatches` hold
+/// `batch`, the rest `batch - 1` and a padding sample (a copy of their
+/// first) that the losses leave out.
+struct MicrobatchSlice {
+  int64_t first = 0;   ///< first sample, within the rank's step
+  int64_t samples = 1; ///< real samples (`batch` or `batch - 1`)
+  int64_t padding = 0; ///< `batch - samples`
+};
+MicrobatchSlice microbatchSlice(const Plan &plan, int64_t microbatch);
+
+/// "4 micro-batches of 2 samples each", or where they differ "3
+/// micro-batches: 1 of 6 samples, 2 of 5 (16 in all)": `k` micro-batches of
+/// at most `batch` samples, `stepSamples` in all.
+std::string describeMicrobatches(int64_t k, int64_t batch, int64_t stepSamples);
 
 /// Converts JSON to a Plan. Checks structure, field types and enum names, and
 /// the format and version; throws PlanError naming `source` and the JSON

@@ -11,8 +11,11 @@
       input of layer 1, -3.6e-7 in float64, comes out +1.5e-8 when the
       GEMM's rows are grouped 64 at a time (k = 4), and that one flipped
       mask element moves linear1.bias's gradient by 3e-3; skips without
-      PyTorch). For k = 2, 4 and 8 against the
-      unsplit step, on the same data: step 1's parameter gradients within
+      PyTorch). For k = 2, 3, 4 and 8 against the
+      unsplit step, on the same data (k = 3 splits the batch unevenly:
+      gpt2 and onnx-lm 3, 3 and 2 samples, seed_mlp 6, 5 and 5, the short
+      slices padded; gpt2's loss is cross_entropy, seed_mlp's a
+      reduce_sum, which the sample mask keeps from the padding): step 1's parameter gradients within
       1e-5 relative per tensor (analytically zero gradients, float noise in
       both, left out and named), and the losses of 20 steps within 1e-5
       relative. gpt2-bf16: gpt2 with --precision bf16, where each slice's
@@ -21,10 +24,12 @@
       gradients within 1e-2 (bf16 keeps 8 bits: 2^-7 = 7.8e-3 apart at
       most per value) and the 20 losses within 1e-3.
   microbatches.py REMAT errors
-      --microbatches 0, -3, abc, more than the batch, one that does not
-      divide it, --max-microbatches 0: a clear error and exit status 2; a
-      model with batch norm split without --microbatch-norm per-slice: an
-      error that names the node and the flag; a budget no split fits: the
+      --microbatches 0, -3, abc, more than the batch, --max-microbatches 0:
+      a clear error and exit status 2; one that does not divide the batch
+      compiles, saying how the slices differ; a model with batch norm split
+      without --microbatch-norm per-slice: an error that names the node and
+      the flag, and with it into uneven slices: an error that names the
+      node and asks for a k that divides the batch; a budget no split fits: the
       unsplit minimum and the least the most micro-batches need, which
       compiles (1% less does not); a model from standard input with
       --microbatches auto: exit 2 (the search reads the model once per
@@ -43,7 +48,7 @@ sys.path.insert(0, HERE)
 from distributed import (SKIP, losses, model_path, must, norm,  # noqa: E402
                          read_safetensors, relative, run)
 
-SPLITS = (2, 4, 8)
+SPLITS = (2, 3, 4, 8)
 
 
 def model_args(remat, work, name):
@@ -138,8 +143,12 @@ def errors(remat, work):
                "auto")
     expect(run(mlp + ["--microbatches", "16"]), 2, "--microbatches 16",
            "more than its 8 samples")
-    expect(run(mlp + ["--microbatches", "3"]), 2, "--microbatches 3",
-           "does not divide")
+    r = run(mlp + ["--microbatches", "3"])
+    must(r, "--microbatches 3 of a batch of 8")
+    uneven = "3 micro-batches: 2 of 3 samples, 1 of 2 (8 in all)"
+    if uneven not in r.stderr:
+        raise SystemExit(f"FAIL: no '{uneven}' in:\n{r.stderr}")
+    print(f"uneven: {uneven}")
     expect(run(mlp + ["--max-microbatches", "0"]), 2, "--max-microbatches")
     expect(run(mlp + ["--microbatch-norm", "global"]), 2,
            "--microbatch-norm", "per-slice")
@@ -151,6 +160,10 @@ def errors(remat, work):
     must(run(norm_model + ["--microbatches", "2",
                            "--microbatch-norm", "per-slice"]),
          "norm.json with --microbatch-norm per-slice")
+    expect(run(norm_model + ["--microbatches", "4",
+                             "--microbatch-norm", "per-slice"]), 2,
+           "normalizes over the batch", "slices of different sizes",
+           "divides the batch", "/ops/")
     # A budget no split fits: the error names the unsplit minimum and the
     # least the most micro-batches need, a budget that then compiles while
     # 1% less does not.

@@ -87,9 +87,11 @@ void printSummary(const nlohmann::json &report) {
               << ", recompute overhead "
               << report["recompute_overhead"].get<double>() * 100 << "%\n";
   if (int64_t k = report.value("microbatches", int64_t(1)); k > 1)
-    std::cerr << "remat: " << k << " micro-batches of "
-              << report["microbatch_samples"].get<int64_t>()
-              << " samples each, gradients summed before one update\n";
+    std::cerr << "remat: "
+              << runtime::describeMicrobatches(
+                     k, report["microbatch_samples"].get<int64_t>(),
+                     report["step_samples"].get<int64_t>())
+              << ", gradients summed before one update\n";
   std::cerr << "remat: planned peak "
             << formatBytes(report["planned_peak_bytes"].get<int64_t>())
             << ", arena " << formatBytes(report["arena_bytes"].get<int64_t>())
@@ -292,22 +294,28 @@ runtime::Plan planWithSplit(const CompileCommandOptions &options,
               << "; choosing micro-batches (--microbatches auto, at most "
               << mo.maxMicrobatches << ")\n";
   }
-  // Every k that divides the batch, smallest first; a k that fits without
-  // recomputation ends the search (a larger one only adds work per slice).
+  // Every k up to the batch, smallest first (one that does not divide it
+  // pads its shorter slices, which models with batch norm refuse); a k that
+  // fits without recomputation ends the search (a larger one only adds work
+  // per slice).
   const int64_t batch = model.graph.batch * model.graph.microbatches;
   std::optional<runtime::Plan> best;
   nlohmann::json tried = nlohmann::json::array();
   std::string refused; ///< why no split was tried, if so
+  int64_t most = 1;    ///< the most micro-batches the model takes
   for (int64_t k = mo.microbatchesGiven ? 1 : 2;
        k <= std::min(mo.maxMicrobatches, batch); ++k) {
-    if (batch % k != 0)
-      continue;
     model::ModelOptions split = mo;
     split.microbatches = k;
     std::optional<model::ModelFile> read;
     try {
       read = model::readModelFile(options.model, split);
     } catch (const model::OptionError &e) {
+      // Uneven slices the model refuses (batch norm): the next k.
+      if (batch % k != 0) {
+        tried.push_back({{"microbatches", k}, {"refused", e.what()}});
+        continue;
+      }
       // The model cannot be split (batch norm without --microbatch-norm):
       // an error where the user asked for a split, else the unsplit one.
       if (mo.microbatchesGiven)
@@ -316,6 +324,7 @@ runtime::Plan planWithSplit(const CompileCommandOptions &options,
       break;
     }
     model::ModelFile candidate = std::move(*read);
+    most = k;
     nlohmann::json r;
     try {
       runtime::Plan plan = compiler::compilePlan(candidate.graph, quick, r);
@@ -345,13 +354,10 @@ runtime::Plan planWithSplit(const CompileCommandOptions &options,
     // least any split needs: that of the most micro-batches.
     std::string split = "; the batch is not split: " + refused;
     if (refused.empty()) {
-      int64_t most = std::min(mo.maxMicrobatches, batch);
-      while (batch % most != 0)
-        --most;
-      split = "; no split into at most " +
+      split = "; no split of the batch " + std::to_string(batch) +
+              " into at most " +
               std::to_string(std::min(mo.maxMicrobatches, batch)) +
-              " micro-batches (--max-microbatches) that divides the batch " +
-              std::to_string(batch) + " fits either";
+              " micro-batches (--max-microbatches) fits either";
       if (most > 1) {
         // (A hint: where its search fails, the error goes without it.)
         try {

@@ -95,9 +95,9 @@ std::string formatExplanation(const Plan &plan, const PlanExplanation &ex,
   os << "arena: " << bytesWithExact(plan.arenaBytes) << ", batch "
      << plan.batch;
   if (plan.microbatches > 1)
-    os << " a micro-batch: the steps run for each of " << plan.microbatches
-       << " micro-batches in turn (" << plan.batch * plan.microbatches
-       << " samples a training step), the optimizer's in the last only";
+    os << " a micro-batch: the steps run for each of "
+       << describeMicrobatches(plan.microbatches, plan.batch, plan.stepSamples)
+       << " in turn, the optimizer's in the last only";
   os << "\n";
   if (plan.report.is_object() && !plan.report.empty()) {
     os << "report:\n";

@@ -28,6 +28,13 @@ TEST_CASE("cuda matmul matches the cpu for every transpose and batch form",
   checkMatmulFormsAgainstCpu(DType::F32, kReductionTol, rng);
 }
 
+TEST_CASE("cuda losses leave a micro-batch's padding sample out; dropout "
+          "continues the batch's mask",
+          "[cuda]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  checkPaddedSlice(*createCudaBackend());
+}
+
 TEST_CASE("cuda binary ops match the cpu under every broadcast form",
           "[cuda]") {
   REMAT_REQUIRE_CUDA_DEVICE();

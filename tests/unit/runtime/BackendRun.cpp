@@ -109,6 +109,9 @@ std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c) {
     call.numOutputs = int(outs.size());
     call.trainingStep = c.trainingStep;
     call.microbatch = c.microbatch;
+    call.sliceSamples = c.sliceSamples;
+    call.firstSample = c.firstSample;
+    call.padding = c.padding;
     call.stepIndex = 0;
     backend.runStep(call);
     backend.synchronize();
@@ -192,6 +195,81 @@ forEachBf16Case(std::mt19937 &rng, const std::function<bool(OpKind)> &skip,
     }
   }
   return covered;
+}
+
+void checkPaddedSlice(Backend &backend) {
+  using nlohmann::json;
+  std::mt19937 rng(23);
+  // 3 samples of 2 rows of 5 classes (4 values for mse); the slice holds 2
+  // real samples and a padding one, a copy of the first.
+  HostTensor logits = randomTensor({3, 2, 5}, rng, -2, 2);
+  HostTensor labels = tensorOf({3, 2}, {4, 0, 2, 1, 4, 0}, DType::I64);
+  HostTensor a = randomTensor({3, 4}, rng), b = randomTensor({3, 4}, rng);
+  HostTensor dloss = tensorOf({}, {1.5});
+  auto head = [](HostTensor t, int64_t samples) { // the first samples
+    int64_t per = t.size() / t.shape[0];
+    t.values.resize(size_t(samples * per));
+    t.shape[0] = samples;
+    return t;
+  };
+  auto padded = [](OpCase c) {
+    c.microbatch = 1;
+    c.sliceSamples = 3;
+    c.firstSample = 3;
+    c.padding = 1;
+    return c;
+  };
+  const double share = 2.0 / 3.0; // real rows over the slice's rows
+  struct Loss {
+    OpKind op, grad;
+    std::vector<HostTensor> in;
+  };
+  for (const Loss &l :
+       {Loss{OpKind::CrossEntropy, OpKind::CrossEntropyGrad, {logits, labels}},
+        Loss{OpKind::Mse, OpKind::MseGrad, {a, b}}}) {
+    INFO(opName(l.op));
+    std::vector<HostTensor> real = {head(l.in[0], 2), head(l.in[1], 2)};
+    OpCase whole{l.op, json::object(), l.in, {typeOf({})}};
+    OpCase part{l.op, json::object(), real, {typeOf({})}};
+    double lossPadded = runOnBackend(backend, padded(whole))[0].values[0];
+    double lossReal = runOnBackend(backend, part)[0].values[0];
+    CHECK(lossPadded == Approx(lossReal * share).epsilon(1e-6));
+    // Without the padding flag the third sample counts.
+    CHECK(runOnBackend(backend, whole)[0].values[0] !=
+          Approx(lossReal * share).epsilon(1e-3));
+    whole = {l.grad,
+             json::object(),
+             {l.in[0], l.in[1], dloss},
+             {typeOf(l.in[0].shape)}};
+    part = {l.grad,
+            json::object(),
+            {real[0], real[1], dloss},
+            {typeOf(real[0].shape)}};
+    HostTensor gradPadded = runOnBackend(backend, padded(whole))[0];
+    HostTensor gradReal = runOnBackend(backend, part)[0];
+    for (int64_t i = 0; i < gradPadded.size(); ++i) {
+      INFO("element " << i);
+      double expected =
+          i < gradReal.size() ? gradReal.values[size_t(i)] * share : 0.0;
+      CHECK(gradPadded.values[size_t(i)] ==
+            Approx(expected).epsilon(1e-6).margin(1e-12));
+    }
+  }
+  // Dropout: a slice of 3 samples from sample 3 draws rows 3..5 of the
+  // 6-sample batch's mask (the same as micro-batch 1 of 2 equal slices).
+  HostTensor x = tensorOf({6, 64}, std::vector<double>(6 * 64, 1.0));
+  json rate = {{"rate", 0.5}, {"seed", 7}};
+  HostTensor all =
+      runOnBackend(backend, {OpKind::Dropout, rate, {x}, {typeOf({6, 64})}})[0];
+  OpCase second{OpKind::Dropout, rate, {head(x, 3)}, {typeOf({3, 64})}};
+  second.sliceSamples = 3;
+  second.firstSample = 3;
+  second.microbatch = 1;
+  HostTensor mask = runOnBackend(backend, second)[0];
+  CHECK(mask.values ==
+        std::vector<double>(all.values.begin() + 3 * 64, all.values.end()));
+  CHECK(mask.values !=
+        std::vector<double>(all.values.begin(), all.values.begin() + 3 * 64));
 }
 
 } // namespace remat::runtime::test

@@ -33,6 +33,8 @@ struct OpCase {
   std::vector<TensorType> outputs;
   int64_t trainingStep = 0;
   int64_t microbatch = 0; ///< KernelCall::microbatch
+  /// KernelCall's micro-batch slice (sliceSamples, firstSample, padding).
+  int64_t sliceSamples = 1, firstSample = 0, padding = 0;
 };
 
 /// The one-step plan (JSON, 256-aligned buffers) runOnBackend runs.
@@ -40,6 +42,13 @@ nlohmann::json opPlanJson(const OpCase &c);
 
 /// Runs the op on `backend`; returns its results.
 std::vector<HostTensor> runOnBackend(Backend &backend, const OpCase &c);
+
+/// On `backend`: cross_entropy, mse and their gradients on a micro-batch
+/// of 3 samples whose last is padding equal the same ops on the 2 real
+/// samples, scaled by 2/3 (the padded slice's count), with zero gradients
+/// for the padding; dropout's mask of a slice starting at sample 3 is rows
+/// 3.. of the unsplit batch's.
+void checkPaddedSlice(Backend &backend);
 
 /// `t` as a bf16 tensor where it is f32 (its values rounded to bf16 on the
 /// way in).

@@ -5,6 +5,7 @@
 // ulps of the O(1) values used.
 //
 //===----------------------------------------------------------------------===//
+#include "BackendRun.h"
 #include "TestUtil.h"
 
 #include <catch2/catch.hpp>
@@ -250,6 +251,12 @@ TEST_CASE("cross_entropy is the mean negative log-likelihood", "[runtime]") {
   HostTensor bad = tensorOf({2}, {0, 2}, DType::I32);
   CHECK_THROWS_WITH(run1(OpKind::CrossEntropy, {}, {logits, bad}, {}),
                     Catch::Contains("label 2"));
+}
+
+TEST_CASE("the losses leave a micro-batch's padding sample out; dropout "
+          "continues the batch's mask",
+          "[runtime]") {
+  checkPaddedSlice(*createCpuBackend());
 }
 
 TEST_CASE("mse is the mean squared difference", "[runtime]") {

@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
+#include <vector>
 
 using namespace remat::runtime;
 using namespace remat::runtime::test;
@@ -703,6 +705,38 @@ TEST_CASE("loader checks a split plan's micro-batches and accumulators",
     json q = p;
     q["microbatches"] = bad;
     expectRejected(q, "microbatches must be in [1, 4096]");
+  }
+  {
+    // Slices that differ by one sample: step_samples in ((batch-1)k, bk].
+    json q = p;
+    q["batch"] = 3;
+    q["microbatches"] = 4;
+    q["step_samples"] = 10; // 3, 3, 2 and 2 samples
+    LoadedPlan uneven = loadPlanText(q.dump(), "uneven.plan");
+    CHECK(uneven.plan.stepSamples == 10);
+    std::vector<std::tuple<int64_t, int64_t, int64_t>> slices;
+    for (int64_t mb = 0; mb < 4; ++mb) {
+      MicrobatchSlice s = microbatchSlice(uneven.plan, mb);
+      slices.emplace_back(s.first, s.samples, s.padding);
+    }
+    CHECK(slices == std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+                        {0, 3, 0}, {3, 3, 0}, {6, 2, 1}, {8, 2, 1}});
+    CHECK(json::parse(serializePlanText(uneven.plan))["step_samples"] == 10);
+    CHECK(describeMicrobatches(4, 3, 10) ==
+          "4 micro-batches: 2 of 3 samples, 2 of 2 (10 in all)");
+    CHECK(describeMicrobatches(4, 3, 12) ==
+          "4 micro-batches of 3 samples each");
+    // An even split does not write it.
+    CHECK(!json::parse(serializePlanText(lp.plan)).contains("step_samples"));
+    CHECK(microbatchSlice(lp.plan, 1).first == lp.plan.batch);
+    for (json bad : {json(8), json(13), json(0)}) {
+      q["step_samples"] = bad;
+      expectRejected(q, "step_samples must be in [9, 12] for 4 micro-batches "
+                        "of at most 3 samples");
+    }
+    json one = tinyJson();
+    one["step_samples"] = 1;
+    expectRejected(one, "step_samples needs microbatches > 1");
   }
   {
     // grad_accumulate writes accumulators only, and only it does.

@@ -27,7 +27,7 @@ template <typename T> void runDropout(const KernelCall &call, T *, uint64_t) {
   uint64_t seed = call.attrs->seed, step = uint64_t(call.trainingStep);
   // One Philox block serves 4 elements (dropoutUniform's word g % 4 of
   // batch element g = first + i); the blocks in pieces on the threads.
-  uint64_t first = uint64_t(call.microbatch) * uint64_t(n);
+  uint64_t first = call.firstElement(n);
   uint64_t begin = first / 4, end = (first + uint64_t(n) + 3) / 4;
   constexpr uint64_t kBlocks = 4096;
   uint64_t pieces = (end - begin + kBlocks - 1) / kBlocks;

@@ -8,8 +8,10 @@
 // softmax (softmaxRow's arithmetic) minus the label's one-hot. Every label is
 // checked against [0, C) before anything is written. Rows run on OpenMP's
 // threads, the loss's row terms added in row order, so the bits do not depend
-// on the thread count. bf16 logits (--precision bf16) are widened as read and
-// the float32 loss computed from them; bf16 dlogits are each row's float
+// on the thread count. The rows (elements) of a micro-batch's padding sample
+// (KernelCall::liveRows) add nothing to the loss and get zero gradients; the
+// count stays the slice's. bf16 logits (--precision bf16) are widened as read
+// and the float32 loss computed from them; bf16 dlogits are each row's float
 // result rounded to bf16.
 //
 //===----------------------------------------------------------------------===//
@@ -47,6 +49,7 @@ void crossEntropy(const KernelCall &call, bool grad) {
           rows = call.inputs[0].numElements / c;
   for (int64_t r = 0; r < rows; ++r)
     checkedIndex(labels, r, c, "label");
+  const int64_t live = call.liveRows(rows);
   auto rowMax = [&](const In *x) {
     T m = loadAs<T>(x, 0);
     for (int64_t j = 1; j < c; ++j)
@@ -67,9 +70,9 @@ void crossEntropy(const KernelCall &call, bool grad) {
     // Each row's logsumexp - logit[label] in double, on the threads; then
     // added in row order, so the bits do not depend on the thread count.
     double total = 0;
-    std::vector<double> terms(size_t(std::min(rows, kLossRows)));
-    for (int64_t r0 = 0; r0 < rows; r0 += kLossRows) {
-      int64_t n = std::min(kLossRows, rows - r0);
+    std::vector<double> terms(size_t(std::min(live, kLossRows)));
+    for (int64_t r0 = 0; r0 < live; r0 += kLossRows) {
+      int64_t n = std::min(kLossRows, live - r0);
       parallelFor(n, n * c, [&](int64_t i) {
         const In *x = logits + (r0 + i) * c;
         T maxValue = rowMax(x);
@@ -89,6 +92,11 @@ void crossEntropy(const KernelCall &call, bool grad) {
   withStorage<T>(call.outputs[0].dtype, [&](auto stored) {
     auto *dlogits = call.outputs[0].as<decltype(stored)>();
     parallelFor(rows, rows * c, [&](int64_t r) {
+      if (r >= live) { // a padding sample's row
+        for (int64_t j = 0; j < c; ++j)
+          storeAs(dlogits, r * c + j, T(0));
+        return;
+      }
       const In *x = logits + r * c;
       T maxValue = rowMax(x);
       T inv = T(1.0 / rowSum(x, maxValue));
@@ -124,7 +132,7 @@ template <typename T> void runMse(const KernelCall &call, T *, uint64_t) {
   const T *a = inData<T>(call, 0), *b = inData<T>(call, 1);
   int64_t n = call.inputs[0].numElements;
   double sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < call.liveRows(n); ++i) {
     double d = double(a[i]) - double(b[i]);
     sum += d * d;
   }
@@ -136,8 +144,9 @@ template <typename T> void runMseGrad(const KernelCall &call, T *, uint64_t) {
   int64_t n = call.inputs[0].numElements;
   T scale = T(2.0 * double(inData<T>(call, 2)[0]) / double(n));
   T *da = outData<T>(call, 0);
+  const int64_t live = call.liveRows(n);
   for (int64_t i = 0; i < n; ++i)
-    da[i] = scale * (a[i] - b[i]);
+    da[i] = i < live ? scale * (a[i] - b[i]) : T(0);
 }
 
 template void runCrossEntropy<float>(const KernelCall &, float *, uint64_t);

@@ -44,7 +44,7 @@ void launchAs(const KernelCall &call, const DeviceContext &ctx) {
   int64_t n = call.inputs[0].numElements;
   float rate = call.attrs->rate;
   float scale = 1.0f / (1.0f - rate);
-  uint64_t first = uint64_t(call.microbatch) * uint64_t(n);
+  uint64_t first = call.firstElement(n);
   REMAT_LAUNCH(gridFor((n + 3) / 4 + 1), kThreads, 0, ctx.stream,
                dropoutKernel<E>)
   (call.inputs[0].as<const E>(), call.outputs[0].as<E>(), n, first,

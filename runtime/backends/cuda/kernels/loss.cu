@@ -7,7 +7,9 @@
 // DeviceStatus (reported at synchronize) and its row contributes 0 (its
 // gradient row is 0). cross_entropy and its gradient read bf16 logits
 // (--precision bf16) as they are, widened per element, and write bf16
-// dlogits each rounded once from the float result, as the CPU does.
+// dlogits each rounded once from the float result, as the CPU does. The
+// rows (elements) of a micro-batch's padding sample (KernelCall::liveRows)
+// add nothing to the loss and get zero gradients, as on the CPU.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cuda/kernels/common.cuh"
@@ -64,18 +66,19 @@ __global__ void crossEntropyRowKernel(const E *logits, const void *labels,
 /// dlogits may be logits' own bytes: every thread reads element j before
 /// it writes it, and the row's max and sum are complete before any write.
 template <typename E>
-__global__ void
-crossEntropyGradKernel(const E *logits, const void *labels, bool labels64,
-                       const float *dloss, int64_t rows, int64_t c, E *dlogits,
-                       DeviceStatus *status, int64_t stepIndex) {
+__global__ void crossEntropyGradKernel(const E *logits, const void *labels,
+                                       bool labels64, const float *dloss,
+                                       int64_t rows, int64_t live, int64_t c,
+                                       E *dlogits, DeviceStatus *status,
+                                       int64_t stepIndex) {
   __shared__ float sharedMax[32];
   __shared__ double sharedSum[32];
   int64_t r = blockIdx.x;
   const E *row = logits + r * c;
   E *out = dlogits + r * c;
   int64_t label = loadIndex(labels, labels64, r);
-  if (label < 0 || label >= c) {
-    if (threadIdx.x == 0)
+  if (label < 0 || label >= c || r >= live) {
+    if (threadIdx.x == 0 && r < live)
       recordIndexError(status, 1, stepIndex, label, r, c);
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x)
       storeFloat(out, j, 0.0f);
@@ -111,11 +114,12 @@ __global__ void msePartialKernel(const float *a, const float *b, int64_t n,
 }
 
 __global__ void mseGradKernel(const float *a, const float *b,
-                              const float *dloss, float *da, int64_t n) {
+                              const float *dloss, float *da, int64_t n,
+                              int64_t live) {
   float scale = float(2.0 * double(*dloss) / double(n));
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    da[i] = scale * (a[i] - b[i]);
+    da[i] = i < live ? scale * (a[i] - b[i]) : 0.0f;
 }
 
 } // namespace
@@ -138,8 +142,8 @@ void launchCrossEntropy(const KernelCall &call, const DeviceContext &ctx) {
      ctx.status, int64_t(call.stepIndex));
   });
   REMAT_CUDA_CHECK_LAUNCH("crossEntropyRowKernel");
-  launchSumDoubles(rowLoss, rows, double(rows), call.outputs[0].as<float>(),
-                   ctx.stream);
+  launchSumDoubles(rowLoss, call.liveRows(rows), double(rows),
+                   call.outputs[0].as<float>(), ctx.stream);
 }
 
 void launchCrossEntropyGrad(const KernelCall &call, const DeviceContext &ctx) {
@@ -150,8 +154,8 @@ void launchCrossEntropyGrad(const KernelCall &call, const DeviceContext &ctx) {
     REMAT_LAUNCH(rowGrid(rows, "crossEntropyGradKernel"), rowThreads(c), 0,
                  ctx.stream, crossEntropyGradKernel<E>)
     (logits.as<const E>(), labels.data, labels.dtype == DType::I64,
-     call.inputs[2].as<const float>(), rows, c, call.outputs[0].as<E>(),
-     ctx.status, int64_t(call.stepIndex));
+     call.inputs[2].as<const float>(), rows, call.liveRows(rows), c,
+     call.outputs[0].as<E>(), ctx.status, int64_t(call.stepIndex));
   });
   REMAT_CUDA_CHECK_LAUNCH("crossEntropyGradKernel");
 }
@@ -161,8 +165,8 @@ void launchMse(const KernelCall &call, const DeviceContext &ctx) {
   int64_t blocks = mseBlocks(n);
   double *partial = static_cast<double *>(ctx.scratch);
   REMAT_LAUNCH(unsigned(blocks), kThreads, 0, ctx.stream, msePartialKernel)
-  (call.inputs[0].as<const float>(), call.inputs[1].as<const float>(), n,
-   partial);
+  (call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
+   call.liveRows(n), partial);
   REMAT_CUDA_CHECK_LAUNCH("msePartialKernel");
   launchSumDoubles(partial, blocks, double(n), call.outputs[0].as<float>(),
                    ctx.stream);
@@ -172,7 +176,8 @@ void launchMseGrad(const KernelCall &call, const DeviceContext &ctx) {
   int64_t n = call.inputs[0].numElements;
   REMAT_LAUNCH(gridFor(n), kThreads, 0, ctx.stream, mseGradKernel)
   (call.inputs[0].as<const float>(), call.inputs[1].as<const float>(),
-   call.inputs[2].as<const float>(), call.outputs[0].as<float>(), n);
+   call.inputs[2].as<const float>(), call.outputs[0].as<float>(), n,
+   call.liveRows(n));
   REMAT_CUDA_CHECK_LAUNCH("mseGradKernel");
 }
 

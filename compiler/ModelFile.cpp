@@ -65,7 +65,7 @@ ModelFile withPrecision(ModelFile file, const ModelOptions &options) {
 }
 
 /// A split whose last micro-batches are one sample short, and so padded
-/// (ModelGraph::microbatches): each reduce_sum or reduce_mean over the
+/// (ModelGraph::microbatches): each reduction (ShapeRule::Reduce) over the
 /// batch that the loss needs reads its input times a `sample_mask` input
 /// (1 for the micro-batch's samples, 0 for its padding), so that the padding
 /// adds nothing to the loss and gets no gradient. (cross_entropy and mse
@@ -90,7 +90,8 @@ void maskPadding(ModelGraph &g) {
     const ValueType x =
         op.operands.empty() ? ValueType{} : g.values[op.operands[0]].type;
     bool overBatch = false;
-    if ((op.kind == "reduce_sum" || op.kind == "reduce_mean") &&
+    std::optional<ops::OpKind> kind = ops::parseOpKind(op.kind);
+    if (kind && ops::opInfo(*kind).shapeRule == ops::ShapeRule::Reduce &&
         needed[size_t(op.result)] && !x.shape.empty() &&
         x.shape[0] == g.batch && op.attrs.contains("axes"))
       for (const auto &axis : op.attrs["axes"])
@@ -156,7 +157,8 @@ ModelFile checkedSplit(ModelFile file, const ModelOptions &options) {
               std::to_string(g.stepSamples) +
               " into slices of different sizes (" + std::to_string(g.batch) +
               " and " + std::to_string(g.batch - 1) +
-              " samples), whose statistics a padded slice cannot give; pick "
+              " samples), whose statistics a padded micro-batch cannot give; "
+              "pick "
               "a number of micro-batches that divides the batch");
         throw OptionError(
             file.graph.sourceName + ": " + op.where() +

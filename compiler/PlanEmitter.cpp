@@ -57,7 +57,9 @@ json memoryReport(const TrainStep &step, const memory::Liveness &liveness,
   if (step.microbatches > 1) { // a split step (--microbatches)
     report["microbatches"] = step.microbatches;
     report["microbatch_samples"] = step.batch;
-    report["step_samples"] = step.stepSamples;
+    report["step_samples"] = step.stepSamples > 0
+                                 ? step.stepSamples
+                                 : step.batch * step.microbatches;
   }
   return report;
 }

@@ -36,7 +36,7 @@ def Plan_ArenaOp : Plan_Op<"arena", [IsolatedFromAbove, NoTerminator,
       plan.buffer @w "param" : f32 [4] offset 64 bytes 16 init {kind = "zeros"}
       plan.buffer @h "activation" : f32 [2, 4] offset 128 bytes 32
       plan.buffer @loss "activation" : f32 [] offset 192 bytes 4
-      plan.step "mul" (@x, @w) -> (@h) phase "forward"
+      plan.step "sub" (@x, @w) -> (@h) phase "forward"
       plan.step "mse" (@h, @x) -> (@loss) phase "forward"
       plan.free @h
     }

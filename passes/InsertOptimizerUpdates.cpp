@@ -160,11 +160,12 @@ std::optional<double> microbatchShare(mlir::func::FuncOp step, Value loss,
                                       int64_t batch, int64_t k,
                                       int64_t stepSamples, std::string &why) {
   const bool padded = stepSamples < batch * k;
+  // (x is the product that maskPadding inserts: one operand the mask.)
   auto masked = [&](Value x) {
-    mlir::Operation *mul = x.getDefiningOp();
-    if (!mul || mul->getName().getStringRef() != "graph.mul")
+    mlir::Operation *product = x.getDefiningOp();
+    if (!product)
       return false;
-    for (Value operand : mul->getOperands())
+    for (Value operand : product->getOperands())
       if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(operand))
         if (auto data = step.getArgAttrOfType<mlir::DictionaryAttr>(
                 arg.getArgNumber(), "graph.data"))

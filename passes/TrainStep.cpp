@@ -351,7 +351,6 @@ TrainStep extractTrainStep(mlir::ModuleOp module,
     step.ranks = std::max<int64_t>(a.getInt(), 1);
   if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>("graph.microbatches"))
     step.microbatches = std::max<int64_t>(a.getInt(), 1);
-  step.stepSamples = step.batch * step.microbatches;
   if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>("graph.step_samples"))
     step.stepSamples = a.getInt();
   if (auto a = moduleOp->getAttrOfType<mlir::IntegerAttr>(

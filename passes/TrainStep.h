@@ -78,8 +78,9 @@ struct TrainStep {
   /// optimizer ops this many times.
   int64_t microbatches = 1;
   /// The rank's samples in all micro-batches (graph.step_samples): `batch *
-  /// microbatches`, or fewer where the last slices are one sample short.
-  int64_t stepSamples = 1;
+  /// microbatches`, or fewer where the last slices are one sample short;
+  /// 0: `batch * microbatches`.
+  int64_t stepSamples = 0;
   /// Ranks the optimizer state is sharded over (graph.optimizer_shards,
   /// --shard-optimizer); 1: every rank holds all of it.
   int64_t optimizerShards = 1;

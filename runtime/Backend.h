@@ -131,10 +131,10 @@ public:
     c.numOutputs = int(outputs[step].size());
     c.trainingStep = trainingStep;
     c.microbatch = microbatch;
-    MicrobatchSlice slice = microbatchSlice(plan->plan, microbatch);
+    MicrobatchSlice part = microbatchSlice(plan->plan, microbatch);
     c.sliceSamples = std::max<int64_t>(plan->plan.batch, 1);
-    c.firstSample = slice.first;
-    c.padding = slice.padding;
+    c.firstSample = part.first;
+    c.padding = part.padding;
     c.stepIndex = step;
     return c;
   }

@@ -370,7 +370,7 @@ int runCommand(const RunOptions &opt) {
          << " buffers, " << p.steps.size() << " steps"
          << (p.microbatches > 1
                  ? " run in " + describeMicrobatches(p.microbatches, p.batch,
-                                                     p.stepSamples)
+                                                     p.samplesPerStep())
                  : std::string())
          << ", arena " << exec.arenaBytes() << " B, workspace "
          << exec.workspaceBytes() << " B, backend " << backend->name()

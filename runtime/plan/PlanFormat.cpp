@@ -319,25 +319,23 @@ Plan parsePlan(const json &v, const std::string &source) {
                                   std::to_string(kMaxMicrobatches) + "], got " +
                                   std::to_string(plan.microbatches));
   }
-  plan.stepSamples = plan.batch;
-  if (plan.microbatches > 1) {
-    if (plan.batch < 1 || plan.batch > (int64_t(1) << 48))
-      r.fail("/batch", "a plan of " + std::to_string(plan.microbatches) +
-                           " micro-batches needs a batch in [1, 2^48], got " +
-                           std::to_string(plan.batch));
-    plan.stepSamples = plan.batch * plan.microbatches;
-  }
+  if (plan.microbatches > 1 &&
+      (plan.batch < 1 || plan.batch > (int64_t(1) << 48)))
+    r.fail("/batch", "a plan of " + std::to_string(plan.microbatches) +
+                         " micro-batches needs a batch in [1, 2^48], got " +
+                         std::to_string(plan.batch));
   if (const json *f = r.optionalField(v, "step_samples")) {
     int64_t given = r.int64(*f, "/step_samples");
     // Slices that differ by at most one sample: more than (batch - 1) per
     // micro-batch, at most batch.
     int64_t least = (plan.batch - 1) * plan.microbatches + 1;
-    if (plan.microbatches < 2 || given < least || given > plan.stepSamples)
+    int64_t most = plan.batch * plan.microbatches;
+    if (plan.microbatches < 2 || given < least || given > most)
       r.fail("/step_samples",
              plan.microbatches < 2
                  ? std::string("step_samples needs microbatches > 1")
                  : "step_samples must be in [" + std::to_string(least) + ", " +
-                       std::to_string(plan.stepSamples) + "] for " +
+                       std::to_string(most) + "] for " +
                        std::to_string(plan.microbatches) +
                        " micro-batches of at most " +
                        std::to_string(plan.batch) + " samples, got " +
@@ -491,8 +489,8 @@ json serializePlan(const Plan &plan) {
   if (plan.microbatches > 1)
     out["microbatches"] = plan.microbatches;
   if (plan.microbatches > 1 &&
-      plan.stepSamples != plan.batch * plan.microbatches)
-    out["step_samples"] = plan.stepSamples;
+      plan.samplesPerStep() != plan.batch * plan.microbatches)
+    out["step_samples"] = plan.samplesPerStep();
   if (!plan.weights.empty())
     out["weights"] = plan.weights;
   out["report"] = plan.report.is_null() ? json::object() : plan.report;
@@ -501,13 +499,13 @@ json serializePlan(const Plan &plan) {
 
 MicrobatchSlice microbatchSlice(const Plan &plan, int64_t microbatch) {
   // `full` micro-batches of `batch` samples, then ones of `batch - 1`.
-  int64_t full = plan.stepSamples - (plan.batch - 1) * plan.microbatches;
-  MicrobatchSlice slice;
-  slice.first =
+  int64_t full = plan.samplesPerStep() - (plan.batch - 1) * plan.microbatches;
+  MicrobatchSlice part;
+  part.first =
       microbatch * plan.batch - std::max<int64_t>(0, microbatch - full);
-  slice.samples = microbatch < full ? plan.batch : plan.batch - 1;
-  slice.padding = plan.batch - slice.samples;
-  return slice;
+  part.samples = microbatch < full ? plan.batch : plan.batch - 1;
+  part.padding = plan.batch - part.samples;
+  return part;
 }
 
 std::string describeMicrobatches(int64_t k, int64_t batch,

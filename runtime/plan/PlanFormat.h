@@ -126,8 +126,9 @@ struct Plan {
   /// Samples of the rank's whole step, all micro-batches: `batch *
   /// microbatches`, or fewer where the batch does not divide evenly. Then
   /// the last micro-batches hold `batch - 1` samples and one padding sample
-  /// that the losses leave out (microbatchSlice).
-  int64_t stepSamples = 1;
+  /// that the losses leave out (microbatchSlice). 0: `batch *
+  /// microbatches` (samplesPerStep).
+  int64_t stepSamples = 0;
   /// Data-parallel ranks the plan is for (docs/distributed.md): each runs
   /// this plan on its `batch` samples of the global batch `batch * ranks`.
   int64_t ranks = 1;
@@ -136,6 +137,11 @@ struct Plan {
   /// directory; empty: params start from their `init`.
   std::string weights;
   nlohmann::json report = nlohmann::json::object(); ///< free-form
+
+  /// The rank's samples in all micro-batches.
+  int64_t samplesPerStep() const {
+    return stepSamples > 0 ? stepSamples : batch * microbatches;
+  }
 };
 
 /// The role of the gradients the optimizer steps read: the accumulators of

@@ -96,7 +96,8 @@ std::string formatExplanation(const Plan &plan, const PlanExplanation &ex,
      << plan.batch;
   if (plan.microbatches > 1)
     os << " a micro-batch: the steps run for each of "
-       << describeMicrobatches(plan.microbatches, plan.batch, plan.stepSamples)
+       << describeMicrobatches(plan.microbatches, plan.batch,
+                               plan.samplesPerStep())
        << " in turn, the optimizer's in the last only";
   os << "\n";
   if (plan.report.is_object() && !plan.report.empty()) {

@@ -194,8 +194,9 @@ TEST_CASE("loader rejects an unknown op, role or dtype", "[runtime]") {
   expectRejected(p, "unknown phase 'sideways'");
   p = tinyJson();
   p["buffers"][0]["data"]["kind"] = "noise";
-  expectRejected(p, "/buffers/0/data/kind: unknown data kind 'noise' "
-                    "(expected randn|randint|sequence|labels_of|teacher)");
+  expectRejected(
+      p, "/buffers/0/data/kind: unknown data kind 'noise' "
+         "(expected randn|randint|sequence|labels_of|teacher|sample_mask)");
   p = tinyJson();
   p["buffers"][0]["data"]["std"] = "wide";
   expectRejected(p, "/buffers/0/data/std");

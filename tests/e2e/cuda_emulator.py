@@ -165,10 +165,16 @@ def run_cases(args, work):
              # A split step: the slices' inputs filled between the runs of
              # the steps, the gradients accumulated.
              ("gpt2", ["--preset", "tiny", "--set", "dropout=0.1",
-                       "--set", "batch=8", "--microbatches", "2"], 3))
+                       "--set", "batch=8", "--microbatches", "2"], 3),
+             # Uneven slices (3, 3, 2 samples; the short one padded):
+             # cross_entropy's padding rows, the forum MLP's sample mask.
+             ("gpt2", ["--preset", "tiny", "--set", "dropout=0.1",
+                       "--set", "batch=8", "--microbatches", "3"], 3),
+             ("seed_mlp", ["--preset", "tiny", "--microbatches", "3"], 3))
     for name, config, steps in cases:
-        tag = f"{name}-{config[1]}" + ("-k2" if "--microbatches" in config
-                                        else "")
+        split = [config[i + 1] for i, c in enumerate(config)
+                 if c == "--microbatches"]
+        tag = f"{name}-{config[1]}" + (f"-k{split[0]}" if split else "")
         check_budgets(args, work, tag, [model(name + ".json")] + config,
                       steps)
     bf16_cases(args, work)

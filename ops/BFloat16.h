@@ -15,14 +15,14 @@
 
 namespace remat::ops {
 
-inline float bf16ToFloat(uint16_t h) {
+[[gnu::always_inline]] inline float bf16ToFloat(uint16_t h) {
   uint32_t u = uint32_t(h) << 16;
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
 }
 
-inline uint16_t floatToBf16(float f) {
+[[gnu::always_inline]] inline uint16_t floatToBf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep it one, quiet

@@ -24,6 +24,12 @@
 #include <type_traits>
 #include <vector>
 
+/// Marks a function inlined wherever it is called: a loop over elements
+/// vectorizes only where its per-element functions are inlined, and GCC's
+/// inliner stops inlining in a file of many kernel instantiations (unary.cpp's
+/// gelu_grad called geluExp per element: 4 ns an element, scalar).
+#define REMAT_KERNEL_INLINE [[gnu::always_inline]] inline
+
 namespace remat::runtime::cpu {
 
 /// Float operand `i` of the call, as the kernel's float type.
@@ -38,7 +44,8 @@ template <typename T> T *outData(const KernelCall &call, int i) {
 
 /// Element i of a float tensor stored as E (the kernel's T, or uint16_t for
 /// bf16), as T: bf16 widened exactly.
-template <typename T, typename E> T loadAs(const E *p, int64_t i) {
+template <typename T, typename E>
+REMAT_KERNEL_INLINE T loadAs(const E *p, int64_t i) {
   if constexpr (std::is_same_v<E, uint16_t>)
     return T(ops::bf16ToFloat(p[i]));
   else
@@ -47,7 +54,8 @@ template <typename T, typename E> T loadAs(const E *p, int64_t i) {
 
 /// Stores `v` as element i of a float tensor stored as E: bf16 rounded to
 /// nearest (ties to even), as a float copy rounded back would be.
-template <typename E, typename T> void storeAs(E *p, int64_t i, T v) {
+template <typename E, typename T>
+REMAT_KERNEL_INLINE void storeAs(E *p, int64_t i, T v) {
   if constexpr (std::is_same_v<E, uint16_t>)
     p[i] = ops::floatToBf16(float(v));
   else
@@ -142,15 +150,72 @@ template <typename Fn> void parallelFor(int64_t count, int64_t elements, Fn fn) 
     fn(i);
 }
 
+/// The widest vector instructions the element loops (parallelElements,
+/// parallelRows) are compiled for and run with: the kernels' build targets
+/// the baseline x86-64 (SSE2), which packs bf16 poorly and runs 4 floats
+/// at a time; the same loops compiled for AVX2 or AVX-512 (F, BW, VL) run
+/// 2-6x faster. Every level gives the same bits: the kernels build with
+/// -ffp-contract=off (no fused multiply-adds) and without reassociation, so
+/// each element sees the same IEEE operations in the same order
+/// (tests/unit/runtime/VectorLevelTest.cpp).
+enum class VectorLevel { Baseline, Avx2, Avx512 };
+
+/// The level the loops run at: the widest the CPU has, or the one
+/// REMAT_CPU_VECTOR names (baseline, avx2, avx512; never above the CPU's).
+VectorLevel vectorLevel();
+/// Sets the level (tests); one the CPU lacks is lowered to its widest.
+void setVectorLevel(VectorLevel level);
+/// "baseline", "avx2" or "avx512".
+const char *vectorLevelName(VectorLevel level);
+
+/// fn(i) for i in [begin, end), with everything fn calls inlined into a
+/// loop compiled for the level's instructions.
+template <typename Fn>
+[[gnu::flatten, gnu::target("avx512f,avx512bw,avx512vl")]] void
+indicesAvx512(int64_t begin, int64_t end, const Fn &fn) {
+  for (int64_t i = begin; i < end; ++i)
+    fn(i);
+}
+template <typename Fn>
+[[gnu::flatten, gnu::target("avx2")]] void
+indicesAvx2(int64_t begin, int64_t end, const Fn &fn) {
+  for (int64_t i = begin; i < end; ++i)
+    fn(i);
+}
+template <typename Fn>
+[[gnu::flatten]] void indicesBaseline(int64_t begin, int64_t end,
+                                      const Fn &fn) {
+  for (int64_t i = begin; i < end; ++i)
+    fn(i);
+}
+template <typename Fn>
+void vectorIndices(int64_t begin, int64_t end, const Fn &fn) {
+  switch (vectorLevel()) {
+  case VectorLevel::Avx512:
+    return indicesAvx512(begin, end, fn);
+  case VectorLevel::Avx2:
+    return indicesAvx2(begin, end, fn);
+  case VectorLevel::Baseline:
+    break;
+  }
+  indicesBaseline(begin, end, fn);
+}
+
+/// parallelFor, each fn(i) compiled for and run at vectorLevel(): for row
+/// kernels whose fn(i) loops over a row's elements.
+template <typename Fn>
+void parallelRows(int64_t count, int64_t elements, const Fn &fn) {
+  parallelFor(count, elements, [&](int64_t i) { vectorIndices(i, i + 1, fn); });
+}
+
 /// fn(i) for every i in [0, n), in blocks of kParallelElements indices that
-/// parallelFor shares among threads; fn(i) must write only element i's
-/// results.
+/// parallelFor shares among threads, at vectorLevel(); fn(i) must write
+/// only element i's results.
 template <typename Fn> void parallelElements(int64_t n, Fn fn) {
   int64_t blocks = (n + kParallelElements - 1) / kParallelElements;
   parallelFor(blocks, n, [&](int64_t block) {
     int64_t end = std::min(n, (block + 1) * kParallelElements);
-    for (int64_t i = block * kParallelElements; i < end; ++i)
-      fn(i);
+    vectorIndices(block * kParallelElements, end, fn);
   });
 }
 
@@ -160,7 +225,7 @@ template <typename Fn> void parallelElements(int64_t n, Fn fn) {
 /// -87.3 (where e^x is under the smallest normal float). Written without
 /// calls or branches, so that a loop over it vectorizes: several times
 /// faster than the C library's expf in softmax and the losses.
-inline float fastExp(float x) {
+REMAT_KERNEL_INLINE float fastExp(float x) {
   float clamped = std::min(std::max(x, -87.33654f), 88.3f);
   // n = round(x / ln 2) by the 1.5 * 2^23 trick (exact in float here).
   constexpr float kShift = 12582912.0f;
@@ -192,7 +257,7 @@ inline float fastExp(float x) {
 }
 
 /// e^x in T: fastExp for float, std::exp for double.
-template <typename T> T expOf(T x) {
+template <typename T> REMAT_KERNEL_INLINE T expOf(T x) {
   if constexpr (sizeof(T) == sizeof(float))
     return fastExp(x);
   else

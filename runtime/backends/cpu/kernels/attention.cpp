@@ -34,7 +34,7 @@ void attentionProbs(const OpAttrs &attrs, const T *q, const T *k, int64_t s,
                     int64_t dh, T *p, const GemmScratch &g) {
   gemm<T>(false, true, s, s, dh, T(attrs.scale), q, dh, k, dh, T(0), p, s,
           g.data, g.bytes);
-  parallelFor(s, s * s, [&](int64_t i) {
+  parallelRows(s, s * s, [&](int64_t i) {
     int64_t visible = attrs.causal ? i + 1 : s;
     softmaxRow(p + i * s, p + i * s, visible);
     std::fill(p + i * s + visible, p + (i + 1) * s, T(0));
@@ -78,7 +78,7 @@ void runAttentionGrad(const KernelCall &call, T *workspace, uint64_t elements) {
     gemm<T>(false, true, s, s, dh, T(1), dout, dh, v, dh, T(0), dp, s, g.data,
             g.bytes);
     // ds = p * (dp - rowsum(dp * p)), in place of dp.
-    parallelFor(s, s * s, [&](int64_t i) {
+    parallelRows(s, s * s, [&](int64_t i) {
       double dot = 0;
       for (int64_t j = 0; j < s; ++j)
         dot += double(dp[i * s + j]) * double(p[i * s + j]);

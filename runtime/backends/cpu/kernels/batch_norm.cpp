@@ -152,7 +152,7 @@ void batchNorm(const KernelCall &call, ChannelMoments *shared) {
   const T *gamma = inData<T>(call, 1), *beta = inData<T>(call, 2);
   ChannelLayout layout(call.inputs[0].shape);
   MomentsSource<T> moments(x, layout, shared);
-  parallelFor(layout.c, layout.c * layout.count(), [&](int64_t ch) {
+  parallelRows(layout.c, layout.c * layout.count(), [&](int64_t ch) {
     double mean, squares;
     moments.get(ch, mean, squares);
     double rstd = 1.0 / std::sqrt(squares / double(layout.count()) +
@@ -171,7 +171,7 @@ void batchNormGrad(const KernelCall &call, ChannelMoments *shared) {
   ChannelLayout layout(call.inputs[0].shape);
   MomentsSource<T> moments(x, layout, shared);
   double count = double(layout.count());
-  parallelFor(layout.c, layout.c * layout.count(), [&](int64_t ch) {
+  parallelRows(layout.c, layout.c * layout.count(), [&](int64_t ch) {
     double mean, squares;
     moments.get(ch, mean, squares);
     double rstd =
@@ -200,7 +200,7 @@ void runningStatUpdate(const KernelCall &call, ChannelMoments *shared) {
   ChannelLayout layout(call.inputs[1].shape);
   MomentsSource<T> moments(x, layout, shared);
   double momentum = double(call.attrs->momentum);
-  parallelFor(layout.c, layout.c * layout.count(), [&](int64_t ch) {
+  parallelRows(layout.c, layout.c * layout.count(), [&](int64_t ch) {
     double batch;
     if (variance || shared) {
       // Shared moments hold both (and a step that fills them computes

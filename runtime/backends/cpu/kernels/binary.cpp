@@ -40,7 +40,7 @@ void binary(const KernelCall &call, Fn fn) {
   if (x0.shape == y.shape && isSuffix(x1.shape, y.shape)) {
     // Bias-style broadcast: b repeats every numel(b) elements.
     int64_t nb = x1.numElements;
-    parallelFor(nb > 0 ? n / nb : 0, n, [&](int64_t row) {
+    parallelRows(nb > 0 ? n / nb : 0, n, [&](int64_t row) {
       for (int64_t j = 0; j < nb; ++j)
         storeAs(c, row * nb + j, fn(ea(row * nb + j), eb(j)));
     });

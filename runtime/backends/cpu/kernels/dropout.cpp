@@ -31,7 +31,7 @@ template <typename T> void runDropout(const KernelCall &call, T *, uint64_t) {
   uint64_t begin = first / 4, end = (first + uint64_t(n) + 3) / 4;
   constexpr uint64_t kBlocks = 4096;
   uint64_t pieces = (end - begin + kBlocks - 1) / kBlocks;
-  parallelFor(int64_t(pieces), n, [&](int64_t piece) {
+  parallelRows(int64_t(pieces), n, [&](int64_t piece) {
     uint64_t b0 = begin + uint64_t(piece) * kBlocks;
     for (uint64_t b = b0; b < std::min(end, b0 + kBlocks); ++b) {
       PhiloxBlock r = dropoutBlock(seed, step, b);

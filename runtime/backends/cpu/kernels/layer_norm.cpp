@@ -4,10 +4,14 @@
 // passes), rstd = 1 / sqrt(var + epsilon) in double,
 // y = T((x - mean) * rstd) * gamma + beta. The gradient recomputes the row
 // statistics, writes dx per row in double and adds dgamma / dbeta in the
-// float type, row after row.
+// float type, row after row. Rows run on the threads (parallelRows); the
+// gradient's column sums run on them by blocks of columns, each column's
+// terms still added in row order, so the bits do not depend on the threads.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
+
+#include <vector>
 
 namespace remat::runtime::cpu {
 
@@ -38,13 +42,13 @@ template <typename T> void runLayerNorm(const KernelCall &call, T *, uint64_t) {
   T *y = outData<T>(call, 0);
   int64_t d = call.inputs[0].shape.back(),
           rows = call.inputs[0].numElements / d;
-  for (int64_t r = 0; r < rows; ++r) {
+  parallelRows(rows, rows * d, [&](int64_t r) {
     double mean, rstd;
     rowStats(x + r * d, d, call.attrs->epsilon, mean, rstd);
     for (int64_t j = 0; j < d; ++j)
       y[r * d + j] =
           T((double(x[r * d + j]) - mean) * rstd) * gamma[j] + beta[j];
-  }
+  });
 }
 
 template <typename T>
@@ -55,20 +59,20 @@ void runLayerNormGrad(const KernelCall &call, T *, uint64_t) {
     *dbeta = outData<T>(call, 2);
   int64_t d = call.inputs[0].shape.back(),
           rows = call.inputs[0].numElements / d;
-  std::fill(dgamma, dgamma + d, T(0));
-  std::fill(dbeta, dbeta + d, T(0));
-  for (int64_t r = 0; r < rows; ++r) {
+  // Each row's statistics (kept for the column sums) and dx.
+  std::vector<double> stats(size_t(2 * rows));
+  parallelRows(rows, rows * d, [&](int64_t r) {
     const T *xr = x + r * d, *dyr = dy + r * d;
     double mean, rstd;
     rowStats(xr, d, call.attrs->epsilon, mean, rstd);
+    stats[size_t(2 * r)] = mean;
+    stats[size_t(2 * r + 1)] = rstd;
     double sumDxhat = 0, sumDxhatXhat = 0;
     for (int64_t j = 0; j < d; ++j) {
       double xhat = (double(xr[j]) - mean) * rstd;
       double dxhat = double(dyr[j]) * double(gamma[j]);
       sumDxhat += dxhat;
       sumDxhatXhat += dxhat * xhat;
-      dgamma[j] += T(double(dyr[j]) * xhat);
-      dbeta[j] += dyr[j];
     }
     double meanDxhat = sumDxhat / double(d);
     double meanDxhatXhat = sumDxhatXhat / double(d);
@@ -77,7 +81,24 @@ void runLayerNormGrad(const KernelCall &call, T *, uint64_t) {
       double dxhat = double(dyr[j]) * double(gamma[j]);
       dx[r * d + j] = T(rstd * (dxhat - meanDxhat - xhat * meanDxhatXhat));
     }
-  }
+  });
+  // dgamma and dbeta by blocks of columns, each column's terms in row order
+  // (the row loop outside, so that each row's block is read in order).
+  constexpr int64_t kColumns = 64;
+  parallelRows((d + kColumns - 1) / kColumns, rows * d, [&](int64_t block) {
+    int64_t j0 = block * kColumns, j1 = std::min(d, j0 + kColumns);
+    for (int64_t j = j0; j < j1; ++j)
+      dgamma[j] = dbeta[j] = T(0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T *xr = x + r * d, *dyr = dy + r * d;
+      double mean = stats[size_t(2 * r)], rstd = stats[size_t(2 * r + 1)];
+      for (int64_t j = j0; j < j1; ++j) {
+        double xhat = (double(xr[j]) - mean) * rstd;
+        dgamma[j] += T(double(dyr[j]) * xhat);
+        dbeta[j] += dyr[j];
+      }
+    }
+  });
 }
 
 template void runLayerNorm<float>(const KernelCall &, float *, uint64_t);

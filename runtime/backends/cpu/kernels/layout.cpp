@@ -37,7 +37,7 @@ template <typename E> void transposeAs(const KernelCall &call) {
   int64_t inner = ys.back(), step = strides.back();
   if (total == 0 || inner == 0)
     return;
-  parallelFor(total / inner, total, [&](int64_t row) {
+  parallelRows(total / inner, total, [&](int64_t row) {
     // The row's first element in x: its index over y's outer dimensions.
     int64_t offset = 0;
     for (int64_t d = int64_t(ys.size()) - 2, rest = row; d >= 0; --d) {

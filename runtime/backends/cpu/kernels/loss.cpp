@@ -73,7 +73,7 @@ void crossEntropy(const KernelCall &call, bool grad) {
     std::vector<double> terms(size_t(std::min(live, kLossRows)));
     for (int64_t r0 = 0; r0 < live; r0 += kLossRows) {
       int64_t n = std::min(kLossRows, live - r0);
-      parallelFor(n, n * c, [&](int64_t i) {
+      parallelRows(n, n * c, [&](int64_t i) {
         const In *x = logits + (r0 + i) * c;
         T maxValue = rowMax(x);
         terms[size_t(i)] = double(maxValue) + std::log(rowSum(x, maxValue)) -
@@ -91,7 +91,7 @@ void crossEntropy(const KernelCall &call, bool grad) {
   T scale = T(double(inData<T>(call, 2)[0]) / double(rows));
   withStorage<T>(call.outputs[0].dtype, [&](auto stored) {
     auto *dlogits = call.outputs[0].as<decltype(stored)>();
-    parallelFor(rows, rows * c, [&](int64_t r) {
+    parallelRows(rows, rows * c, [&](int64_t r) {
       if (r >= live) { // a padding sample's row
         for (int64_t j = 0; j < c; ++j)
           storeAs(dlogits, r * c + j, T(0));

@@ -109,26 +109,26 @@ template <typename T> void runPool(const KernelCall &call, T *, uint64_t) {
   const T *x = inData<T>(call, 0);
   T *y = outData<T>(call, 0);
   int64_t planes = xs[0] * xs[1];
-  parallelFor(planes, planes * win.oh * win.ow * win.kh * win.kw,
-              [&](int64_t p) {
-    const T *plane = x + p * win.h * win.w;
-    T *out = y + p * win.oh * win.ow;
-    for (int64_t oy = 0; oy < win.oh; ++oy)
-      for (int64_t ox = 0; ox < win.ow; ++ox) {
-        if (isMax) {
-          int64_t at = win.argmax(plane, oy, ox);
-          out[oy * win.ow + ox] = at >= 0 ? plane[at] : T(0);
-          continue;
-        }
-        int64_t r0, r1, c0, c1, divisor;
-        win.avgBounds(oy, ox, r0, r1, c0, c1, divisor);
-        T sum = T(0);
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t c = c0; c < c1; ++c)
-            sum += plane[r * win.w + c];
-        out[oy * win.ow + ox] = divisor > 0 ? sum / T(divisor) : T(0);
-      }
-  });
+  parallelRows(
+      planes, planes * win.oh * win.ow * win.kh * win.kw, [&](int64_t p) {
+        const T *plane = x + p * win.h * win.w;
+        T *out = y + p * win.oh * win.ow;
+        for (int64_t oy = 0; oy < win.oh; ++oy)
+          for (int64_t ox = 0; ox < win.ow; ++ox) {
+            if (isMax) {
+              int64_t at = win.argmax(plane, oy, ox);
+              out[oy * win.ow + ox] = at >= 0 ? plane[at] : T(0);
+              continue;
+            }
+            int64_t r0, r1, c0, c1, divisor;
+            win.avgBounds(oy, ox, r0, r1, c0, c1, divisor);
+            T sum = T(0);
+            for (int64_t r = r0; r < r1; ++r)
+              for (int64_t c = c0; c < c1; ++c)
+                sum += plane[r * win.w + c];
+            out[oy * win.ow + ox] = divisor > 0 ? sum / T(divisor) : T(0);
+          }
+      });
 }
 
 template <typename T> void runPoolGrad(const KernelCall &call, T *, uint64_t) {
@@ -142,30 +142,30 @@ template <typename T> void runPoolGrad(const KernelCall &call, T *, uint64_t) {
   const T *dy = dyRef.template as<const T>();
   T *dx = outData<T>(call, 0);
   int64_t planes = xs[0] * xs[1];
-  parallelFor(planes, planes * win.oh * win.ow * win.kh * win.kw,
-              [&](int64_t p) {
-    T *dplane = dx + p * win.h * win.w;
-    std::fill(dplane, dplane + win.h * win.w, T(0));
-    const T *g = dy + p * win.oh * win.ow;
-    for (int64_t oy = 0; oy < win.oh; ++oy)
-      for (int64_t ox = 0; ox < win.ow; ++ox) {
-        T grad = g[oy * win.ow + ox];
-        if (isMax) {
-          int64_t at = win.argmax(x + p * win.h * win.w, oy, ox);
-          if (at >= 0)
-            dplane[at] += grad;
-          continue;
-        }
-        int64_t r0, r1, c0, c1, divisor;
-        win.avgBounds(oy, ox, r0, r1, c0, c1, divisor);
-        if (divisor <= 0)
-          continue;
-        T share = grad / T(divisor);
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t c = c0; c < c1; ++c)
-            dplane[r * win.w + c] += share;
-      }
-  });
+  parallelRows(planes, planes * win.oh * win.ow * win.kh * win.kw,
+               [&](int64_t p) {
+                 T *dplane = dx + p * win.h * win.w;
+                 std::fill(dplane, dplane + win.h * win.w, T(0));
+                 const T *g = dy + p * win.oh * win.ow;
+                 for (int64_t oy = 0; oy < win.oh; ++oy)
+                   for (int64_t ox = 0; ox < win.ow; ++ox) {
+                     T grad = g[oy * win.ow + ox];
+                     if (isMax) {
+                       int64_t at = win.argmax(x + p * win.h * win.w, oy, ox);
+                       if (at >= 0)
+                         dplane[at] += grad;
+                       continue;
+                     }
+                     int64_t r0, r1, c0, c1, divisor;
+                     win.avgBounds(oy, ox, r0, r1, c0, c1, divisor);
+                     if (divisor <= 0)
+                       continue;
+                     T share = grad / T(divisor);
+                     for (int64_t r = r0; r < r1; ++r)
+                       for (int64_t c = c0; c < c1; ++c)
+                         dplane[r * win.w + c] += share;
+                   }
+               });
 }
 
 template void runPool<float>(const KernelCall &, float *, uint64_t);

@@ -76,14 +76,20 @@ template <typename T> void runSumTo(const KernelCall &call, T *, uint64_t) {
   const Shape &xs = call.inputs[0].shape, &ys = call.outputs[0].shape;
   if (isSuffix(ys, xs)) {
     // Bias-gradient shape: y[j] sums x over whole rows of numel(y), in
-    // the same row-major order as the general walk, so the bits match.
+    // the same row-major order as the general walk, so the bits match; by
+    // blocks of columns on the threads.
     const T *x = inData<T>(call, 0);
     T *y = outData<T>(call, 0);
     int64_t ny = call.outputs[0].numElements, n = call.inputs[0].numElements;
-    std::fill(y, y + ny, T(0));
-    for (int64_t i = 0; i < n; i += ny)
-      for (int64_t j = 0; j < ny; ++j)
-        y[j] += x[i + j];
+    constexpr int64_t kColumns = 64;
+    parallelRows((ny + kColumns - 1) / kColumns, n, [&](int64_t block) {
+      int64_t j0 = block * kColumns, j1 = std::min(ny, j0 + kColumns);
+      for (int64_t j = j0; j < j1; ++j)
+        y[j] = T(0);
+      for (int64_t i = 0; i < n; i += ny)
+        for (int64_t j = j0; j < j1; ++j)
+          y[j] += x[i + j];
+    });
     return;
   }
   sumInto(call, broadcastStrides(ys, xs), outData<T>(call, 0));

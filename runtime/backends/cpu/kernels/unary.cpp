@@ -27,14 +27,16 @@ template <typename T> constexpr T kGeluA = T(0.044715);
 
 /// exp(-2u) for gelu's u, the exponent capped at 80 (no inf); expOf
 /// (Common.h), so the loops vectorize.
-template <typename T> T geluExp(T x) {
+template <typename T> REMAT_KERNEL_INLINE T geluExp(T x) {
   T u = kGeluC<T> * (x + kGeluA<T> * x * x * x);
   return expOf(std::min(T(-2) * u, T(80)));
 }
 
-template <typename T> T gelu(T x) { return x / (T(1) + geluExp(x)); }
+template <typename T> REMAT_KERNEL_INLINE T gelu(T x) {
+  return x / (T(1) + geluExp(x));
+}
 
-template <typename T> T geluDerivative(T x) {
+template <typename T> REMAT_KERNEL_INLINE T geluDerivative(T x) {
   T e = geluExp(x);
   T s = T(1) / (T(1) + e);
   T du = kGeluC<T> * (T(1) + T(3) * kGeluA<T> * x * x);
@@ -48,11 +50,13 @@ constexpr T kSqrtHalf = T(0.70710678118654752440); // 1/sqrt(2)
 template <typename T>
 constexpr T kInvSqrtTwoPi = T(0.39894228040143267794); // 1/sqrt(2 pi)
 
-template <typename T> T normalCdf(T x) {
+template <typename T> REMAT_KERNEL_INLINE T normalCdf(T x) {
   return T(0.5) * (T(1) + std::erf(x * kSqrtHalf<T>));
 }
 
-template <typename T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+template <typename T> REMAT_KERNEL_INLINE T sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
 
 /// y = fn(x), x and y each stored as T or (float kernels) bf16.
 template <typename T, typename Fn> void unary(const KernelCall &call, Fn fn) {

@@ -169,7 +169,9 @@ void setVectorLevel(VectorLevel level);
 const char *vectorLevelName(VectorLevel level);
 
 /// fn(i) for i in [begin, end), with everything fn calls inlined into a
-/// loop compiled for the level's instructions.
+/// loop compiled for the level's instructions (x86-64 only; elsewhere the
+/// baseline's loop alone).
+#if defined(__x86_64__)
 template <typename Fn>
 [[gnu::flatten, gnu::target("avx512f,avx512bw,avx512vl")]] void
 indicesAvx512(int64_t begin, int64_t end, const Fn &fn) {
@@ -182,6 +184,7 @@ indicesAvx2(int64_t begin, int64_t end, const Fn &fn) {
   for (int64_t i = begin; i < end; ++i)
     fn(i);
 }
+#endif
 template <typename Fn>
 [[gnu::flatten]] void indicesBaseline(int64_t begin, int64_t end,
                                       const Fn &fn) {
@@ -190,6 +193,7 @@ template <typename Fn>
 }
 template <typename Fn>
 void vectorIndices(int64_t begin, int64_t end, const Fn &fn) {
+#if defined(__x86_64__)
   switch (vectorLevel()) {
   case VectorLevel::Avx512:
     return indicesAvx512(begin, end, fn);
@@ -198,6 +202,7 @@ void vectorIndices(int64_t begin, int64_t end, const Fn &fn) {
   case VectorLevel::Baseline:
     break;
   }
+#endif
   indicesBaseline(begin, end, fn);
 }
 

@@ -17,12 +17,14 @@ namespace remat::runtime::cpu {
 namespace {
 
 VectorLevel widest() {
+#if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
     return VectorLevel::Avx512;
   if (__builtin_cpu_supports("avx2"))
     return VectorLevel::Avx2;
+#endif
   return VectorLevel::Baseline;
 }
 

@@ -136,8 +136,7 @@ importModel(const model::ModelGraph &graph, mlir::MLIRContext &context) {
     module->getOperation()->setAttr("graph.microbatches",
                                     b.getI64IntegerAttr(graph.microbatches));
   // Slices that differ by one sample (ModelGraph::stepSamples).
-  if (graph.microbatches > 1 &&
-      graph.stepSamples != graph.batch * graph.microbatches)
+  if (graph.unevenMicrobatches())
     module->getOperation()->setAttr("graph.step_samples",
                                     b.getI64IntegerAttr(graph.stepSamples));
   if (graph.ranks > 1 && graph.shardOptimizer)

@@ -71,7 +71,7 @@ ModelFile withPrecision(ModelFile file, const ModelOptions &options) {
 /// adds nothing to the loss and gets no gradient. (cross_entropy and mse
 /// leave it out themselves: runtime/Backend.h, KernelCall::liveRows.)
 void maskPadding(ModelGraph &g) {
-  if (g.microbatches < 2 || g.stepSamples >= g.batch * g.microbatches)
+  if (!g.unevenMicrobatches())
     return;
   std::vector<char> needed = valuesReachingLoss(g);
   std::set<std::string> names;
@@ -142,8 +142,7 @@ void maskPadding(ModelGraph &g) {
 /// uneven (a padded slice's statistics would count its padding).
 ModelFile checkedSplit(ModelFile file, const ModelOptions &options) {
   const ModelGraph &g = file.graph;
-  const bool uneven =
-      g.microbatches > 1 && g.stepSamples < g.batch * g.microbatches;
+  const bool uneven = g.unevenMicrobatches();
   if (options.microbatches > 1 && (!options.perSliceNorm || uneven))
     for (const Op &op : file.graph.ops)
       if (auto kind = ops::parseOpKind(op.kind);
@@ -158,8 +157,7 @@ ModelFile checkedSplit(ModelFile file, const ModelOptions &options) {
               " into slices of different sizes (" + std::to_string(g.batch) +
               " and " + std::to_string(g.batch - 1) +
               " samples), whose statistics a padded micro-batch cannot give; "
-              "pick "
-              "a number of micro-batches that divides the batch");
+              "pick a number of micro-batches that divides the batch");
         throw OptionError(
             file.graph.sourceName + ": " + op.where() +
             " normalizes over the "

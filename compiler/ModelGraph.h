@@ -123,6 +123,10 @@ struct ModelGraph {
   /// padded, runtime/plan/PlanFormat.h microbatchSlice).
   int64_t microbatches = 1;
   int64_t stepSamples = 0;      ///< with microbatches > 1: the rank's batch
+  /// Whether the micro-batches differ by a sample (the shorter padded).
+  bool unevenMicrobatches() const {
+    return microbatches > 1 && stepSamples < batch * microbatches;
+  }
   int64_t tokensPerSample = 1;  ///< `seq` for sequence models, else 1
   /// Located messages about a model that is valid but probably not what its
   /// author meant (a parameter no op reads), for the CLI to print.
@@ -203,6 +207,11 @@ struct ModelOptions {
   /// The flags that split the batch, as the user gave them, for messages:
   /// "--ranks 2 --microbatches 4".
   std::string splitFlags() const;
+  /// The samples the step is built for from a rank's batch of
+  /// `rankBatch`: ceil(rankBatch / microbatches).
+  int64_t microbatchSamples(int64_t rankBatch) const {
+    return (rankBatch + microbatches - 1) / microbatches;
+  }
   /// `--precision fp64`: every f32 value of the model becomes f64, so the
   /// whole step computes in float64 on the CPU backend (for testing against
   /// a float64 reference: docs/cli.md). `--precision bf16`: GEMMs and the

@@ -41,13 +41,11 @@ Executor::checkUserData(const std::string &name, DType dtype,
   const int64_t k = loaded.plan.microbatches;
   const int64_t numRanks = ranks ? ranks->size() : 1;
   if (k * numRanks > 1 && !b.shape.empty()) {
-    // The file holds global batches (micro-batch * microbatches * ranks
-    // rows each): this rank reads its rows of each, a micro-batch at a
-    // time.
-    // (Dim 0 holds the micro-batch's samples, rows / batch rows each.)
+    // The file holds global batches (the rank's samples times the ranks,
+    // rows / batch rows a sample where dim 0 holds the samples): this rank
+    // reads its rows of each, a micro-batch at a time.
     const Plan &p = loaded.plan;
-    int64_t rows = b.shape[0],
-            perSample = rows % p.batch == 0 ? rows / p.batch : 0,
+    int64_t rows = b.shape[0], perSample = rowsPerSample(p, b),
             rankRows = perSample ? perSample * p.samplesPerStep() : rows * k,
             global = rankRows * numRanks;
     bool whole =
@@ -221,9 +219,8 @@ void Executor::fillInputs(int64_t step, int64_t microbatch) {
       // (its samples' elements where dim 0 holds them); a padding sample
       // repeats the micro-batch's first.
       const int64_t rank = ranks ? ranks->rank() : 0;
-      const uint64_t perSample = !b.shape.empty() && b.shape[0] % p.batch == 0
-                                     ? n / uint64_t(p.batch)
-                                     : 0;
+      const uint64_t perSample =
+          rowsPerSample(p, b) ? n / uint64_t(p.batch) : 0;
       uint64_t offset =
           perSample
               ? perSample * uint64_t(rank * p.samplesPerStep() + part.first)

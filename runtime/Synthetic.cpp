@@ -135,9 +135,9 @@ std::vector<char> syntheticInput(const Plan &plan, size_t index, uint64_t seed,
   std::vector<char> bytes;
   if (d.kind == DataSpec::Kind::SampleMask) {
     // Every sample real; the executor zeroes a micro-batch's padding.
-    std::vector<float> ones(n, 1.0f);
-    bytes.assign(reinterpret_cast<const char *>(ones.data()),
-                 reinterpret_cast<const char *>(ones.data() + n));
+    bytes.resize(n * sizeof(float));
+    float *ones = reinterpret_cast<float *>(bytes.data());
+    std::fill(ones, ones + n, 1.0f);
     return floatsAs(b.dtype, std::move(bytes));
   }
   if (d.kind == DataSpec::Kind::Randn) {

@@ -253,8 +253,7 @@ ModelGraph ModelReader::read(const std::string &text) {
           "multiple of " +
           std::to_string(options.ranks) + " (--set batch=...)");
     int64_t rankBatch = int64_t(global) / options.ranks;
-    graph.config["batch"] =
-        double((rankBatch + options.microbatches - 1) / options.microbatches);
+    graph.config["batch"] = double(options.microbatchSamples(rankBatch));
     graph.ranks = options.ranks;
     graph.shardOptimizer = options.shardOptimizer && options.ranks > 1;
     graph.microbatches = options.microbatches;

@@ -326,7 +326,7 @@ void OnnxReader::checkAndInferShapes() {
                           ": the inputs' batches differ (--input-shape " +
                           input.name() + "=" + dimsText(dims) + ")");
       graph.stepSamples = rankBatch;
-      dims[0] = (rankBatch + options.microbatches - 1) / options.microbatches;
+      dims[0] = options.microbatchSamples(rankBatch);
     }
     if (int(dims.size()) != shape->dim_size())
       throw OptionError(graph.sourceName + ": --input-shape " + input.name() +

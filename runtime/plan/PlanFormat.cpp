@@ -497,9 +497,19 @@ json serializePlan(const Plan &plan) {
   return out;
 }
 
+namespace {
+
+/// Of `k` micro-batches of at most `batch` samples, `stepSamples` in all,
+/// those that hold `batch` (the first; the others hold `batch - 1`).
+int64_t fullMicrobatches(int64_t k, int64_t batch, int64_t stepSamples) {
+  return stepSamples - (batch - 1) * k;
+}
+
+} // namespace
+
 MicrobatchSlice microbatchSlice(const Plan &plan, int64_t microbatch) {
-  // `full` micro-batches of `batch` samples, then ones of `batch - 1`.
-  int64_t full = plan.samplesPerStep() - (plan.batch - 1) * plan.microbatches;
+  int64_t full =
+      fullMicrobatches(plan.microbatches, plan.batch, plan.samplesPerStep());
   MicrobatchSlice part;
   part.first =
       microbatch * plan.batch - std::max<int64_t>(0, microbatch - full);
@@ -508,10 +518,16 @@ MicrobatchSlice microbatchSlice(const Plan &plan, int64_t microbatch) {
   return part;
 }
 
+int64_t rowsPerSample(const Plan &plan, const BufferDesc &b) {
+  if (b.shape.empty() || plan.batch < 1 || b.shape[0] % plan.batch != 0)
+    return 0;
+  return b.shape[0] / plan.batch;
+}
+
 std::string describeMicrobatches(int64_t k, int64_t batch,
                                  int64_t stepSamples) {
   std::string text = std::to_string(k) + " micro-batches";
-  int64_t full = stepSamples - (batch - 1) * k;
+  int64_t full = fullMicrobatches(k, batch, stepSamples);
   if (full >= k)
     return text + " of " + std::to_string(batch) + " samples each";
   return text + ": " + std::to_string(full) + " of " + std::to_string(batch) +

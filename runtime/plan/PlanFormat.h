@@ -162,6 +162,10 @@ struct MicrobatchSlice {
 };
 MicrobatchSlice microbatchSlice(const Plan &plan, int64_t microbatch);
 
+/// Rows of dim 0 of buffer `b` per sample, where dim 0 holds the plan's
+/// `batch` samples (is a multiple of it); 0 where it does not.
+int64_t rowsPerSample(const Plan &plan, const BufferDesc &b);
+
 /// "4 micro-batches of 2 samples each", or where they differ "3
 /// micro-batches: 1 of 6 samples, 2 of 5 (16 in all)": `k` micro-batches of
 /// at most `batch` samples, `stepSamples` in all.

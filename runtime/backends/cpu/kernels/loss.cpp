@@ -132,7 +132,8 @@ template <typename T> void runMse(const KernelCall &call, T *, uint64_t) {
   const T *a = inData<T>(call, 0), *b = inData<T>(call, 1);
   int64_t n = call.inputs[0].numElements;
   double sum = 0;
-  for (int64_t i = 0; i < call.liveRows(n); ++i) {
+  const int64_t live = call.liveRows(n);
+  for (int64_t i = 0; i < live; ++i) {
     double d = double(a[i]) - double(b[i]);
     sum += d * d;
   }

@@ -1,8 +1,7 @@
 // Catch2 main of remat-unit-cuda. With --skip-without-device as the first
 // argument it exits 77 (ctest's SKIP_RETURN_CODE) where no CUDA device
 // exists, so ctest reports the GPU tests skipped rather than passed.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "tests/unit/CatchSession.h"
 
 #include "CudaTestUtil.h"
 
@@ -17,7 +16,7 @@ int main(int argc, char **argv) {
       return 77;
     }
     argv[1] = argv[0];
-    return Catch::Session().run(argc - 1, argv + 1);
+    return remat::test::runCatchSession(argc - 1, argv + 1);
   }
-  return Catch::Session().run(argc, argv);
+  return remat::test::runCatchSession(argc, argv);
 }

@@ -1,15 +1,14 @@
 // Catch2 main of remat-unit-runtime. A run that passed removes the files
 // its tests wrote (TestUtil.h, tempPath); a failed run keeps them and says
 // where.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "tests/unit/CatchSession.h"
 
 #include "TestUtil.h"
 
 #include <iostream>
 
 int main(int argc, char **argv) {
-  int failed = Catch::Session().run(argc, argv);
+  int failed = remat::test::runCatchSession(argc, argv);
   if (failed == 0)
     remat::runtime::test::removeTempDir();
   else

@@ -6,6 +6,7 @@
 #include "runtime/backends/cpu/Gemm.h"
 #include "runtime/backends/cpu/Kernels.h"
 #include "runtime/backends/cpu/kernels/Common.h"
+#include "runtime/backends/cpu/kernels/Kernels.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -23,6 +24,41 @@ struct Pieces {
     return p;
   }
 };
+
+/// C = A^T B (bf16, `gemm`) as C^T = B^T A in pieces of `rows` rows of C
+/// (transposedPieceRows, CpuWorkspace.h): each piece's product lands in
+/// the last bytes of `scratch` and is transposed into C in tiles on the
+/// threads. False when oneDNN does not run a piece.
+bool transposedPieces(const GemmShape &gemm, int64_t rows, const uint16_t *a,
+                      const uint16_t *b, uint16_t *c, char *scratch,
+                      uint64_t scratchBytes) {
+  uint64_t pieceBytes =
+      stagingAligned(uint64_t(rows * gemm.n) * sizeof(uint16_t));
+  if (pieceBytes > scratchBytes)
+    return false;
+  uint64_t padBytes = scratchBytes - pieceBytes;
+  auto *piece = reinterpret_cast<uint16_t *>(scratch + padBytes);
+  constexpr int64_t kTile = 32;
+  for (int64_t first = 0; first < gemm.m; first += rows) {
+    int64_t count = std::min(rows, gemm.m - first);
+    if (!dnnlMatmulRun(transposedPiece(gemm, count), GemmTypes::Bf16, b,
+                       a + first, piece, scratch, padBytes))
+      return false;
+    // piece is [n, count]: row i of this part of C is its column i.
+    uint16_t *out = c + first * gemm.ldc;
+    parallelRows((count + kTile - 1) / kTile, count * gemm.n,
+                 [&](int64_t tile) {
+                   int64_t i0 = tile * kTile, i1 = std::min(count, i0 + kTile);
+                   for (int64_t d0 = 0; d0 < gemm.n; d0 += kTile) {
+                     int64_t d1 = std::min(gemm.n, d0 + kTile);
+                     for (int64_t i = i0; i < i1; ++i)
+                       for (int64_t d = d0; d < d1; ++d)
+                         out[i * gemm.ldc + d] = piece[d * count + i];
+                   }
+                 });
+  }
+  return true;
+}
 
 void widen(const uint16_t *from, float *to, int64_t n) {
   parallelElements(n, [&](int64_t i) { to[i] = ops::bf16ToFloat(from[i]); });
@@ -286,6 +322,11 @@ void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
       return std::logic_error(std::string("oneDNN did not run the bf16 ") +
                               opName(call.op) + " it was planned for");
     };
+    if (call.op == OpKind::Attention || call.op == OpKind::AttentionGrad) {
+      if (!runAttentionBf16(call, copies, staging.bytes))
+        throw refused();
+      return;
+    }
     if (ops::opInfo(call.op).shapeRule != ops::ShapeRule::Gemm) {
       std::vector<Shape> ins = {call.inputs[0].shape, call.inputs[1].shape};
       if (!dnnlConvRun(call.op, *call.attrs, ins, {call.outputs[0].shape},
@@ -299,6 +340,12 @@ void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
     const auto *a = call.inputs[0].as<const uint16_t>();
     const auto *b = call.inputs[1].as<const uint16_t>();
     auto *c = call.outputs[0].as<uint16_t>();
+    if (staging.block > 0) {
+      if (!transposedPieces(g.gemm, staging.block, a, b, c, copies,
+                            staging.bytes))
+        throw refused();
+      return;
+    }
     for (int64_t i = 0; i < g.count; ++i)
       if (!dnnlMatmulRun(g.gemm, GemmTypes::Bf16, a + i * g.strideA,
                          b + i * g.strideB, c + i * g.strideC, copies,

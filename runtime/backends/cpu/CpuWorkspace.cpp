@@ -70,6 +70,40 @@ MatmulGemms matmulGemms(const OpAttrs &at, const Shape &as, const Shape &bs) {
   return g;
 }
 
+int64_t transposedPieceRows(const GemmShape &g) {
+  if (!g.transA || g.transB || g.beta != 0 || g.n <= 0 || g.m <= 8 * g.n)
+    return 0;
+  return std::min(g.m, kTransposedPieceRows);
+}
+
+GemmShape transposedPiece(const GemmShape &g, int64_t rows) {
+  // C^T[n, rows] = op(B)^T [n, k] x A's columns [k, rows]: B as stored is
+  // [k, n], so the piece's A is B transposed.
+  return {true, false, g.n, rows, g.k, g.ldb, g.lda, rows, g.alpha, 0};
+}
+
+std::vector<AttentionBf16Gemm> attentionBf16Gemms(OpKind op, float scale,
+                                                  int64_t s, int64_t dh) {
+  using T = GemmTypes;
+  std::vector<AttentionBf16Gemm> gemms = {
+      {{false, true, s, s, dh, dh, dh, s, scale, 0}, T::Bf16F32}};
+  if (op == OpKind::Attention) {
+    gemms.push_back({{false, false, s, dh, s, s, dh, dh, 1, 0}, T::F32});
+  } else {
+    gemms.push_back({{true, false, s, dh, s, s, dh, dh, 1, 0}, T::F32});
+    gemms.push_back({{false, true, s, s, dh, dh, dh, s, 1, 0}, T::Bf16F32});
+    gemms.push_back({{false, false, s, dh, s, s, dh, dh, scale, 0}, T::F32});
+    gemms.push_back({{true, false, s, dh, s, s, dh, dh, scale, 0}, T::F32});
+  }
+  return gemms;
+}
+
+uint64_t attentionBf16OwnBytes(OpKind op, int64_t s, int64_t dh) {
+  uint64_t square = stagingAligned(uint64_t(s * s) * sizeof(float));
+  uint64_t head = stagingAligned(uint64_t(s * dh) * sizeof(float));
+  return op == OpKind::Attention ? square + 2 * head : 2 * square + 6 * head;
+}
+
 uint64_t gemmScratchElements(OpKind op, const OpAttrs &attrs,
                              const std::vector<Shape> &inputs) {
   std::vector<GemmShape> gemms;
@@ -178,14 +212,14 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
                            const std::vector<ops::TensorType> &outputs) {
   Bf16Staging s;
   const ops::OpInfo &info = ops::opInfo(op);
-  // The elementwise arithmetic and activations (kernels/binary.cpp,
-  // unary.cpp), and the ops that take x's channel moments (batch
+  // The elementwise arithmetic, activations and dropout (kernels/binary.cpp,
+  // unary.cpp, dropout.cpp), and the ops that take x's channel moments (batch
   // normalization and its running statistics) read and write bf16
   // themselves on the cpu.
   using Family = ops::KernelFamily;
   if (info.bf16Native || info.family == Family::Binary ||
       info.family == Family::Unary || info.family == Family::UnaryGrad ||
-      momentsOperand(op) >= 0)
+      info.family == Family::Dropout || momentsOperand(op) >= 0)
     return s;
   // Convolutions (all operands bf16) through oneDNN where this CPU has
   // bf16 kernels.
@@ -196,8 +230,32 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
             dnnlConvInfo(op, attrs, {inputs[0].shape, inputs[1].shape},
                          {outputs[0].shape}, true)) {
       s.kind = Bf16Staging::Kind::Dnnl;
-      s.bytes = (conv->workspaceBytes + kStagingAlignment - 1) /
-                kStagingAlignment * kStagingAlignment;
+      s.bytes = stagingAligned(conv->workspaceBytes);
+      return s;
+    }
+  }
+  // Attention (all operands bf16, heads of at most 2^15) through oneDNN's
+  // bf16 GEMMs where it runs every one of them.
+  if ((op == OpKind::Attention || op == OpKind::AttentionGrad) &&
+      allBf16(inputs, outputs) && inputs[0].shape.size() == 4 &&
+      inputs[0].shape[2] > 0 && inputs[0].shape[2] <= (1 << 15) &&
+      inputs[0].shape[3] > 0) {
+    int64_t len = inputs[0].shape[2], width = inputs[0].shape[3];
+    uint64_t pad = 0;
+    bool runs = true;
+    for (const AttentionBf16Gemm &g :
+         attentionBf16Gemms(op, attrs.scale, len, width)) {
+      std::optional<uint64_t> bytes = dnnlMatmulScratchBytes(g.gemm, g.types);
+      // float32 ones go through gemm() (Gemm.h), on OpenBLAS where oneDNN
+      // does not run them; it aligns oneDNN's scratchpad in what it gets.
+      if (g.types == GemmTypes::F32)
+        bytes = bytes ? *bytes + kGemmScratchAlignment : 0;
+      runs = runs && bytes;
+      pad = std::max(pad, bytes.value_or(0));
+    }
+    if (runs) {
+      s.kind = Bf16Staging::Kind::Dnnl;
+      s.bytes = attentionBf16OwnBytes(op, len, width) + stagingAligned(pad);
       return s;
     }
   }
@@ -224,11 +282,26 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
   if (info.shapeRule == ops::ShapeRule::Gemm && inputs.size() == 2 &&
       outputs.size() == 1 && allBf16(inputs, outputs)) {
     MatmulGemms g = matmulGemms(attrs, inputs[0].shape, inputs[1].shape);
+    if (int64_t rows = transposedPieceRows(g.gemm); rows > 0 && g.count == 1) {
+      int64_t tail = g.gemm.m % rows;
+      std::optional<uint64_t> full = dnnlMatmulScratchBytes(
+          transposedPiece(g.gemm, rows), GemmTypes::Bf16);
+      std::optional<uint64_t> last =
+          tail == 0 ? full
+                    : dnnlMatmulScratchBytes(transposedPiece(g.gemm, tail),
+                                             GemmTypes::Bf16);
+      if (full && last) {
+        s.kind = Bf16Staging::Kind::Dnnl;
+        s.block = rows;
+        s.bytes = stagingAligned(std::max(*full, *last)) +
+                  stagingAligned(uint64_t(rows * g.gemm.n) * sizeof(uint16_t));
+        return s;
+      }
+    }
     if (std::optional<uint64_t> pad =
             dnnlMatmulScratchBytes(g.gemm, GemmTypes::Bf16)) {
       s.kind = Bf16Staging::Kind::Dnnl;
-      s.bytes = (*pad + kStagingAlignment - 1) / kStagingAlignment *
-                kStagingAlignment;
+      s.bytes = stagingAligned(*pad);
       return s;
     }
     const GemmShape &m = g.gemm;
@@ -257,11 +330,9 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
       pick(Kind::GemmDepthRows, wholeB, m.m, m.k, m.n);
     return s;
   }
-  // Elementwise ops (not dropout, whose masks follow the element index):
-  // rows of the result at a time.
+  // Other elementwise ops: rows of the result at a time.
   bool elementwise = (info.shapeRule == ops::ShapeRule::Elementwise ||
                       info.shapeRule == ops::ShapeRule::Broadcast) &&
-                     info.family != ops::KernelFamily::Dropout &&
                      !info.updatesParam && outputs.size() == 1 &&
                      !outputs[0].shape.empty() && outputs[0].shape[0] > 0;
   if (!elementwise)
@@ -319,8 +390,7 @@ uint64_t cpuStepScratchBytes(OpKind op, const OpAttrs &attrs,
   // leaves the kernel its bytes wherever the scratch starts.
   if (kernel > UINT64_MAX - staging.bytes - 2 * kStagingAlignment)
     return UINT64_MAX;
-  kernel =
-      (kernel + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+  kernel = stagingAligned(kernel);
   return kernel + staging.bytes + kStagingAlignment;
 }
 

@@ -52,6 +52,36 @@ struct MatmulGemms {
 };
 MatmulGemms matmulGemms(const OpAttrs &attrs, const Shape &a, const Shape &b);
 
+/// Rows of C a piece holds where a bf16 GEMM C = A^T B runs on oneDNN as
+/// C^T = B^T A, a piece of C^T's columns at a time, each transposed into
+/// C: where C has over 8 times more rows than columns (GPT-2's logits
+/// weight gradient, 50,257 x 768 over the batch's tokens), brgemm's copies
+/// of a transposed A cost more than the pieces and their transposes
+/// (docs/benchmarks.md). 0 where the GEMM runs whole.
+int64_t transposedPieceRows(const GemmShape &gemm);
+inline constexpr int64_t kTransposedPieceRows = 2048;
+
+/// The GEMMs of attention or attention_grad on bf16 q, k, v (and dout)
+/// (kernels/attention.cpp, runAttentionBf16), in the kernel's order: the
+/// scores (bf16 products into float32), then O = P V (forward) or dV =
+/// P^T dO, dP = dO V^T (bf16 products into float32), dQ = scale dS K,
+/// dK = scale dS^T Q (backward), the others in float32 on a head's
+/// widened operands; for heads of length `s` and width `dh`. The op runs
+/// so where oneDNN runs both bf16 ones.
+struct AttentionBf16Gemm {
+  GemmShape gemm;
+  GemmTypes types;
+};
+std::vector<AttentionBf16Gemm> attentionBf16Gemms(OpKind op, float scale,
+                                                  int64_t s, int64_t dh);
+/// The bytes runAttentionBf16 keeps per (batch, head) before the GEMMs'
+/// scratchpad, each block 64-aligned, in float32: P, and for
+/// attention_grad dP; then V and O (forward) or dO, K, Q, dV, dQ and dK.
+uint64_t attentionBf16OwnBytes(OpKind op, int64_t s, int64_t dh);
+/// The GEMM of a piece of `rows` rows of C: C^T's columns, B^T times those
+/// columns of A, into a buffer of `rows` columns.
+GemmShape transposedPiece(const GemmShape &gemm, int64_t rows);
+
 /// Elements (4 bytes each) that hold oneDNN's scratchpad for the largest of
 /// the GEMMs the CPU backend runs for an op of the Gemm shape rule,
 /// attention or attention_grad; 0 for other ops, and where the GEMMs run
@@ -140,7 +170,10 @@ struct Bf16Staging {
                    ///< depth
     Dnnl,          ///< no copies: oneDNN runs the op on the bf16 tensors
                    ///< (matmul: DnnlMatmul.h; conv2d and its gradients:
-                   ///< DnnlConv.h); `bytes` holds its scratch
+                   ///< DnnlConv.h); `bytes` holds its scratch; a matmul
+                   ///< with `block` > 0 runs in transposed pieces of
+                   ///< `block` rows of C (transposedPieceRows), the piece
+                   ///< last in `bytes`
   };
   Kind kind = Kind::None;
   int64_t block = 0;
@@ -152,10 +185,14 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
 inline constexpr uint64_t kStagingAlignment = 64;
 /// Elements of one piece of a Rows or Gemm staging (1 MiB of floats).
 inline constexpr int64_t kStagingPieceElements = int64_t(1) << 18;
+/// `bytes` rounded up to kStagingAlignment.
+inline uint64_t stagingAligned(uint64_t bytes) {
+  return (bytes + kStagingAlignment - 1) / kStagingAlignment *
+         kStagingAlignment;
+}
 /// `elements` floats in bytes, rounded up to kStagingAlignment.
 inline uint64_t stagedBytes(int64_t elements) {
-  uint64_t b = uint64_t(elements) * sizeof(float);
-  return (b + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+  return stagingAligned(uint64_t(elements) * sizeof(float));
 }
 
 } // namespace remat::runtime::cpu

@@ -166,7 +166,8 @@ void describe(Cache &c, const GemmShape &g, GemmTypes types, Entry &e) {
     return;
   }
   using dt = memory::data_type;
-  dt type = types == GemmTypes::Bf16 ? dt::bf16 : dt::f32;
+  dt type = types == GemmTypes::F32 ? dt::f32 : dt::bf16;
+  dt typeC = types == GemmTypes::Bf16 ? dt::bf16 : dt::f32;
   // Row-major operands as strides: op(A) is m x k, op(B) k x n.
   e.a =
       memory::desc({g.m, g.k}, type,
@@ -174,7 +175,7 @@ void describe(Cache &c, const GemmShape &g, GemmTypes types, Entry &e) {
   e.b =
       memory::desc({g.k, g.n}, type,
                    g.transB ? memory::dims{1, g.ldb} : memory::dims{g.ldb, 1});
-  e.c = memory::desc({g.m, g.n}, type, memory::dims{g.ldc, 1});
+  e.c = memory::desc({g.m, g.n}, typeC, memory::dims{g.ldc, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (g.alpha != 1.0f)

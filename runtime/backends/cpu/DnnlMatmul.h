@@ -45,8 +45,9 @@ struct GemmShape {
 
 /// The element types of a GEMM's A, B and C.
 enum class GemmTypes : uint8_t {
-  F32,  ///< float32 throughout
-  Bf16, ///< bf16 A, B and C; the products summed in float32
+  F32,     ///< float32 throughout
+  Bf16,    ///< bf16 A, B and C; the products summed in float32
+  Bf16F32, ///< bf16 A and B, float32 C (the sums themselves)
 };
 
 /// The largest scratchpad a GEMM oneDNN runs may need (brgemm's packing

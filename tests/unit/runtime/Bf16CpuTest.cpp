@@ -7,7 +7,11 @@
 // kernel on the widened values, rounded to bf16: every op of the table is
 // run both ways here and compared bitwise. GEMMs and convolutions are
 // left to GemmTest and ConvPoolGradTest, which bound them (oneDNN's bf16
-// kernels sum in another order than the float32 ones).
+// kernels sum in another order than the float32 ones). Attention on
+// oneDNN's bf16 GEMMs (kernels/attention.cpp) sums its scores and dP in
+// oneDNN's order too: its results are bounded instead, within 2^-7 of the
+// float32 kernel's (a sum in float32 that moves by float32's rounding can
+// round to the neighbouring bf16: 2^-8 of a value near 1).
 //
 //===----------------------------------------------------------------------===//
 #include "BackendRun.h"
@@ -19,6 +23,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -60,11 +65,22 @@ TEST_CASE("every op of the table on bf16 operands gives on the cpu the bits "
         std::vector<HostTensor> got = runOnBackend(*cpu, c);
         std::vector<HostTensor> expected = runOnBackend(*cpu, float32Twin(c));
         REQUIRE(got.size() == expected.size());
+        std::vector<remat::ops::TensorType> ins;
+        for (const HostTensor &t : c.inputs)
+          ins.push_back({t.dtype, t.shape});
+        bool bounded =
+            (c.op == OpKind::Attention || c.op == OpKind::AttentionGrad) &&
+            cpu::cpuBf16Staging(c.op, remat::ops::parseAttrs(c.op, c.attrs),
+                                ins, c.outputs)
+                    .kind == cpu::Bf16Staging::Kind::Dnnl;
         for (size_t i = 0; i < got.size(); ++i) {
-          INFO("result " << i);
+          INFO("result " << i << (bounded ? " (bounded)" : ""));
           if (c.outputs[i].dtype == DType::BF16)
             expected[i] = bf16Rounded(expected[i]);
-          CHECK(normalizedError(got[i], expected[i]) == 0.0);
+          if (bounded)
+            CHECK(normalizedError(got[i], expected[i]) <= std::ldexp(1.0, -7));
+          else
+            CHECK(normalizedError(got[i], expected[i]) == 0.0);
         }
       });
   // The ops whose cpu kernels read bf16 themselves are among those run.

@@ -39,6 +39,13 @@ extern template void runWithMoments<float>(const KernelCall &,
 extern template void runWithMoments<double>(const KernelCall &,
                                             ChannelMoments &);
 
+/// attention or attention_grad on bf16 tensors through oneDNN's bf16 GEMMs
+/// (attentionBf16Gemms, CpuWorkspace.h) with `scratch` (64-aligned) of
+/// `bytes`: the probabilities and their gradient in float32, rounded to
+/// bf16 where a GEMM reads them. False, having written nothing, where
+/// oneDNN does not run a GEMM or `bytes` is too few.
+bool runAttentionBf16(const KernelCall &call, char *scratch, uint64_t bytes);
+
 // One function per kernel family: float operands and results are T, index
 // operands their own dtype; `workspace` holds `workspaceElements` of T.
 #define REMAT_KERNEL_FAMILY(Family)                                            \

@@ -9,10 +9,21 @@
 // as the GEMMs do. The GEMMs' scratchpad (where oneDNN runs them) follows
 // the S*S blocks in the workspace.
 //
+// On bf16 tensors where oneDNN runs bf16 GEMMs (runAttentionBf16), the
+// scores and dP = dO V^T, whose operands are bf16 tensors, run as bf16
+// products summed into float32, each head's other operands are widened
+// to float32 (a head at a time, not the whole tensors), and everything
+// else is as above in float32, the results rounded to bf16 once: the math
+// of the float32 kernel on widened copies, in another summation order.
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
 
+#include "ops/BFloat16.h"
+#include "runtime/backends/cpu/CpuWorkspace.h"
 #include "runtime/backends/cpu/Gemm.h"
+#include "runtime/backends/cpu/kernels/Kernels.h"
+
+#include <stdexcept>
 
 namespace remat::runtime::cpu {
 
@@ -91,6 +102,98 @@ void runAttentionGrad(const KernelCall &call, T *workspace, uint64_t elements) {
     gemm<T>(true, false, s, dh, s, scale, dp, s, q, dh, T(0), dk, dh, g.data,
             g.bytes);
   }
+}
+
+bool runAttentionBf16(const KernelCall &call, char *scratch, uint64_t bytes) {
+  const Shape &shape = call.inputs[0].shape;
+  int64_t heads = shape[0] * shape[1], s = shape[2], dh = shape[3];
+  bool forward = call.op == OpKind::Attention;
+  std::vector<AttentionBf16Gemm> gemms =
+      attentionBf16Gemms(call.op, call.attrs->scale, s, dh);
+  uint64_t own = attentionBf16OwnBytes(call.op, s, dh);
+  if (own > bytes)
+    return false;
+  for (const AttentionBf16Gemm &g : gemms) {
+    if (g.types == GemmTypes::F32)
+      continue; // gemm() below, on oneDNN or OpenBLAS
+    std::optional<uint64_t> pad = dnnlMatmulScratchBytes(g.gemm, g.types);
+    if (!pad || *pad > bytes - own)
+      return false;
+  }
+  // The blocks of attentionBf16OwnBytes: P, then dP for the gradient (dS in
+  // place), then float32 heads: V and O (forward), or dO, K, Q, dV, dQ
+  // and dK.
+  uint64_t square = stagingAligned(uint64_t(s * s) * sizeof(float));
+  uint64_t head = stagingAligned(uint64_t(s * dh) * sizeof(float));
+  auto *p = reinterpret_cast<float *>(scratch);
+  auto *dp = reinterpret_cast<float *>(scratch + square);
+  char *heads0 = scratch + (forward ? 1 : 2) * square;
+  auto block = [&](int i) {
+    return reinterpret_cast<float *>(heads0 + i * head);
+  };
+  char *pad = scratch + own;
+  uint64_t padBytes = bytes - own;
+  auto run = [&](size_t i, const void *a, const void *b, float *c) {
+    const GemmShape &g = gemms[i].gemm;
+    if (gemms[i].types == GemmTypes::F32)
+      gemm<float>(g.transA, g.transB, g.m, g.n, g.k, g.alpha,
+                  static_cast<const float *>(a), g.lda,
+                  static_cast<const float *>(b), g.ldb, 0.0f, c, g.ldc, pad,
+                  padBytes);
+    else if (!dnnlMatmulRun(g, gemms[i].types, a, b, c, pad, padBytes))
+      throw std::logic_error("oneDNN did not run a bf16 attention GEMM");
+  };
+  auto widenHead = [&](const uint16_t *from, float *to) {
+    parallelElements(s * dh,
+                     [&](int64_t i) { to[i] = ops::bf16ToFloat(from[i]); });
+  };
+  auto narrowHead = [&](const float *from, uint16_t *to) {
+    parallelElements(s * dh,
+                     [&](int64_t i) { to[i] = ops::floatToBf16(from[i]); });
+  };
+  bool causal = call.attrs->causal;
+  for (int64_t bh = 0; bh < heads; ++bh) {
+    int64_t base = bh * s * dh;
+    const uint16_t *q = call.inputs[0].as<const uint16_t>() + base,
+                   *k = call.inputs[1].as<const uint16_t>() + base,
+                   *v = call.inputs[2].as<const uint16_t>() + base;
+    // P = softmax(scale q k^T + mask), the products summed into float32.
+    run(0, q, k, p);
+    parallelRows(s, s * s, [&](int64_t i) {
+      int64_t visible = causal ? i + 1 : s;
+      softmaxRow(p + i * s, p + i * s, visible);
+      std::fill(p + i * s + visible, p + (i + 1) * s, 0.0f);
+    });
+    if (forward) {
+      float *vf = block(0), *of = block(1);
+      widenHead(v, vf);
+      run(1, p, vf, of); // O = P V
+      narrowHead(of, call.outputs[0].as<uint16_t>() + base);
+      continue;
+    }
+    const uint16_t *dout = call.inputs[3].as<const uint16_t>() + base;
+    float *dof = block(0), *kf = block(1), *qf = block(2), *dvf = block(3),
+          *dqf = block(4), *dkf = block(5);
+    widenHead(dout, dof);
+    run(1, p, dof, dvf); // dV = P^T dO
+    run(2, dout, v, dp); // dP = dO V^T, bf16 products into float32
+    // dS = P * (dP - rowsum(dP * P)) in place of dP.
+    parallelRows(s, s * s, [&](int64_t i) {
+      double dot = 0;
+      for (int64_t j = 0; j < s; ++j)
+        dot += double(dp[i * s + j]) * double(p[i * s + j]);
+      for (int64_t j = 0; j < s; ++j)
+        dp[i * s + j] = p[i * s + j] * (dp[i * s + j] - float(dot));
+    });
+    widenHead(k, kf);
+    widenHead(q, qf);
+    run(3, dp, kf, dqf); // dQ = scale dS K
+    run(4, dp, qf, dkf); // dK = scale dS^T Q
+    narrowHead(dqf, call.outputs[0].as<uint16_t>() + base);
+    narrowHead(dkf, call.outputs[1].as<uint16_t>() + base);
+    narrowHead(dvf, call.outputs[2].as<uint16_t>() + base);
+  }
+  return true;
 }
 
 template void runAttention<float>(const KernelCall &, float *, uint64_t);

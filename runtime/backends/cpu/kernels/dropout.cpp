@@ -5,7 +5,8 @@
 // scaled by 1 / (1 - rate) computed in the float type. In micro-batch m of
 // a split step, element i is element m·n + i of the batch's tensor, so the
 // slices draw the unsplit step's mask. A rate of 0 keeps every element:
-// y = x, without drawing.
+// y = x, without drawing. bf16 x and y (--precision bf16) are widened as
+// read and rounded as written, the bits of float copies.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -14,13 +15,16 @@
 
 namespace remat::runtime::cpu {
 
-template <typename T> void runDropout(const KernelCall &call, T *, uint64_t) {
-  const T *x = inData<T>(call, 0);
-  T *y = outData<T>(call, 0);
+namespace {
+
+/// The dropout of `call` with x and y stored as X and Y (T, or bf16 for
+/// float kernels: widened as read, rounded as written).
+template <typename T, typename X, typename Y>
+void dropout(const KernelCall &call, const X *x, Y *y) {
   float rate = call.attrs->rate;
   int64_t n = call.inputs[0].numElements;
   if (rate == 0.0f) { // every element kept and scaled by 1: y = x
-    parallelElements(n, [&](int64_t i) { y[i] = x[i]; });
+    parallelElements(n, [&](int64_t i) { storeAs(y, i, loadAs<T>(x, i)); });
     return;
   }
   T scale = T(1) / (T(1) - T(rate));
@@ -40,9 +44,22 @@ template <typename T> void runDropout(const KernelCall &call, T *, uint64_t) {
         if (g < first || g >= first + uint64_t(n))
           continue;
         int64_t i = int64_t(g - first);
-        y[i] = philoxWordToUnit(r.word[w]) >= rate ? x[i] * scale : T(0);
+        storeAs(y, i,
+                philoxWordToUnit(r.word[w]) >= rate ? loadAs<T>(x, i) * scale
+                                                    : T(0));
       }
     }
+  });
+}
+
+} // namespace
+
+template <typename T> void runDropout(const KernelCall &call, T *, uint64_t) {
+  withStorage<T>(call.inputs[0].dtype, [&](auto xs) {
+    withStorage<T>(call.outputs[0].dtype, [&](auto ys) {
+      dropout<T>(call, call.inputs[0].as<const decltype(xs)>(),
+                 call.outputs[0].as<decltype(ys)>());
+    });
   });
 }
 

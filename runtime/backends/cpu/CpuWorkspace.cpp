@@ -1,6 +1,7 @@
 //===- CpuWorkspace.cpp - The CPU backend's kernel scratch, by op ---------===//
 #include "runtime/backends/cpu/CpuWorkspace.h"
 
+#include "runtime/Strides.h"
 #include "runtime/backends/cpu/DnnlConv.h"
 
 #include <algorithm>
@@ -213,13 +214,17 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
   Bf16Staging s;
   const ops::OpInfo &info = ops::opInfo(op);
   // The elementwise arithmetic, activations and dropout (kernels/binary.cpp,
-  // unary.cpp, dropout.cpp), and the ops that take x's channel moments (batch
+  // unary.cpp, dropout.cpp), a bias gradient's sum_to (reduce.cpp), and
+  // the ops that take x's channel moments (batch
   // normalization and its running statistics) read and write bf16
   // themselves on the cpu.
   using Family = ops::KernelFamily;
   if (info.bf16Native || info.family == Family::Binary ||
       info.family == Family::Unary || info.family == Family::UnaryGrad ||
-      info.family == Family::Dropout || momentsOperand(op) >= 0)
+      info.family == Family::Dropout ||
+      (info.family == Family::SumTo && inputs.size() == 1 &&
+       outputs.size() == 1 && isSuffix(outputs[0].shape, inputs[0].shape)) ||
+      momentsOperand(op) >= 0)
     return s;
   // Convolutions (all operands bf16) through oneDNN where this CPU has
   // bf16 kernels.

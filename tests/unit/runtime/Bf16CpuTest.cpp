@@ -93,3 +93,22 @@ TEST_CASE("every op of the table on bf16 operands gives on the cpu the bits "
     CHECK(covered.count(name) == 1);
   }
 }
+
+TEST_CASE("sum_to of a bias gradient reads and writes bf16 on the cpu with "
+          "the bits of its float32 kernel on the widened values",
+          "[runtime]") {
+  // The suffix shape (y's shape ends x's) runs on the bf16 tensors
+  // themselves; 130 columns are three blocks of the threads' columns.
+  std::mt19937 rng(67);
+  auto cpu = createCpuBackend();
+  HostTensor x = bf16Rounded(randomTensor({3, 7, 130}, rng));
+  x.dtype = DType::BF16;
+  OpCase c{
+      OpKind::SumTo, nlohmann::json::object(), {x}, {{DType::BF16, {130}}}};
+  std::vector<remat::ops::TensorType> ins = {{DType::BF16, x.shape}};
+  CHECK(cpu::cpuBf16Staging(OpKind::SumTo, {}, ins, c.outputs).kind ==
+        cpu::Bf16Staging::Kind::None);
+  HostTensor got = runOnBackend(*cpu, c)[0];
+  HostTensor expected = bf16Rounded(runOnBackend(*cpu, float32Twin(c))[0]);
+  CHECK(normalizedError(got, expected) == 0.0);
+}

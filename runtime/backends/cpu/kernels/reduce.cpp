@@ -77,18 +77,26 @@ template <typename T> void runSumTo(const KernelCall &call, T *, uint64_t) {
   if (isSuffix(ys, xs)) {
     // Bias-gradient shape: y[j] sums x over whole rows of numel(y), in
     // the same row-major order as the general walk, so the bits match; by
-    // blocks of columns on the threads.
-    const T *x = inData<T>(call, 0);
-    T *y = outData<T>(call, 0);
-    int64_t ny = call.outputs[0].numElements, n = call.inputs[0].numElements;
-    constexpr int64_t kColumns = 64;
-    parallelRows((ny + kColumns - 1) / kColumns, n, [&](int64_t block) {
-      int64_t j0 = block * kColumns, j1 = std::min(ny, j0 + kColumns);
-      for (int64_t j = j0; j < j1; ++j)
-        y[j] = T(0);
-      for (int64_t i = 0; i < n; i += ny)
-        for (int64_t j = j0; j < j1; ++j)
-          y[j] += x[i + j];
+    // blocks of columns on the threads. bf16 x and y (float kernels; only
+    // this shape, CpuWorkspace.cpp) are widened as read and rounded once
+    // as written, the bits of float copies.
+    withStorage<T>(call.inputs[0].dtype, [&](auto xs) {
+      withStorage<T>(call.outputs[0].dtype, [&](auto ys) {
+        const auto *x = call.inputs[0].as<const decltype(xs)>();
+        auto *y = call.outputs[0].as<decltype(ys)>();
+        int64_t ny = call.outputs[0].numElements,
+                n = call.inputs[0].numElements;
+        constexpr int64_t kColumns = 64;
+        parallelRows((ny + kColumns - 1) / kColumns, n, [&](int64_t block) {
+          int64_t j0 = block * kColumns, j1 = std::min(ny, j0 + kColumns);
+          T sums[kColumns] = {};
+          for (int64_t i = 0; i < n; i += ny)
+            for (int64_t j = j0; j < j1; ++j)
+              sums[j - j0] += loadAs<T>(x, i + j);
+          for (int64_t j = j0; j < j1; ++j)
+            storeAs(y, j, sums[j - j0]);
+        });
+      });
     });
     return;
   }

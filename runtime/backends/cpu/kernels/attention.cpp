@@ -39,17 +39,36 @@ struct GemmScratch {
         bytes(elements > used ? (elements - used) * sizeof(T) : 0) {}
 };
 
+/// The s x s scores p of one (batch, head) made probabilities in place:
+/// each row's softmax over its visible entries, the masked ones 0.
+template <typename T>
+void softmaxScores(const OpAttrs &attrs, int64_t s, T *p) {
+  parallelRows(s, s * s, [&](int64_t i) {
+    int64_t visible = attrs.causal ? i + 1 : s;
+    softmaxRow(p + i * s, p + i * s, visible);
+    std::fill(p + i * s + visible, p + (i + 1) * s, T(0));
+  });
+}
+
+/// dS = P * (dP - rowsum(dP * P)) in place of the s x s dP, the row dot
+/// product in double.
+template <typename T> void softmaxGradient(int64_t s, const T *p, T *dp) {
+  parallelRows(s, s * s, [&](int64_t i) {
+    double dot = 0;
+    for (int64_t j = 0; j < s; ++j)
+      dot += double(dp[i * s + j]) * double(p[i * s + j]);
+    for (int64_t j = 0; j < s; ++j)
+      dp[i * s + j] = p[i * s + j] * (dp[i * s + j] - T(dot));
+  });
+}
+
 /// Probabilities of one (batch, head): p = softmax(scale * q k^T + mask).
 template <typename T>
 void attentionProbs(const OpAttrs &attrs, const T *q, const T *k, int64_t s,
                     int64_t dh, T *p, const GemmScratch &g) {
   gemm<T>(false, true, s, s, dh, T(attrs.scale), q, dh, k, dh, T(0), p, s,
           g.data, g.bytes);
-  parallelRows(s, s * s, [&](int64_t i) {
-    int64_t visible = attrs.causal ? i + 1 : s;
-    softmaxRow(p + i * s, p + i * s, visible);
-    std::fill(p + i * s + visible, p + (i + 1) * s, T(0));
-  });
+  softmaxScores(attrs, s, p);
 }
 
 } // namespace
@@ -88,14 +107,7 @@ void runAttentionGrad(const KernelCall &call, T *workspace, uint64_t elements) {
             g.bytes);
     gemm<T>(false, true, s, s, dh, T(1), dout, dh, v, dh, T(0), dp, s, g.data,
             g.bytes);
-    // ds = p * (dp - rowsum(dp * p)), in place of dp.
-    parallelRows(s, s * s, [&](int64_t i) {
-      double dot = 0;
-      for (int64_t j = 0; j < s; ++j)
-        dot += double(dp[i * s + j]) * double(p[i * s + j]);
-      for (int64_t j = 0; j < s; ++j)
-        dp[i * s + j] = p[i * s + j] * (dp[i * s + j] - T(dot));
-    });
+    softmaxGradient(s, p, dp); // ds, in place of dp
     // dq = scale * ds k; dk = scale * ds^T q.
     gemm<T>(false, false, s, dh, s, scale, dp, s, k, dh, T(0), dq, dh, g.data,
             g.bytes);
@@ -151,7 +163,6 @@ bool runAttentionBf16(const KernelCall &call, char *scratch, uint64_t bytes) {
     parallelElements(s * dh,
                      [&](int64_t i) { to[i] = ops::floatToBf16(from[i]); });
   };
-  bool causal = call.attrs->causal;
   for (int64_t bh = 0; bh < heads; ++bh) {
     int64_t base = bh * s * dh;
     const uint16_t *q = call.inputs[0].as<const uint16_t>() + base,
@@ -159,11 +170,7 @@ bool runAttentionBf16(const KernelCall &call, char *scratch, uint64_t bytes) {
                    *v = call.inputs[2].as<const uint16_t>() + base;
     // P = softmax(scale q k^T + mask), the products summed into float32.
     run(0, q, k, p);
-    parallelRows(s, s * s, [&](int64_t i) {
-      int64_t visible = causal ? i + 1 : s;
-      softmaxRow(p + i * s, p + i * s, visible);
-      std::fill(p + i * s + visible, p + (i + 1) * s, 0.0f);
-    });
+    softmaxScores(*call.attrs, s, p);
     if (forward) {
       float *vf = block(0), *of = block(1);
       widenHead(v, vf);
@@ -177,14 +184,7 @@ bool runAttentionBf16(const KernelCall &call, char *scratch, uint64_t bytes) {
     widenHead(dout, dof);
     run(1, p, dof, dvf); // dV = P^T dO
     run(2, dout, v, dp); // dP = dO V^T, bf16 products into float32
-    // dS = P * (dP - rowsum(dP * P)) in place of dP.
-    parallelRows(s, s * s, [&](int64_t i) {
-      double dot = 0;
-      for (int64_t j = 0; j < s; ++j)
-        dot += double(dp[i * s + j]) * double(p[i * s + j]);
-      for (int64_t j = 0; j < s; ++j)
-        dp[i * s + j] = p[i * s + j] * (dp[i * s + j] - float(dot));
-    });
+    softmaxGradient(s, p, dp); // dS, in place of dP
     widenHead(k, kf);
     widenHead(q, qf);
     run(3, dp, kf, dqf); // dQ = scale dS K

@@ -37,9 +37,13 @@ std::string summarizeBf16(const Plan &plan) {
                           const std::vector<ops::TensorType> &outputs) {
     cpu::Bf16Staging staging =
         cpu::cpuBf16Staging(kind, attrs, inputs, outputs);
-    bool gemm = ops::opInfo(kind).shapeRule == ops::ShapeRule::Gemm;
+    const ops::OpInfo &info = ops::opInfo(kind);
+    bool gemm = info.shapeRule == ops::ShapeRule::Gemm;
+    // Attention's products run on oneDNN's bf16 GEMMs: GEMM steps too.
+    bool attention = info.family == ops::KernelFamily::Attention ||
+                     info.family == ops::KernelFamily::AttentionGrad;
     if (staging.kind == cpu::Bf16Staging::Kind::Dnnl) {
-      ++(gemm ? gemms : convs);
+      ++(gemm || attention ? gemms : convs);
       if (gemm && implementation.empty())
         implementation = cpu::dnnlMatmulImplementation(
             cpu::matmulGemms(attrs, inputs[0].shape, inputs[1].shape).gemm,

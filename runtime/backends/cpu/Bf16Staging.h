@@ -9,7 +9,9 @@
 // 1 MiB, so their copies stay small; other ops copy each bf16 tensor whole.
 // An all-bf16 matmul that oneDNN has a bf16 kernel for on this CPU needs no
 // copies: it runs on the tensors themselves (Dnnl), its scratchpad
-// where the copies would be.
+// where the copies would be; so do the convolutions (DnnlConv.h) and
+// attention (kernels/attention.cpp, which widens a head at a time in that
+// scratch).
 //
 //===----------------------------------------------------------------------===//
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_BF16STAGING_H

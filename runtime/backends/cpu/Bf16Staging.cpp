@@ -60,14 +60,6 @@ bool transposedPieces(const GemmShape &gemm, int64_t rows, const uint16_t *a,
   return true;
 }
 
-void widen(const uint16_t *from, float *to, int64_t n) {
-  parallelElements(n, [&](int64_t i) { to[i] = ops::bf16ToFloat(from[i]); });
-}
-
-void narrow(const float *from, uint16_t *to, int64_t n) {
-  parallelElements(n, [&](int64_t i) { to[i] = ops::floatToBf16(from[i]); });
-}
-
 /// `rows` x `cols` of `from` (row stride `fromStride`) widened into `to`
 /// (row stride cols).
 void widenBlock(const uint16_t *from, int64_t fromStride, float *to,
@@ -97,13 +89,13 @@ void gemmRows(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
   float *cf = pieces.take(block * s.n);
   for (int64_t i = 0; i < g.count; ++i) {
     // B as stored: [k, n] (ldb n) or, transposed, [n, k] (ldb k).
-    widen(b + i * g.strideB, bf, s.k * s.n);
+    widenBf16(b + i * g.strideB, bf, s.k * s.n);
     for (int64_t r0 = 0; r0 < s.m; r0 += block) {
       int64_t rows = std::min(block, s.m - r0);
-      widen(a + i * g.strideA + r0 * s.lda, af, rows * s.k);
+      widenBf16(a + i * g.strideA + r0 * s.lda, af, rows * s.k);
       gemm<float>(false, s.transB, rows, s.n, s.k, 1.0f, af, s.k, bf, s.ldb,
                   0.0f, cf, s.n, scratch, scratchBytes);
-      narrow(cf, c + i * g.strideC + r0 * s.ldc, rows * s.n);
+      narrowBf16(cf, c + i * g.strideC + r0 * s.ldc, rows * s.n);
     }
   }
 }
@@ -118,12 +110,12 @@ void gemmCols(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
   float *bf = pieces.take(block * s.k);
   float *cf = pieces.take(s.m * block);
   for (int64_t i = 0; i < g.count; ++i) {
-    widen(a + i * g.strideA, af, s.m * s.k);
+    widenBf16(a + i * g.strideA, af, s.m * s.k);
     const uint16_t *bi = b + i * g.strideB;
     for (int64_t c0 = 0; c0 < s.n; c0 += block) {
       int64_t cols = std::min(block, s.n - c0);
       if (s.transB) // B as stored: [n, k], columns c0.. are rows c0..
-        widen(bi + c0 * s.ldb, bf, cols * s.k);
+        widenBf16(bi + c0 * s.ldb, bf, cols * s.k);
       else // [k, n]: a column block, as [k, cols]
         widenBlock(bi + c0, s.ldb, bf, s.k, cols);
       gemm<float>(false, s.transB, s.m, cols, s.k, 1.0f, af, s.k, bf,
@@ -150,14 +142,14 @@ void gemmSum(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
       if (s.transB) // B as stored: [n, k]; its columns p0.. as [n, depth]
         widenBlock(bi + p0, s.ldb, bf, s.n, depth);
       else // [k, n]: rows p0..
-        widen(bi + p0 * s.ldb, bf, depth * s.n);
+        widenBf16(bi + p0 * s.ldb, bf, depth * s.n);
       gemm<float>(false, s.transB, s.m, s.n, depth, 1.0f, af, depth, bf,
                   s.transB ? depth : s.n, p0 == 0 ? 0.0f : 1.0f, cf, s.n,
                   scratch, scratchBytes);
     }
     if (s.k == 0)
       std::fill(cf, cf + s.m * s.n, 0.0f);
-    narrow(cf, c + i * g.strideC, s.m * s.n);
+    narrowBf16(cf, c + i * g.strideC, s.m * s.n);
   }
 }
 
@@ -171,14 +163,14 @@ void gemmDepthRows(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
   float *af = pieces.take(s.k * block);
   float *cf = pieces.take(block * s.n);
   for (int64_t i = 0; i < g.count; ++i) {
-    widen(b + i * g.strideB, bf, s.k * s.n);
+    widenBf16(b + i * g.strideB, bf, s.k * s.n);
     for (int64_t r0 = 0; r0 < s.m; r0 += block) {
       int64_t rows = std::min(block, s.m - r0);
       // A as stored: [k, m] (lda m); columns r0.. as [k, rows].
       widenBlock(a + i * g.strideA + r0, s.lda, af, s.k, rows);
       gemm<float>(true, false, rows, s.n, s.k, 1.0f, af, rows, bf, s.n, 0.0f,
                   cf, s.n, scratch, scratchBytes);
-      narrow(cf, c + i * g.strideC + r0 * s.ldc, rows * s.n);
+      narrowBf16(cf, c + i * g.strideC + r0 * s.ldc, rows * s.n);
     }
   }
 }
@@ -195,14 +187,14 @@ void gemmDepth(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
   for (int64_t i = 0; i < g.count; ++i) {
     for (int64_t p0 = 0; p0 < s.k; p0 += block) {
       int64_t depth = std::min(block, s.k - p0);
-      widen(a + i * g.strideA + p0 * s.lda, af, depth * s.m);
-      widen(b + i * g.strideB + p0 * s.ldb, bf, depth * s.n);
+      widenBf16(a + i * g.strideA + p0 * s.lda, af, depth * s.m);
+      widenBf16(b + i * g.strideB + p0 * s.ldb, bf, depth * s.n);
       gemm<float>(true, false, s.m, s.n, depth, 1.0f, af, s.m, bf, s.n,
                   p0 == 0 ? 0.0f : 1.0f, cf, s.n, scratch, scratchBytes);
     }
     if (s.k == 0)
       std::fill(cf, cf + s.m * s.n, 0.0f);
-    narrow(cf, c + i * g.strideC, s.m * s.n);
+    narrowBf16(cf, c + i * g.strideC, s.m * s.n);
   }
 }
 
@@ -226,7 +218,7 @@ void rows(const KernelCall &call, int64_t block, Pieces pieces, float *scratch,
       inPiece[i] = pieces.take(block * rowElements);
     } else { // broadcast along the rows: whole, once
       float *whole = pieces.take(call.inputs[i].numElements);
-      widen(call.inputs[i].as<const uint16_t>(), whole,
+      widenBf16(call.inputs[i].as<const uint16_t>(), whole,
             call.inputs[i].numElements);
       ins[i].data = whole;
       ins[i].dtype = DType::F32;
@@ -253,7 +245,7 @@ void rows(const KernelCall &call, int64_t block, Pieces pieces, float *scratch,
       if (call.inputs[i].shape == y) {
         piece(ins[i], call.inputs[i], inPiece[i]);
         if (inPiece[i])
-          widen(call.inputs[i].as<const uint16_t>() + offset, inPiece[i], n);
+          widenBf16(call.inputs[i].as<const uint16_t>() + offset, inPiece[i], n);
       }
     for (size_t o = 0; o < outs.size(); ++o)
       piece(outs[o], call.outputs[o], outPiece[o]);
@@ -263,7 +255,7 @@ void rows(const KernelCall &call, int64_t block, Pieces pieces, float *scratch,
     runKernel<float>(part, scratch, scratchElements);
     for (size_t o = 0; o < outs.size(); ++o)
       if (outPiece[o])
-        narrow(outPiece[o], call.outputs[o].as<uint16_t>() + offset, n);
+        narrowBf16(outPiece[o], call.outputs[o].as<uint16_t>() + offset, n);
   }
 }
 
@@ -275,7 +267,7 @@ void whole(const KernelCall &call, Pieces pieces, float *scratch,
   for (TensorRef &t : ins)
     if (t.dtype == DType::BF16) {
       float *copy = pieces.take(t.numElements);
-      widen(t.as<const uint16_t>(), copy, t.numElements);
+      widenBf16(t.as<const uint16_t>(), copy, t.numElements);
       t.data = copy;
       t.dtype = DType::F32;
     }
@@ -290,7 +282,7 @@ void whole(const KernelCall &call, Pieces pieces, float *scratch,
   runKernel<float>(staged, scratch, scratchElements);
   for (int o = 0; o < call.numOutputs; ++o)
     if (call.outputs[o].dtype == DType::BF16)
-      narrow(outs[size_t(o)].as<const float>(), call.outputs[o].as<uint16_t>(),
+      narrowBf16(outs[size_t(o)].as<const float>(), call.outputs[o].as<uint16_t>(),
              call.outputs[o].numElements);
 }
 
@@ -360,6 +352,14 @@ void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
   case Bf16Staging::Kind::None:
     return;
   }
+}
+
+void widenBf16(const uint16_t *from, float *to, int64_t n) {
+  parallelElements(n, [&](int64_t i) { to[i] = ops::bf16ToFloat(from[i]); });
+}
+
+void narrowBf16(const float *from, uint16_t *to, int64_t n) {
+  parallelElements(n, [&](int64_t i) { to[i] = ops::floatToBf16(from[i]); });
 }
 
 } // namespace remat::runtime::cpu

@@ -28,6 +28,11 @@ namespace remat::runtime::cpu {
 void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
                       char *copies, float *scratch, uint64_t scratchElements);
 
+/// `n` bf16 values widened to float (exactly) / floats rounded to bf16 (to
+/// nearest, ties to even), on the threads.
+void widenBf16(const uint16_t *from, float *to, int64_t n);
+void narrowBf16(const float *from, uint16_t *to, int64_t n);
+
 } // namespace remat::runtime::cpu
 
 #endif // REMAT_RUNTIME_BACKENDS_CPU_BF16STAGING_H

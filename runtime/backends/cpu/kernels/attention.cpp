@@ -18,7 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
 
-#include "ops/BFloat16.h"
+#include "runtime/backends/cpu/Bf16Staging.h"
 #include "runtime/backends/cpu/CpuWorkspace.h"
 #include "runtime/backends/cpu/Gemm.h"
 #include "runtime/backends/cpu/kernels/Kernels.h"
@@ -155,14 +155,6 @@ bool runAttentionBf16(const KernelCall &call, char *scratch, uint64_t bytes) {
     else if (!dnnlMatmulRun(g, gemms[i].types, a, b, c, pad, padBytes))
       throw std::logic_error("oneDNN did not run a bf16 attention GEMM");
   };
-  auto widenHead = [&](const uint16_t *from, float *to) {
-    parallelElements(s * dh,
-                     [&](int64_t i) { to[i] = ops::bf16ToFloat(from[i]); });
-  };
-  auto narrowHead = [&](const float *from, uint16_t *to) {
-    parallelElements(s * dh,
-                     [&](int64_t i) { to[i] = ops::floatToBf16(from[i]); });
-  };
   for (int64_t bh = 0; bh < heads; ++bh) {
     int64_t base = bh * s * dh;
     const uint16_t *q = call.inputs[0].as<const uint16_t>() + base,
@@ -173,25 +165,25 @@ bool runAttentionBf16(const KernelCall &call, char *scratch, uint64_t bytes) {
     softmaxScores(*call.attrs, s, p);
     if (forward) {
       float *vf = block(0), *of = block(1);
-      widenHead(v, vf);
+      widenBf16(v, vf, s * dh);
       run(1, p, vf, of); // O = P V
-      narrowHead(of, call.outputs[0].as<uint16_t>() + base);
+      narrowBf16(of, call.outputs[0].as<uint16_t>() + base, s * dh);
       continue;
     }
     const uint16_t *dout = call.inputs[3].as<const uint16_t>() + base;
     float *dof = block(0), *kf = block(1), *qf = block(2), *dvf = block(3),
           *dqf = block(4), *dkf = block(5);
-    widenHead(dout, dof);
+    widenBf16(dout, dof, s * dh);
     run(1, p, dof, dvf); // dV = P^T dO
     run(2, dout, v, dp); // dP = dO V^T, bf16 products into float32
     softmaxGradient(s, p, dp); // dS, in place of dP
-    widenHead(k, kf);
-    widenHead(q, qf);
+    widenBf16(k, kf, s * dh);
+    widenBf16(q, qf, s * dh);
     run(3, dp, kf, dqf); // dQ = scale dS K
     run(4, dp, qf, dkf); // dK = scale dS^T Q
-    narrowHead(dqf, call.outputs[0].as<uint16_t>() + base);
-    narrowHead(dkf, call.outputs[1].as<uint16_t>() + base);
-    narrowHead(dvf, call.outputs[2].as<uint16_t>() + base);
+    narrowBf16(dqf, call.outputs[0].as<uint16_t>() + base, s * dh);
+    narrowBf16(dkf, call.outputs[1].as<uint16_t>() + base, s * dh);
+    narrowBf16(dvf, call.outputs[2].as<uint16_t>() + base, s * dh);
   }
   return true;
 }

@@ -31,6 +31,9 @@ ninja -C "$build" -j"$(nproc)" remat-run remat-read-model remat-unit-runtime \
 export ASAN_OPTIONS="exitcode=86:detect_leaks=1:handle_abort=1"
 export UBSAN_OPTIONS="halt_on_error=1:exitcode=87:print_stacktrace=1"
 export LSAN_OPTIONS="exitcode=88"
+# Tests and fuzzing jobs run a core each, side by side: OpenMP threads that
+# wait sleep rather than spin on the other jobs' cores (as in tools/test.sh).
+export OMP_WAIT_POLICY=passive
 echo "sanitize: unit tests"
 (cd "$build" && ctest --output-on-failure -j"$(nproc)" \
   -R '^(unit-(runtime|memory|explain)$|planner:)')

@@ -2,6 +2,7 @@
 model paths, failing, safetensors entries, and `remat` compile and run
 calls that return losses, reports and dumped gradients."""
 import json
+import mmap
 import os
 import struct
 import subprocess
@@ -20,11 +21,13 @@ def fail(message):
 
 
 def safetensors_entries(path):
-    """(name, header entry, raw bytes) of every tensor of a safetensors file."""
+    """(name, header entry, raw bytes) of every tensor of a safetensors file;
+    the bytes are a read-only memoryview of the file mapped into memory (no
+    copies: the zoo's files are hundreds of MB)."""
     with open(path, "rb") as f:
-        raw = f.read()
+        raw = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
     (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
+    header = json.loads(bytes(raw[8:8 + n]))
     body = raw[8 + n:]
     for name, info in header.items():
         if name != "__metadata__":

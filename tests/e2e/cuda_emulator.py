@@ -60,7 +60,7 @@ def read_gradients(path):
     for name, info, data in safetensors_entries(path):
         if info["dtype"] != "F32":
             fail(f"{path}: {name} is {info['dtype']}, expected F32")
-        out[name] = array("f", data)
+        out[name] = array("f", bytes(data))
     return out
 
 

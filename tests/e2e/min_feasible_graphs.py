@@ -5,6 +5,9 @@ of the given sizes and seeds, every run exits 0 with a plan whose budget
 is the reported `min_feasible_bytes` and whose peak is within it.
 
 Usage: min_feasible_graphs.py REMAT [--sizes 20,28,...] [--seeds 1-5]
+                               [--time-limit S]
+(--time-limit: remat plan's, the exact MILP's limit per run; default its
+own, 10 s in the minimum search.)
 Prints a row per graph; exit 0 when all plan, 1 otherwise.
 """
 import argparse
@@ -32,6 +35,7 @@ def main():
     parser.add_argument("remat")
     parser.add_argument("--sizes", default="20,28,74,216,738,3286,5000")
     parser.add_argument("--seeds", type=seeds, default=seeds("1-5"))
+    parser.add_argument("--time-limit", type=float)
     args = parser.parse_args()
     failures = []
     print("| nodes | seed | min_feasible_bytes | planned peak | solver | "
@@ -45,9 +49,11 @@ def main():
                                 str(size), "--seed", str(seed), "-o", graph],
                                check=True, capture_output=True)
                 start = time.time()
-                r = subprocess.run([args.remat, "plan", "--graph", graph,
-                                    "--budget-frac", "min"],
-                                   capture_output=True, text=True)
+                cmd = [args.remat, "plan", "--graph", graph,
+                       "--budget-frac", "min"]
+                if args.time_limit is not None:
+                    cmd += ["--time-limit", str(args.time_limit)]
+                r = subprocess.run(cmd, capture_output=True, text=True)
                 seconds = time.time() - start
                 try:
                     report = json.loads(r.stdout)

@@ -67,7 +67,7 @@ def run(argv, work, tag, launcher=(), env=None):
         fail(f"{' '.join(full)}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
     with open(log) as f:
         losses = [json.loads(line)["loss"] for line in f]
-    state = {name: array("f", data)
+    state = {name: array("f", bytes(data))
              for name, info, data in safetensors_entries(save)}
     return losses, state, r.stderr
 

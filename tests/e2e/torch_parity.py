@@ -47,11 +47,14 @@ def write_safetensors(path, tensors):
         offset += len(data)
     text = json.dumps(header).encode()
     text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
+    # A new file replaces the old one: safetensors_entries maps files into
+    # memory, and a mapped file truncated in place would fault.
+    with open(path + ".tmp", "wb") as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
         for blob in blobs:
             f.write(blob)
+    os.replace(path + ".tmp", path)
 
 
 def read_safetensors(path):

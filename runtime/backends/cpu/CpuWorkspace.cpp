@@ -84,24 +84,48 @@ GemmShape transposedPiece(const GemmShape &g, int64_t rows) {
 }
 
 std::vector<AttentionBf16Gemm> attentionBf16Gemms(OpKind op, float scale,
-                                                  int64_t s, int64_t dh) {
+                                                  int64_t s, int64_t dh,
+                                                  int64_t group) {
   using T = GemmTypes;
+  int64_t sq = s * s, hd = s * dh;
+  // A head's products, the group's heads sq (an s x s matrix) or hd (a
+  // head) elements apart in each operand.
+  auto heads = [&](bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   int64_t lda, int64_t ldb, int64_t ldc, float alpha,
+                   int64_t strideA, int64_t strideB, int64_t strideC) {
+    return GemmShape{ta,  tb,    m, n,     k,       lda,     ldb,
+                     ldc, alpha, 0, group, strideA, strideB, strideC};
+  };
   std::vector<AttentionBf16Gemm> gemms = {
-      {{false, true, s, s, dh, dh, dh, s, scale, 0}, T::Bf16F32}};
+      {heads(false, true, s, s, dh, dh, dh, s, scale, hd, hd, sq), T::Bf16F32}};
   if (op == OpKind::Attention) {
-    gemms.push_back({{false, false, s, dh, s, s, dh, dh, 1, 0}, T::F32});
+    gemms.push_back(
+        {heads(false, false, s, dh, s, s, dh, dh, 1, sq, hd, hd), T::F32});
   } else {
-    gemms.push_back({{true, false, s, dh, s, s, dh, dh, 1, 0}, T::F32});
-    gemms.push_back({{false, true, s, s, dh, dh, dh, s, 1, 0}, T::Bf16F32});
-    gemms.push_back({{false, false, s, dh, s, s, dh, dh, scale, 0}, T::F32});
-    gemms.push_back({{true, false, s, dh, s, s, dh, dh, scale, 0}, T::F32});
+    gemms.push_back(
+        {heads(true, false, s, dh, s, s, dh, dh, 1, sq, hd, hd), T::F32});
+    gemms.push_back(
+        {heads(false, true, s, s, dh, dh, dh, s, 1, hd, hd, sq), T::Bf16F32});
+    gemms.push_back(
+        {heads(false, false, s, dh, s, s, dh, dh, scale, sq, hd, hd), T::F32});
+    gemms.push_back(
+        {heads(true, false, s, dh, s, s, dh, dh, scale, sq, hd, hd), T::F32});
   }
   return gemms;
 }
 
-uint64_t attentionBf16OwnBytes(OpKind op, int64_t s, int64_t dh) {
-  uint64_t square = stagingAligned(uint64_t(s * s) * sizeof(float));
-  uint64_t head = stagingAligned(uint64_t(s * dh) * sizeof(float));
+int64_t attentionBf16Group(int64_t heads, int64_t s) {
+  int64_t most = s > 0 ? std::max<int64_t>(1, kAttentionBf16GroupRows / s) : 1;
+  for (int64_t g = std::min(most, heads); g > 1; --g)
+    if (heads % g == 0)
+      return g;
+  return 1;
+}
+
+uint64_t attentionBf16OwnBytes(OpKind op, int64_t s, int64_t dh,
+                               int64_t group) {
+  uint64_t square = stagingAligned(uint64_t(group * s * s) * sizeof(float));
+  uint64_t head = stagingAligned(uint64_t(group * s * dh) * sizeof(float));
   return op == OpKind::Attention ? square + 2 * head : 2 * square + 6 * head;
 }
 
@@ -246,21 +270,30 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
       inputs[0].shape[2] > 0 && inputs[0].shape[2] <= (1 << 15) &&
       inputs[0].shape[3] > 0) {
     int64_t len = inputs[0].shape[2], width = inputs[0].shape[3];
+    int64_t group =
+        attentionBf16Group(inputs[0].shape[0] * inputs[0].shape[1], len);
     uint64_t pad = 0;
     bool runs = true;
     for (const AttentionBf16Gemm &g :
-         attentionBf16Gemms(op, attrs.scale, len, width)) {
+         attentionBf16Gemms(op, attrs.scale, len, width, group)) {
       std::optional<uint64_t> bytes = dnnlMatmulScratchBytes(g.gemm, g.types);
-      // float32 ones go through gemm() (Gemm.h), on OpenBLAS where oneDNN
-      // does not run them; it aligns oneDNN's scratchpad in what it gets.
-      if (g.types == GemmTypes::F32)
-        bytes = bytes ? *bytes + kGemmScratchAlignment : 0;
+      if (g.types == GemmTypes::F32) {
+        // float32 ones go whole to oneDNN, or else a head at a time through
+        // gemm() (Gemm.h), on OpenBLAS where oneDNN does not run them; it
+        // aligns oneDNN's scratchpad in what it gets.
+        GemmShape head = g.gemm;
+        head.batch = 1;
+        uint64_t most = std::max(bytes.value_or(0),
+                                 dnnlMatmulScratchBytes(head).value_or(0));
+        bytes = most ? most + kGemmScratchAlignment : 0;
+      }
       runs = runs && bytes;
       pad = std::max(pad, bytes.value_or(0));
     }
     if (runs) {
       s.kind = Bf16Staging::Kind::Dnnl;
-      s.bytes = attentionBf16OwnBytes(op, len, width) + stagingAligned(pad);
+      s.bytes =
+          attentionBf16OwnBytes(op, len, width, group) + stagingAligned(pad);
       return s;
     }
   }

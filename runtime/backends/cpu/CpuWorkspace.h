@@ -66,18 +66,30 @@ inline constexpr int64_t kTransposedPieceRows = 2048;
 /// scores (bf16 products into float32), then O = P V (forward) or dV =
 /// P^T dO, dP = dO V^T (bf16 products into float32), dQ = scale dS K,
 /// dK = scale dS^T Q (backward), the others in float32 on a head's
-/// widened operands; for heads of length `s` and width `dh`. The op runs
-/// so where oneDNN runs both bf16 ones.
+/// widened operands; for heads of length `s` and width `dh`, `group`
+/// heads at a time (each GEMM a batch of `group`). The op runs so where
+/// oneDNN runs both bf16 ones.
 struct AttentionBf16Gemm {
   GemmShape gemm;
   GemmTypes types;
 };
 std::vector<AttentionBf16Gemm> attentionBf16Gemms(OpKind op, float scale,
-                                                  int64_t s, int64_t dh);
-/// The bytes runAttentionBf16 keeps per (batch, head) before the GEMMs'
+                                                  int64_t s, int64_t dh,
+                                                  int64_t group);
+/// The heads runAttentionBf16 takes at a time, of the `heads` (batch times
+/// heads) of length `s`: the most, dividing `heads`, whose rows (group *
+/// s) are at most kAttentionBf16GroupRows; 1 where s alone is. A head's
+/// GEMMs at GPT-2's 256 x 64 are too small for oneDNN's threads (each a
+/// few microseconds); a group's are one call each. For GPT-2 124M (96
+/// heads of 256) groups of 8 take its bf16 attention and gradient from
+/// 0.46 to 0.27 s a step, for 7 MiB of scratch instead of 0.9 MiB
+/// (docs/benchmarks.md).
+int64_t attentionBf16Group(int64_t heads, int64_t s);
+inline constexpr int64_t kAttentionBf16GroupRows = 2048;
+/// The bytes runAttentionBf16 keeps per group of heads before the GEMMs'
 /// scratchpad, each block 64-aligned, in float32: P, and for
 /// attention_grad dP; then V and O (forward) or dO, K, Q, dV, dQ and dK.
-uint64_t attentionBf16OwnBytes(OpKind op, int64_t s, int64_t dh);
+uint64_t attentionBf16OwnBytes(OpKind op, int64_t s, int64_t dh, int64_t group);
 /// The GEMM of a piece of `rows` rows of C: C^T's columns, B^T times those
 /// columns of A, into a buffer of `rows` columns.
 GemmShape transposedPiece(const GemmShape &gemm, int64_t rows);

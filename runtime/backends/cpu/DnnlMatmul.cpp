@@ -137,7 +137,8 @@ struct Cache {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::map<std::tuple<GemmTypes, bool, bool, int64_t, int64_t, int64_t, int64_t,
-                      int64_t, int64_t, uint32_t, uint32_t>,
+                      int64_t, int64_t, uint32_t, uint32_t, int64_t, int64_t,
+                      int64_t, int64_t>,
            Entry>
       entries;
 };
@@ -155,27 +156,33 @@ uint32_t bitsOf(float f) {
 
 /// Describes `e`, the GEMM `g` on `types`.
 void describe(Cache &c, const GemmShape &g, GemmTypes types, Entry &e) {
-  if (g.m <= 0 || g.n <= 0 || g.k <= 0) {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0) {
     e.implementation = "none (an empty GEMM)";
     return;
   }
   // oneDNN's kernels index in 32 bits: on AVX-512 its brgemm blocking
   // divides by zero (SIGFPE) for a dimension past 2^31.
-  if (std::max({g.m, g.n, g.k, g.lda, g.ldb, g.ldc}) > INT32_MAX) {
+  if (std::max({g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.batch, g.strideA,
+                g.strideB, g.strideC}) > INT32_MAX) {
     e.implementation = "none (a dimension over 2^31 - 1)";
     return;
   }
   using dt = memory::data_type;
   dt type = types == GemmTypes::F32 ? dt::f32 : dt::bf16;
   dt typeC = types == GemmTypes::Bf16 ? dt::bf16 : dt::f32;
-  // Row-major operands as strides: op(A) is m x k, op(B) k x n.
-  e.a =
-      memory::desc({g.m, g.k}, type,
-                   g.transA ? memory::dims{1, g.lda} : memory::dims{g.lda, 1});
-  e.b =
-      memory::desc({g.k, g.n}, type,
-                   g.transB ? memory::dims{1, g.ldb} : memory::dims{g.ldb, 1});
-  e.c = memory::desc({g.m, g.n}, typeC, memory::dims{g.ldc, 1});
+  // Row-major operands as strides: op(A) is m x k, op(B) k x n; a batch is
+  // their leading dimension.
+  auto operand = [&](int64_t rows, int64_t cols, dt type, bool trans,
+                     int64_t ld, int64_t stride) {
+    memory::dims strides = trans ? memory::dims{1, ld} : memory::dims{ld, 1};
+    if (g.batch == 1)
+      return memory::desc({rows, cols}, type, strides);
+    return memory::desc({g.batch, rows, cols}, type,
+                        {stride, strides[0], strides[1]});
+  };
+  e.a = operand(g.m, g.k, type, g.transA, g.lda, g.strideA);
+  e.b = operand(g.k, g.n, type, g.transB, g.ldb, g.strideB);
+  e.c = operand(g.m, g.n, typeC, false, g.ldc, g.strideC);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (g.alpha != 1.0f)
@@ -211,7 +218,8 @@ void describe(Cache &c, const GemmShape &g, GemmTypes types, Entry &e) {
 /// says whether oneDNN runs it.
 Entry &lookup(Cache &c, const GemmShape &g, GemmTypes types) {
   auto key = std::make_tuple(types, g.transA, g.transB, g.m, g.n, g.k, g.lda,
-                             g.ldb, g.ldc, bitsOf(g.alpha), bitsOf(g.beta));
+                             g.ldb, g.ldc, bitsOf(g.alpha), bitsOf(g.beta),
+                             g.batch, g.strideA, g.strideB, g.strideC);
   auto [it, inserted] = c.entries.try_emplace(key);
   Entry &e = it->second;
   if (inserted)

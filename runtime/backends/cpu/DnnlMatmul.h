@@ -36,11 +36,15 @@
 namespace remat::runtime::cpu {
 
 /// One row-major GEMM: C[m,n] = alpha * op(A) op(B) + beta * C, where op
-/// transposes or not and lda, ldb, ldc are the row strides as stored.
+/// transposes or not and lda, ldb, ldc are the row strides as stored. With
+/// a batch over 1, `batch` such GEMMs in one oneDNN call, the (i+1)-th's A,
+/// B and C strideA, strideB and strideC elements after the i-th's (gemm()
+/// of Gemm.h runs one: batched GEMMs go to dnnlMatmulRun alone).
 struct GemmShape {
   bool transA = false, transB = false;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   float alpha = 1, beta = 0;
+  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
 };
 
 /// The element types of a GEMM's A, B and C.

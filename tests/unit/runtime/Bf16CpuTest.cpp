@@ -112,3 +112,53 @@ TEST_CASE("sum_to of a bias gradient reads and writes bf16 on the cpu with "
   HostTensor expected = bf16Rounded(runOnBackend(*cpu, float32Twin(c))[0]);
   CHECK(normalizedError(got, expected) == 0.0);
 }
+
+TEST_CASE("bf16 attention on oneDNN takes its heads a group at a time, each "
+          "head with its own causal mask, within 2^-7 of the float32 kernel",
+          "[runtime]") {
+  // 6 heads of 6 rows make one group; 6 heads of 600 rows groups of 3
+  // (kAttentionBf16GroupRows); 5 heads of 600 one at a time.
+  CHECK(cpu::attentionBf16Group(6, 6) == 6);
+  CHECK(cpu::attentionBf16Group(6, 600) == 3);
+  CHECK(cpu::attentionBf16Group(5, 600) == 1);
+  CHECK(cpu::attentionBf16Group(96, 256) == 8);
+  std::mt19937 rng(71);
+  auto cpu = createCpuBackend();
+  for (Shape shape : {Shape{2, 3, 6, 4}, Shape{1, 6, 600, 4}}) {
+    for (bool causal : {true, false}) {
+      for (OpKind op : {OpKind::Attention, OpKind::AttentionGrad}) {
+        INFO("shape [" << shape[0] << ", " << shape[1] << ", " << shape[2]
+                       << ", " << shape[3] << "], causal " << causal << ", "
+                       << remat::ops::opInfo(op).name);
+        OpCase c{op, {{"causal", causal}, {"scale", 0.5}}, {}, {}};
+        int inputs = op == OpKind::Attention ? 3 : 4;
+        for (int i = 0; i < inputs; ++i) {
+          c.inputs.push_back(bf16Rounded(randomTensor(shape, rng)));
+          c.inputs.back().dtype = DType::BF16;
+        }
+        for (int i = 0; i < (op == OpKind::Attention ? 1 : 3); ++i)
+          c.outputs.push_back({DType::BF16, shape});
+        std::vector<remat::ops::TensorType> ins;
+        for (const HostTensor &t : c.inputs)
+          ins.push_back({t.dtype, t.shape});
+        bool onDnnl =
+            cpu::cpuBf16Staging(op, remat::ops::parseAttrs(op, c.attrs), ins,
+                                c.outputs)
+                .kind == cpu::Bf16Staging::Kind::Dnnl;
+        if (!onDnnl)
+          WARN("no bf16 GEMMs on this CPU: attention runs on float copies");
+        std::vector<HostTensor> got = runOnBackend(*cpu, c);
+        std::vector<HostTensor> expected = runOnBackend(*cpu, float32Twin(c));
+        REQUIRE(got.size() == expected.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          INFO("result " << i);
+          double error = normalizedError(got[i], bf16Rounded(expected[i]));
+          if (onDnnl)
+            CHECK(error <= std::ldexp(1.0, -7));
+          else
+            CHECK(error == 0.0);
+        }
+      }
+    }
+  }
+}

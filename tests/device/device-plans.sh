@@ -120,10 +120,6 @@ if [[ "${PLAN_SET:-gpu}" == emulator ]]; then
   du -sh "$out"
   exit 0
 fi
-compile seed_mlp-1M "$root/models/seed_mlp.json" --set batch=1000000
-compile gpt2-124M-all "$root/models/gpt2.json" --set dropout=0
-compile gpt2-124M-bf16 "$root/models/gpt2.json" --set dropout=0 \
-  --precision bf16
 # Budgets count the CUDA backend's workspace too (docs/cuda.md): the arena
 # gets budget - $reserve (cuBLAS's 32 MiB and 32 MiB of kernel scratch,
 # which attention uses in chunks of what it holds).
@@ -132,29 +128,47 @@ budgeted() {
   local name="$1" budget="$2"; shift 2
   compile "$name" "$@" --budget "$budget" --workspace-reserve "$reserve"
 }
-budgeted gpt2-124M-75 "$(budget_at "$out/gpt2-124M-all.json" 75 "$reserve")" \
-  "$root/models/gpt2.json" --set dropout=0
-budgeted gpt2-124M-50 "$(budget_at "$out/gpt2-124M-all.json" 50 "$reserve")" \
-  "$root/models/gpt2.json" --set dropout=0
-# A 1-byte budget fails and names the minimum feasible (arena) budget.
-minimum=$({ "$remat" plan "$root/models/gpt2.json" --set dropout=0 "${profile[@]}" \
-  --budget 1 2>&1 || true; } \
-  | sed -n 's/.*minimum feasible budget: \([0-9]*\) bytes.*/\1/p')
-budgeted gpt2-124M-min $((minimum + reserve)) "$root/models/gpt2.json" \
-  --set dropout=0
-# The largest batch whose arena fits 32 GiB - the reserve, for both models.
+# The largest batch whose arena fits 32 GiB - the reserve, for both models,
+# unsplit (--max-microbatches 1: the split search, which the plans do not
+# use, took 3 of the seed MLP's 6 minutes).
 budget32=$((32 << 30))
 maxbatch() {
-  "$remat" plan "$@" "${profile[@]}" --max-batch \
+  "$remat" plan "$@" "${profile[@]}" --max-batch --max-microbatches 1 \
     --budget $((budget32 - reserve)) 2>/dev/null |
     sed -n 's/^largest batch that fits [0-9]* bytes: \([0-9]*\)$/\1/p'
 }
-batch=$(maxbatch "$root/models/seed_mlp.json")
-budgeted seed_mlp-maxb32 "$budget32" "$root/models/seed_mlp.json" \
-  --set batch="$batch"
-batch=$(maxbatch "$root/models/gpt2.json" --set dropout=0)
-budgeted gpt2-124M-maxb32 "$budget32" "$root/models/gpt2.json" \
-  --set dropout=0 --set batch="$batch"
-# resnet50 (torchvision's), batch 32, 3 x 224 x 224, 1000 classes.
-resnet_plans "$reserve" --batch 32 --side 224 --classes 1000
+gpt2_plans() {
+  local gpt2=("$root/models/gpt2.json" --set dropout=0) minimum batch
+  compile gpt2-124M-all "${gpt2[@]}"
+  compile gpt2-124M-bf16 "${gpt2[@]}" --precision bf16
+  budgeted gpt2-124M-75 "$(budget_at "$out/gpt2-124M-all.json" 75 "$reserve")" \
+    "${gpt2[@]}"
+  budgeted gpt2-124M-50 "$(budget_at "$out/gpt2-124M-all.json" 50 "$reserve")" \
+    "${gpt2[@]}"
+  # A 1-byte budget fails and names the minimum feasible (arena) budget.
+  minimum=$({ "$remat" plan "${gpt2[@]}" "${profile[@]}" --budget 1 2>&1 ||
+    true; } | sed -n 's/.*minimum feasible budget: \([0-9]*\) bytes.*/\1/p')
+  budgeted gpt2-124M-min $((minimum + reserve)) "${gpt2[@]}"
+  batch=$(maxbatch "${gpt2[@]}")
+  budgeted gpt2-124M-maxb32 "$budget32" "${gpt2[@]}" --set batch="$batch"
+}
+seed_mlp_plans() {
+  local batch
+  compile seed_mlp-1M "$root/models/seed_mlp.json" --set batch=1000000
+  batch=$(maxbatch "$root/models/seed_mlp.json")
+  budgeted seed_mlp-maxb32 "$budget32" "$root/models/seed_mlp.json" \
+    --set batch="$batch"
+}
+# The three models' plans side by side (each compile runs on one core):
+# GPT-2's, the seed MLP's, and resnet50's (torchvision's, batch 32, 3 x
+# 224 x 224, 1000 classes). Any that fails fails the script.
+pids=()
+gpt2_plans & pids+=($!)
+seed_mlp_plans & pids+=($!)
+resnet_plans "$reserve" --batch 32 --side 224 --classes 1000 & pids+=($!)
+failed=0
+for pid in "${pids[@]}"; do
+  wait "$pid" || failed=1
+done
+(( failed == 0 )) || { echo "device-plans.sh: a model's plans failed" >&2; exit 1; }
 du -sh "$out" ${deps:+"$deps"}

@@ -81,9 +81,9 @@ std::vector<AttentionBf16Gemm> attentionBf16Gemms(OpKind op, float scale,
 /// s) are at most kAttentionBf16GroupRows; 1 where s alone is. A head's
 /// GEMMs at GPT-2's 256 x 64 are too small for oneDNN's threads (each a
 /// few microseconds); a group's are one call each. For GPT-2 124M (96
-/// heads of 256) groups of 8 take its bf16 attention and gradient from
-/// 0.46 to 0.27 s a step, for 7 MiB of scratch instead of 0.9 MiB
-/// (docs/benchmarks.md).
+/// heads of 256) its bf16 attention and gradient run in 0.27 s a step in
+/// groups of 8 and 0.46 s a head at a time, with 7 MiB of scratch against
+/// 0.9 MiB (docs/benchmarks.md).
 int64_t attentionBf16Group(int64_t heads, int64_t s);
 inline constexpr int64_t kAttentionBf16GroupRows = 2048;
 /// The bytes runAttentionBf16 keeps per group of heads before the GEMMs'

@@ -129,8 +129,8 @@ budgeted() {
   compile "$name" "$@" --budget "$budget" --workspace-reserve "$reserve"
 }
 # The largest batch whose arena fits 32 GiB - the reserve, for both models,
-# unsplit (--max-microbatches 1: the split search, which the plans do not
-# use, took 3 of the seed MLP's 6 minutes).
+# unsplit (--max-microbatches 1: the plans do not use the split search's
+# answer, and it takes half of the seed MLP's time).
 budget32=$((32 << 30))
 maxbatch() {
   "$remat" plan "$@" "${profile[@]}" --max-batch --max-microbatches 1 \

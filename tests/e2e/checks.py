@@ -37,7 +37,8 @@ from checks_common import (ROOT, compile_plan, fail, losses,  # noqa: F401
                            minimum_budget, model, run_plan,
                            safetensors_entries)
 from checks_budgets import (budgets_bitwise, check_bounds, dump_values,
-                            graph_reorder, max_batch, plans_deterministic,
+                            graph_reorder, ladder_plateau, max_batch,
+                            plans_deterministic,
                             recompute_reads_latest, sweeps_in_budget)
 from checks_memory import conv_workspace, data_memory, workspace_reserve
 from checks_profiles import (device_profile, measured_profile,
@@ -59,6 +60,7 @@ def main():
               "workspace-reserve": workspace_reserve,
               "conv-workspace": conv_workspace,
               "max-batch": max_batch,
+              "ladder-plateau": ladder_plateau,
               "loss-grad-in-place": loss_grad_in_place,
               "check-bounds": check_bounds,
               "device-profile": device_profile,

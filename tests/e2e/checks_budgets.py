@@ -212,6 +212,30 @@ def max_batch(remat, work):
              % per_rank)
 
 
+def ladder_plateau(remat, work):
+    """A budget the forum model misses by one sample (batch 86,247 under
+    1 GiB): the exact MILP's schedule at the first planner target is proven
+    optimal and overflows after layout, so the pass skips the grid's
+    targets above that schedule's peak (docs/planner.md, the plateau rule):
+    a handful of auto's solves in the given order, not one for each of the
+    33 grid points. --time-limit 10 gives the first target's MILP time to
+    prove it on a loaded machine."""
+    r = subprocess.run([remat, "plan", model("seed_mlp.json"), "--set",
+                        "batch=86247", "--budget", "1GiB", "--progress",
+                        "--time-limit", "10"], capture_output=True, text=True)
+    solves = [line for line in r.stderr.splitlines()
+              if line.startswith("[planner] auto")]
+    if r.returncode != 1 or "no schedule fits" not in r.stderr:
+        fail("seed_mlp batch 86247 under 1 GiB: want the budget missed, "
+             "exit %d, stderr tail %r" % (r.returncode, r.stderr[-400:]))
+    if not solves or "optimal" not in solves[0] or len(solves) > 8:
+        fail("seed_mlp batch 86247 under 1 GiB: %d solves of auto in the "
+             "given order (want 1 to 8, the first proven optimal):\n%s"
+             % (len(solves), "\n".join(solves[:12])))
+    print("seed_mlp batch 86247 under 1 GiB: missed after %d of auto's "
+          "solves (%s)" % (len(solves), solves[0][:60]))
+
+
 def check_bounds(remat, work):
     """Every model (tiny) at the minimum budget: each step reads only its
     operands and writes only its results on the cpu (`--check-bounds`)."""

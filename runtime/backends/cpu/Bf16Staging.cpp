@@ -80,38 +80,36 @@ void narrowBlock(const float *from, uint16_t *to, int64_t toStride,
 
 /// Rows of op(A) (A untransposed, [m, k] with row stride lda) at a time:
 /// B whole in float, then each block of A's rows and C's rows.
-void gemmRows(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
+void gemmRows(const GemmShape &s, const uint16_t *a, const uint16_t *b,
               uint16_t *c, int64_t block, Pieces pieces, float *scratch,
               uint64_t scratchBytes) {
-  const GemmShape &s = g.gemm;
   float *bf = pieces.take(s.k * s.n);
   float *af = pieces.take(block * s.k);
   float *cf = pieces.take(block * s.n);
-  for (int64_t i = 0; i < g.count; ++i) {
+  for (int64_t i = 0; i < s.batch; ++i) {
     // B as stored: [k, n] (ldb n) or, transposed, [n, k] (ldb k).
-    widenBf16(b + i * g.strideB, bf, s.k * s.n);
+    widenBf16(b + i * s.strideB, bf, s.k * s.n);
     for (int64_t r0 = 0; r0 < s.m; r0 += block) {
       int64_t rows = std::min(block, s.m - r0);
-      widenBf16(a + i * g.strideA + r0 * s.lda, af, rows * s.k);
+      widenBf16(a + i * s.strideA + r0 * s.lda, af, rows * s.k);
       gemm<float>(false, s.transB, rows, s.n, s.k, 1.0f, af, s.k, bf, s.ldb,
                   0.0f, cf, s.n, scratch, scratchBytes);
-      narrowBf16(cf, c + i * g.strideC + r0 * s.ldc, rows * s.n);
+      narrowBf16(cf, c + i * s.strideC + r0 * s.ldc, rows * s.n);
     }
   }
 }
 
 /// op(A) B with A whole in float, `block` columns of op(B) and of C at a
 /// time: B is read once, A (the smaller, m <= n) once per block.
-void gemmCols(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
+void gemmCols(const GemmShape &s, const uint16_t *a, const uint16_t *b,
               uint16_t *c, int64_t block, Pieces pieces, float *scratch,
               uint64_t scratchBytes) {
-  const GemmShape &s = g.gemm;
   float *af = pieces.take(s.m * s.k);
   float *bf = pieces.take(block * s.k);
   float *cf = pieces.take(s.m * block);
-  for (int64_t i = 0; i < g.count; ++i) {
-    widenBf16(a + i * g.strideA, af, s.m * s.k);
-    const uint16_t *bi = b + i * g.strideB;
+  for (int64_t i = 0; i < s.batch; ++i) {
+    widenBf16(a + i * s.strideA, af, s.m * s.k);
+    const uint16_t *bi = b + i * s.strideB;
     for (int64_t c0 = 0; c0 < s.n; c0 += block) {
       int64_t cols = std::min(block, s.n - c0);
       if (s.transB) // B as stored: [n, k], columns c0.. are rows c0..
@@ -120,22 +118,21 @@ void gemmCols(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
         widenBlock(bi + c0, s.ldb, bf, s.k, cols);
       gemm<float>(false, s.transB, s.m, cols, s.k, 1.0f, af, s.k, bf,
                   s.transB ? s.k : cols, 0.0f, cf, cols, scratch, scratchBytes);
-      narrowBlock(cf, c + i * g.strideC + c0, s.ldc, s.m, cols);
+      narrowBlock(cf, c + i * s.strideC + c0, s.ldc, s.m, cols);
     }
   }
 }
 
 /// op(A) B with C in float, `block` columns of A and rows of op(B) (the
 /// summed dimension) at a time, accumulated into C.
-void gemmSum(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
+void gemmSum(const GemmShape &s, const uint16_t *a, const uint16_t *b,
              uint16_t *c, int64_t block, Pieces pieces, float *scratch,
              uint64_t scratchBytes) {
-  const GemmShape &s = g.gemm;
   float *cf = pieces.take(s.m * s.n);
   float *af = pieces.take(s.m * block);
   float *bf = pieces.take(block * s.n);
-  for (int64_t i = 0; i < g.count; ++i) {
-    const uint16_t *ai = a + i * g.strideA, *bi = b + i * g.strideB;
+  for (int64_t i = 0; i < s.batch; ++i) {
+    const uint16_t *ai = a + i * s.strideA, *bi = b + i * s.strideB;
     for (int64_t p0 = 0; p0 < s.k; p0 += block) {
       int64_t depth = std::min(block, s.k - p0);
       widenBlock(ai + p0, s.lda, af, s.m, depth);
@@ -149,52 +146,50 @@ void gemmSum(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
     }
     if (s.k == 0)
       std::fill(cf, cf + s.m * s.n, 0.0f);
-    narrowBf16(cf, c + i * g.strideC, s.m * s.n);
+    narrowBf16(cf, c + i * s.strideC, s.m * s.n);
   }
 }
 
 /// A^T B with B whole in float, `block` rows of C at a time (the same
 /// columns of A), each over the whole depth: C is never whole in float.
-void gemmDepthRows(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
+void gemmDepthRows(const GemmShape &s, const uint16_t *a, const uint16_t *b,
                    uint16_t *c, int64_t block, Pieces pieces, float *scratch,
                    uint64_t scratchBytes) {
-  const GemmShape &s = g.gemm;
   float *bf = pieces.take(s.k * s.n);
   float *af = pieces.take(s.k * block);
   float *cf = pieces.take(block * s.n);
-  for (int64_t i = 0; i < g.count; ++i) {
-    widenBf16(b + i * g.strideB, bf, s.k * s.n);
+  for (int64_t i = 0; i < s.batch; ++i) {
+    widenBf16(b + i * s.strideB, bf, s.k * s.n);
     for (int64_t r0 = 0; r0 < s.m; r0 += block) {
       int64_t rows = std::min(block, s.m - r0);
       // A as stored: [k, m] (lda m); columns r0.. as [k, rows].
-      widenBlock(a + i * g.strideA + r0, s.lda, af, s.k, rows);
+      widenBlock(a + i * s.strideA + r0, s.lda, af, s.k, rows);
       gemm<float>(true, false, rows, s.n, s.k, 1.0f, af, rows, bf, s.n, 0.0f,
                   cf, s.n, scratch, scratchBytes);
-      narrowBf16(cf, c + i * g.strideC + r0 * s.ldc, rows * s.n);
+      narrowBf16(cf, c + i * s.strideC + r0 * s.ldc, rows * s.n);
     }
   }
 }
 
 /// A^T B summed over A's and B's rows (the depth k) a block at a time into
 /// C in float.
-void gemmDepth(const MatmulGemms &g, const uint16_t *a, const uint16_t *b,
+void gemmDepth(const GemmShape &s, const uint16_t *a, const uint16_t *b,
                uint16_t *c, int64_t block, Pieces pieces, float *scratch,
                uint64_t scratchBytes) {
-  const GemmShape &s = g.gemm;
   float *cf = pieces.take(s.m * s.n);
   float *af = pieces.take(block * s.m);
   float *bf = pieces.take(block * s.n);
-  for (int64_t i = 0; i < g.count; ++i) {
+  for (int64_t i = 0; i < s.batch; ++i) {
     for (int64_t p0 = 0; p0 < s.k; p0 += block) {
       int64_t depth = std::min(block, s.k - p0);
-      widenBf16(a + i * g.strideA + p0 * s.lda, af, depth * s.m);
-      widenBf16(b + i * g.strideB + p0 * s.ldb, bf, depth * s.n);
+      widenBf16(a + i * s.strideA + p0 * s.lda, af, depth * s.m);
+      widenBf16(b + i * s.strideB + p0 * s.ldb, bf, depth * s.n);
       gemm<float>(true, false, s.m, s.n, depth, 1.0f, af, s.m, bf, s.n,
                   p0 == 0 ? 0.0f : 1.0f, cf, s.n, scratch, scratchBytes);
     }
     if (s.k == 0)
       std::fill(cf, cf + s.m * s.n, 0.0f);
-    narrowBf16(cf, c + i * g.strideC, s.m * s.n);
+    narrowBf16(cf, c + i * s.strideC, s.m * s.n);
   }
 }
 
@@ -297,7 +292,7 @@ void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
   case Bf16Staging::Kind::GemmSum:
   case Bf16Staging::Kind::GemmDepth:
   case Bf16Staging::Kind::GemmDepthRows: {
-    MatmulGemms g =
+    GemmShape g =
         matmulGemms(*call.attrs, call.inputs[0].shape, call.inputs[1].shape);
     auto run = staging.kind == Bf16Staging::Kind::GemmRows    ? gemmRows
                : staging.kind == Bf16Staging::Kind::GemmCols  ? gemmCols
@@ -327,19 +322,18 @@ void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
         throw refused();
       return;
     }
-    MatmulGemms g =
+    GemmShape g =
         matmulGemms(*call.attrs, call.inputs[0].shape, call.inputs[1].shape);
     const auto *a = call.inputs[0].as<const uint16_t>();
     const auto *b = call.inputs[1].as<const uint16_t>();
     auto *c = call.outputs[0].as<uint16_t>();
     if (staging.block > 0) {
-      if (!transposedPieces(g.gemm, staging.block, a, b, c, copies,
-                            staging.bytes))
+      if (!transposedPieces(g, staging.block, a, b, c, copies, staging.bytes))
         throw refused();
       return;
     }
-    for (int64_t i = 0; i < g.count; ++i)
-      if (!dnnlMatmulRun(g.gemm, GemmTypes::Bf16, a + i * g.strideA,
+    for (int64_t i = 0; i < g.batch; ++i)
+      if (!dnnlMatmulRun(oneGemm(g), GemmTypes::Bf16, a + i * g.strideA,
                          b + i * g.strideB, c + i * g.strideC, copies,
                          staging.bytes))
         throw refused();

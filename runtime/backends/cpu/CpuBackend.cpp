@@ -46,7 +46,8 @@ std::string summarizeBf16(const Plan &plan) {
       ++(gemm || attention ? gemms : convs);
       if (gemm && implementation.empty())
         implementation = cpu::dnnlMatmulImplementation(
-            cpu::matmulGemms(attrs, inputs[0].shape, inputs[1].shape).gemm,
+            cpu::oneGemm(
+                cpu::matmulGemms(attrs, inputs[0].shape, inputs[1].shape)),
             cpu::GemmTypes::Bf16);
     } else if (staging.kind != cpu::Bf16Staging::Kind::None) {
       ++copied;

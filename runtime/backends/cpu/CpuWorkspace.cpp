@@ -42,9 +42,9 @@ uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
   return wanted;
 }
 
-MatmulGemms matmulGemms(const OpAttrs &at, const Shape &as, const Shape &bs) {
+GemmShape matmulGemms(const OpAttrs &at, const Shape &as, const Shape &bs) {
   size_t ra = as.size(), rb = bs.size();
-  MatmulGemms g;
+  GemmShape g;
   if (ra < 2 || rb < 2)
     return g;
   int64_t m = at.transposeA ? as[ra - 1] : as[ra - 2];
@@ -57,13 +57,13 @@ MatmulGemms matmulGemms(const OpAttrs &at, const Shape &as, const Shape &bs) {
   if (at.sumBatch) {
     // [batch*K, M]^T x [batch*K, N]: the batches' products summed, as one
     // GEMM over the flattened rows.
-    g.gemm = {true, false, m, n, batch * k, lda, ldb, n};
+    g = {true, false, m, n, batch * k, lda, ldb, n};
   } else if (rb == 2 && !at.transposeA) {
     // [batch*M, K] x [K, N]: one GEMM over all batches.
-    g.gemm = {false, at.transposeB, batch * m, n, k, lda, ldb, n};
+    g = {false, at.transposeB, batch * m, n, k, lda, ldb, n};
   } else {
-    g.gemm = {at.transposeA, at.transposeB, m, n, k, lda, ldb, n};
-    g.count = batch;
+    g = {at.transposeA, at.transposeB, m, n, k, lda, ldb, n};
+    g.batch = batch;
     g.strideA = m * k;
     g.strideB = rb == 2 ? 0 : k * n;
     g.strideC = m * n;
@@ -133,7 +133,7 @@ uint64_t gemmScratchElements(OpKind op, const OpAttrs &attrs,
                              const std::vector<Shape> &inputs) {
   std::vector<GemmShape> gemms;
   if (ops::opInfo(op).shapeRule == ops::ShapeRule::Gemm && inputs.size() == 2) {
-    gemms.push_back(matmulGemms(attrs, inputs[0], inputs[1]).gemm);
+    gemms.push_back(oneGemm(matmulGemms(attrs, inputs[0], inputs[1])));
   } else if ((op == OpKind::Attention || op == OpKind::AttentionGrad) &&
              !inputs.empty() && inputs[0].size() == 4) {
     // Per (batch, head): the scores, then (attention_grad) dV, dP, dQ, dK;
@@ -319,30 +319,30 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
   // of A and B.
   if (info.shapeRule == ops::ShapeRule::Gemm && inputs.size() == 2 &&
       outputs.size() == 1 && allBf16(inputs, outputs)) {
-    MatmulGemms g = matmulGemms(attrs, inputs[0].shape, inputs[1].shape);
-    if (int64_t rows = transposedPieceRows(g.gemm); rows > 0 && g.count == 1) {
-      int64_t tail = g.gemm.m % rows;
-      std::optional<uint64_t> full = dnnlMatmulScratchBytes(
-          transposedPiece(g.gemm, rows), GemmTypes::Bf16);
+    const GemmShape m = matmulGemms(attrs, inputs[0].shape, inputs[1].shape);
+    const GemmShape g = oneGemm(m);
+    if (int64_t rows = transposedPieceRows(g); rows > 0 && m.batch == 1) {
+      int64_t tail = g.m % rows;
+      std::optional<uint64_t> full =
+          dnnlMatmulScratchBytes(transposedPiece(g, rows), GemmTypes::Bf16);
       std::optional<uint64_t> last =
           tail == 0 ? full
-                    : dnnlMatmulScratchBytes(transposedPiece(g.gemm, tail),
+                    : dnnlMatmulScratchBytes(transposedPiece(g, tail),
                                              GemmTypes::Bf16);
       if (full && last) {
         s.kind = Bf16Staging::Kind::Dnnl;
         s.block = rows;
         s.bytes = stagingAligned(std::max(*full, *last)) +
-                  stagingAligned(uint64_t(rows * g.gemm.n) * sizeof(uint16_t));
+                  stagingAligned(uint64_t(rows * g.n) * sizeof(uint16_t));
         return s;
       }
     }
     if (std::optional<uint64_t> pad =
-            dnnlMatmulScratchBytes(g.gemm, GemmTypes::Bf16)) {
+            dnnlMatmulScratchBytes(g, GemmTypes::Bf16)) {
       s.kind = Bf16Staging::Kind::Dnnl;
       s.bytes = stagingAligned(*pad);
       return s;
     }
-    const GemmShape &m = g.gemm;
     // The staging that copies the smallest operand or result whole: it
     // also re-reads the least (the others' pieces stream past it once).
     int64_t wholeA = m.m * m.k, wholeB = m.k * m.n, wholeC = m.m * m.n;

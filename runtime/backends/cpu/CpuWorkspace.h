@@ -44,13 +44,10 @@ uint64_t cpuWorkspaceElements(OpKind op, const OpAttrs &attrs,
                               const std::vector<Shape> &outputs);
 
 /// The GEMMs the CPU backend's matmul kernel runs for operands of shapes
-/// `a` and `b`: `count` times `gemm`, the i-th on A + i*strideA,
-/// B + i*strideB and C + i*strideC (in elements).
-struct MatmulGemms {
-  GemmShape gemm;
-  int64_t count = 1, strideA = 0, strideB = 0, strideC = 0;
-};
-MatmulGemms matmulGemms(const OpAttrs &attrs, const Shape &a, const Shape &b);
+/// `a` and `b`: `batch` of them at the shape's strides (in elements), each
+/// its own call (oneGemm, DnnlMatmul.h); batch 1 where one GEMM covers
+/// every batch (a shared 2-D B, sum_batch).
+GemmShape matmulGemms(const OpAttrs &attrs, const Shape &a, const Shape &b);
 
 /// Rows of C a piece holds where a bf16 GEMM C = A^T B runs on oneDNN as
 /// C^T = B^T A, a piece of C^T's columns at a time, each transposed into

@@ -47,6 +47,13 @@ struct GemmShape {
   int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
 };
 
+/// One GEMM of a batch: `g` with batch 1 and no strides.
+inline GemmShape oneGemm(GemmShape g) {
+  g.batch = 1;
+  g.strideA = g.strideB = g.strideC = 0;
+  return g;
+}
+
 /// The element types of a GEMM's A, B and C.
 enum class GemmTypes : uint8_t {
   F32,     ///< float32 throughout

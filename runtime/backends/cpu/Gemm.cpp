@@ -121,6 +121,20 @@ template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double,
                            const double *, int64_t, const double *, int64_t,
                            double, double *, int64_t, void *, uint64_t);
 
+template <typename T>
+void gemmEach(const GemmShape &g, const T *a, const T *b, T *c, void *scratch,
+              uint64_t scratchBytes) {
+  for (int64_t i = 0; i < g.batch; ++i)
+    gemm<T>(g.transA, g.transB, g.m, g.n, g.k, T(g.alpha), a + i * g.strideA,
+            g.lda, b + i * g.strideB, g.ldb, T(g.beta), c + i * g.strideC,
+            g.ldc, scratch, scratchBytes);
+}
+
+template void gemmEach<float>(const GemmShape &, const float *, const float *,
+                              float *, void *, uint64_t);
+template void gemmEach<double>(const GemmShape &, const double *,
+                               const double *, double *, void *, uint64_t);
+
 bool gemmUsesBlas() {
 #ifdef REMAT_HAVE_OPENBLAS
   return true;

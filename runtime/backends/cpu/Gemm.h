@@ -11,6 +11,8 @@
 #ifndef REMAT_RUNTIME_BACKENDS_CPU_GEMM_H
 #define REMAT_RUNTIME_BACKENDS_CPU_GEMM_H
 
+#include "runtime/backends/cpu/DnnlMatmul.h"
+
 #include <cstdint>
 #include <string>
 
@@ -20,6 +22,13 @@ template <typename T>
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, T alpha,
           const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
           int64_t ldc, void *scratch = nullptr, uint64_t scratchBytes = 0);
+
+/// The `shape.batch` GEMMs of `shape` (DnnlMatmul.h), a gemm() call each:
+/// the i-th on A + i*strideA, B + i*strideB and C + i*strideC, with the
+/// shape's alpha and beta.
+template <typename T>
+void gemmEach(const GemmShape &shape, const T *a, const T *b, T *c,
+              void *scratch = nullptr, uint64_t scratchBytes = 0);
 
 /// Whether GEMMs use OpenBLAS in this build.
 bool gemmUsesBlas();

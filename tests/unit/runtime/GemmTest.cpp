@@ -190,15 +190,15 @@ TEST_CASE("bf16 matmuls on oneDNN's bf16 kernels and on float copies are "
                                                  {DType::BF16, c.b}},
                                           outs = {{DType::BF16, c.c}};
       OpAttrs attrs = remat::ops::parseAttrs(OpKind::Matmul, c.attrs);
-      cpu::MatmulGemms g = cpu::matmulGemms(attrs, c.a, c.b);
+      const cpu::GemmShape g = cpu::matmulGemms(attrs, c.a, c.b);
       bool native =
           cpu::cpuBf16Staging(OpKind::Matmul, attrs, ins, outs).kind ==
           cpu::Bf16Staging::Kind::Dnnl;
       // oneDNN runs them where it has a bf16 kernel on this CPU, and only
       // while it is on.
-      CHECK(native ==
-            (dnnl && cpu::dnnlMatmulScratchBytes(g.gemm, cpu::GemmTypes::Bf16)
-                         .has_value()));
+      CHECK(native == (dnnl && cpu::dnnlMatmulScratchBytes(cpu::oneGemm(g),
+                                                           cpu::GemmTypes::Bf16)
+                                   .has_value()));
       cpu::DnnlMatmulCounts before = cpu::dnnlMatmulCounts();
       HostTensor out = runOnBackend(
           *createCpuBackend(),
@@ -207,17 +207,17 @@ TEST_CASE("bf16 matmuls on oneDNN's bf16 kernels and on float copies are "
       INFO("oneDNN " << dnnl << " native " << native << " A "
                      << formatShape(c.a) << " B " << formatShape(c.b)
                      << " attrs " << c.attrs.dump());
-      int64_t pieceRows = cpu::transposedPieceRows(g.gemm);
+      int64_t pieceRows = cpu::transposedPieceRows(cpu::oneGemm(g));
       if (native)
         CHECK(after.run - before.run ==
-              uint64_t(pieceRows > 0 ? (g.gemm.m + pieceRows - 1) / pieceRows
-                                     : g.count));
+              uint64_t(pieceRows > 0 ? (g.m + pieceRows - 1) / pieceRows
+                                     : g.batch));
       if (native && c.c[0] == 4100)
         CHECK(pieceRows == cpu::kTransposedPieceRows);
       // The product of the bf16 operands in double, per GEMM of g.
-      const cpu::GemmShape &s = g.gemm;
+      const cpu::GemmShape &s = g;
       double worst = 0;
-      for (int64_t i = 0; i < g.count; ++i)
+      for (int64_t i = 0; i < g.batch; ++i)
         for (int64_t r = 0; r < s.m; ++r)
           for (int64_t col = 0; col < s.n; ++col) {
             double exact = 0, magnitude = 0;

@@ -155,11 +155,8 @@ bool runAttentionBf16(const KernelCall &call, char *scratch, uint64_t bytes) {
       return;
     if (gemms[i].types != GemmTypes::F32)
       throw std::logic_error("oneDNN did not run a bf16 attention GEMM");
-    for (int64_t j = 0; j < g.batch; ++j)
-      gemm<float>(g.transA, g.transB, g.m, g.n, g.k, g.alpha,
-                  static_cast<const float *>(a) + j * g.strideA, g.lda,
-                  static_cast<const float *>(b) + j * g.strideB, g.ldb, 0.0f,
-                  c + j * g.strideC, g.ldc, pad, padBytes);
+    gemmEach<float>(g, static_cast<const float *>(a),
+                    static_cast<const float *>(b), c, pad, padBytes);
   };
   int64_t elements = group * s * dh;
   for (int64_t first = 0; first < heads; first += group) {

@@ -16,15 +16,10 @@ namespace remat::runtime::cpu {
 
 template <typename T>
 void runMatmul(const KernelCall &call, T *workspace, uint64_t elements) {
-  MatmulGemms g = matmulGemms(*call.attrs, call.inputs[0].shape,
-                              call.inputs[1].shape);
-  const GemmShape &s = g.gemm;
-  const T *a = inData<T>(call, 0), *b = inData<T>(call, 1);
-  T *c = outData<T>(call, 0);
-  for (int64_t i = 0; i < g.count; ++i)
-    gemm<T>(s.transA, s.transB, s.m, s.n, s.k, T(1), a + i * g.strideA, s.lda,
-            b + i * g.strideB, s.ldb, T(0), c + i * g.strideC, s.ldc,
-            workspace, elements * sizeof(T));
+  gemmEach<T>(
+      matmulGemms(*call.attrs, call.inputs[0].shape, call.inputs[1].shape),
+      inData<T>(call, 0), inData<T>(call, 1), outData<T>(call, 0), workspace,
+      elements * sizeof(T));
 }
 
 template void runMatmul<float>(const KernelCall &, float *, uint64_t);

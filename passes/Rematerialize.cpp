@@ -339,8 +339,8 @@ Attempt attemptPlan(const planner::Problem &problem, const TrainStep &step,
     // and its layout overflows. At every target between its own planner
     // peak and this one it stays optimal, so the solver gives it again (or
     // a tie): those targets are skipped. On seed_mlp at batch 2.79 M under
-    // 32 GiB, 31 grid points of about 1 s each; a tie that would have fit
-    // may be missed (there, batches within 0.003% of the largest).
+    // 32 GiB, 31 grid points of about 1 s each. A tie that would have fit
+    // may be missed.
     if (!bestFit && plateau && cheapestArena > budget)
       targets.erase(targets.begin(), targets.upper_bound(cheapestPeak));
     // The best schedule's layout overflowed by some bytes: try the target

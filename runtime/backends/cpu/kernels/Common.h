@@ -269,19 +269,60 @@ template <typename T> REMAT_KERNEL_INLINE T expOf(T x) {
     return std::exp(x);
 }
 
-/// y = softmax(x) over one row of d elements (y may be x): the max in T,
-/// y = expOf(x - max), the denominator summed in double in order, then
-/// y * T(1 / sum).
+/// term(0) + ... + term(n - 1) in kLanes running sums of V (double, or a
+/// type with += and + that sums several at once): lane l adds the terms
+/// l, l + kLanes, ... in order, the tail's terms go to lane 0, and the
+/// lanes are added pairwise ((l0 + l1) + (l2 + l3)) + .... A fixed order
+/// (the same bits every run, on any thread count) whose adds do not wait
+/// for each other: one running sum waits a double add's latency a term
+/// (GPT-2's 50,257-logit rows spent most of the loss's time there). kLanes
+/// a power of two; 8 doubles fill an AVX-512 vector.
+template <typename V = double, int kLanes = 8, typename Term>
+REMAT_KERNEL_INLINE V laneSum(int64_t n, Term term) {
+  static_assert(kLanes > 0 && (kLanes & (kLanes - 1)) == 0);
+  V lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lane[l] += term(i + l);
+  for (; i < n; ++i)
+    lane[0] += term(i);
+  for (int width = kLanes; width > 1; width /= 2)
+    for (int l = 0; l < width / 2; ++l)
+      lane[l] = lane[2 * l] + lane[2 * l + 1];
+  return lane[0];
+}
+
+/// The largest of value(0), ..., value(n - 1) (n >= 1), in T: 16 running
+/// maxima, then the largest of them. The same result as one running max
+/// (the order of a max does not matter), without its chain of dependent
+/// compares; the lanes vectorize.
+template <typename T, typename Value>
+REMAT_KERNEL_INLINE T laneMax(int64_t n, Value value) {
+  constexpr int64_t kLanes = 16;
+  T lane[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l)
+    lane[l] = value(0);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l)
+      lane[l] = std::max(lane[l], value(i + l));
+  for (; i < n; ++i)
+    lane[0] = std::max(lane[0], value(i));
+  T most = lane[0];
+  for (int64_t l = 1; l < kLanes; ++l)
+    most = std::max(most, lane[l]);
+  return most;
+}
+
+/// y = softmax(x) over one row of d elements (y may be x): the max in T
+/// (laneMax), y = expOf(x - max), the denominator summed in double
+/// (laneSum), then y * T(1 / sum).
 template <typename T> void softmaxRow(const T *x, T *y, int64_t d) {
-  T maxValue = x[0];
-  for (int64_t j = 1; j < d; ++j)
-    maxValue = std::max(maxValue, x[j]);
+  T maxValue = laneMax<T>(d, [&](int64_t j) { return x[j]; });
   for (int64_t j = 0; j < d; ++j)
     y[j] = expOf(x[j] - maxValue);
-  double sum = 0;
-  for (int64_t j = 0; j < d; ++j)
-    sum += double(y[j]);
-  T inv = T(1.0 / sum);
+  T inv = T(1.0 / laneSum(d, [&](int64_t j) { return double(y[j]); }));
   for (int64_t j = 0; j < d; ++j)
     y[j] *= inv;
 }

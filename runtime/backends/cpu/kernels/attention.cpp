@@ -4,7 +4,8 @@
 // causal mask) are materialized in the workspace (S*S elements; the
 // masked entries are 0) and O = P V. attention_grad recomputes P, then
 // dV = P^T dO, dP = dO V^T (the second S*S of the workspace),
-// dS = P * (dP - rowsum(dP * P)) with the row dot product in double,
+// dS = P * (dP - rowsum(dP * P)) with the row dot product in double
+// (laneSum, Common.h),
 // dQ = scale dS K, dK = scale dS^T Q. The row loops run on the threads,
 // as the GEMMs do. The GEMMs' scratchpad (where oneDNN runs them) follows
 // the S*S blocks in the workspace.
@@ -57,11 +58,11 @@ void softmaxScores(const OpAttrs &attrs, int64_t s, int64_t rows, T *p) {
 template <typename T>
 void softmaxGradient(int64_t s, int64_t rows, const T *p, T *dp) {
   parallelRows(rows, rows * s, [&](int64_t i) {
-    double dot = 0;
+    T rowDot = T(laneSum(s, [&](int64_t j) {
+      return double(dp[i * s + j]) * double(p[i * s + j]);
+    }));
     for (int64_t j = 0; j < s; ++j)
-      dot += double(dp[i * s + j]) * double(p[i * s + j]);
-    for (int64_t j = 0; j < s; ++j)
-      dp[i * s + j] = p[i * s + j] * (dp[i * s + j] - T(dot));
+      dp[i * s + j] = p[i * s + j] * (dp[i * s + j] - rowDot);
   });
 }
 

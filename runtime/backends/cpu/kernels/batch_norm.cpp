@@ -3,7 +3,7 @@
 // x is [N, C, S...] viewed as [N, C, S] (S the product of the dims after C,
 // 1 for rank 2); channel c's M = N·S elements are x[n·C·S + c·S + s].
 // Per channel: mean and biased variance in double (two passes, n then s;
-// each image's span in four interleaved partial sums, spanSum),
+// each image's span in four interleaved partial sums, laneSum),
 // rstd = 1 / sqrt(var + epsilon) in double, y = T((x - mean)·rstd)·gamma +
 // beta, as for layer normalization. The gradient recomputes the statistics and
 // sums dy and dy·x̂ in double, in one pass; dx = rstd·gamma·(dy - Σdy/M -
@@ -74,32 +74,14 @@ struct SumPair {
   friend SumPair operator+(SumPair a, const SumPair &b) { return a += b; }
 };
 
-/// Σ f(j) for j in [0, len) in four interleaved partial sums of V (double,
-/// or SumPair for two at once), added as (s0 + s1) + (s2 + s3): a fixed
-/// order (the same bits every run) in which consecutive adds do not wait
-/// for each other's results.
-template <typename V = double, typename F> V spanSum(int64_t len, F f) {
-  V s0{}, s1{}, s2{}, s3{};
-  int64_t j = 0;
-  for (; j + 4 <= len; j += 4) {
-    s0 += f(j);
-    s1 += f(j + 1);
-    s2 += f(j + 2);
-    s3 += f(j + 3);
-  }
-  for (; j < len; ++j)
-    s0 += f(j);
-  return (s0 + s1) + (s2 + s3);
-}
-
 /// Σ f(offset) over channel `channel`'s elements: each image's contiguous
-/// span summed by spanSum, the spans added in image order.
+/// span summed by laneSum in four lanes, the spans added in image order.
 template <typename V = double, typename F>
 V channelSum(const ChannelLayout &layout, int64_t channel, F f) {
   V total{};
   for (int64_t i = 0; i < layout.n; ++i) {
     int64_t base = (i * layout.c + channel) * layout.s;
-    total += spanSum<V>(layout.s, [&](int64_t j) { return f(base + j); });
+    total += laneSum<V, 4>(layout.s, [&](int64_t j) { return f(base + j); });
   }
   return total;
 }

@@ -2,7 +2,9 @@
 //
 // The losses accumulate in double: cross_entropy sums each row's
 // logsumexp - logit[label] (the exponentials expOf in the float type,
-// Common.h, summed and logged in double) and divides by the row count, mse
+// Common.h, summed in double by laneSum, a piece of the row at a time, and
+// logged in double) and
+// divides by the row count, mse
 // sums squared differences and divides by the element count. The
 // gradients scale by dloss / count: cross_entropy_grad's rows are the
 // softmax (softmaxRow's arithmetic) minus the label's one-hot. Every label is
@@ -51,18 +53,14 @@ void crossEntropy(const KernelCall &call, bool grad) {
     checkedIndex(labels, r, c, "label");
   const int64_t live = call.liveRows(rows);
   auto rowMax = [&](const In *x) {
-    T m = loadAs<T>(x, 0);
-    for (int64_t j = 1; j < c; ++j)
-      m = std::max(m, loadAs<T>(x, j));
-    return m;
+    return laneMax<T>(c, [&](int64_t j) { return loadAs<T>(x, j); });
   };
   // The denominator of the row's softmax: the exponentials summed in
-  // double, in order.
+  // double, each piece's by laneSum, the pieces' sums in order.
   auto rowSum = [&](const In *x, T maxValue) {
     double sum = 0;
     rowExps<T>(x, c, maxValue, [&](const T *e, int64_t, int64_t n) {
-      for (int64_t i = 0; i < n; ++i)
-        sum += double(e[i]);
+      sum += laneSum(n, [&](int64_t i) { return double(e[i]); });
     });
     return sum;
   };

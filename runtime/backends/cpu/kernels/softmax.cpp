@@ -2,7 +2,8 @@
 //
 // softmax is softmaxRow (Common.h) per row: the max in the float type, the
 // denominator summed in double, y = exp(x - max) * float(1 / sum).
-// softmax_grad: dx = y * (dy - dot(dy, y)), the row dot product in double.
+// softmax_grad: dx = y * (dy - dot(dy, y)), the row dot product in double;
+// both sums by laneSum (Common.h).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/backends/cpu/kernels/Common.h"
@@ -26,11 +27,10 @@ void runSoftmaxGrad(const KernelCall &call, T *, uint64_t) {
           rows = call.inputs[0].numElements / d;
   for (int64_t r = 0; r < rows; ++r) {
     const T *yr = y + r * d, *dyr = dy + r * d;
-    double dot = 0;
+    T rowDot = T(
+        laneSum(d, [&](int64_t j) { return double(dyr[j]) * double(yr[j]); }));
     for (int64_t j = 0; j < d; ++j)
-      dot += double(dyr[j]) * double(yr[j]);
-    for (int64_t j = 0; j < d; ++j)
-      dx[r * d + j] = yr[j] * (dyr[j] - T(dot));
+      dx[r * d + j] = yr[j] * (dyr[j] - rowDot);
   }
 }
 

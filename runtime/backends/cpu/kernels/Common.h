@@ -274,8 +274,8 @@ template <typename T> REMAT_KERNEL_INLINE T expOf(T x) {
 /// l, l + kLanes, ... in order, the tail's terms go to lane 0, and the
 /// lanes are added pairwise ((l0 + l1) + (l2 + l3)) + .... A fixed order
 /// (the same bits every run, on any thread count) whose adds do not wait
-/// for each other: one running sum waits a double add's latency a term
-/// (GPT-2's 50,257-logit rows spent most of the loss's time there). kLanes
+/// for each other: one running sum waits a double add's latency a term,
+/// which on GPT-2's 50,257-logit rows is most of the loss's time. kLanes
 /// a power of two; 8 doubles fill an AVX-512 vector.
 template <typename V = double, int kLanes = 8, typename Term>
 REMAT_KERNEL_INLINE V laneSum(int64_t n, Term term) {

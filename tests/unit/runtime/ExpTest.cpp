@@ -83,17 +83,14 @@ TEST_CASE("laneSum adds lane by lane in its documented order, and laneMax "
       four[0] += x[size_t(i)];
     CHECK(laneSum<double, 4>(n, term) ==
           (four[0] + four[1]) + (four[2] + four[3]));
-    // The tail's terms go to lane 0, not to lane i % 8: 1e16 in lane 1
-    // would lose a 1 that lane 0 keeps (1e16 + 2 is a double; + 1 is not).
-    if (n == 13) {
-      std::vector<double> tail = {0, 1e16, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0};
-      CHECK(laneSum(13, [&](int64_t i) { return tail[size_t(i)]; }) ==
-            1e16 + 2);
-    }
     std::vector<float> f(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
       f[size_t(i)] = float(-1000 + (i * 7919) % 1013) - 0.5f;
     CHECK(laneMax<float>(n, [&](int64_t i) { return f[size_t(i)]; }) ==
           *std::max_element(f.begin(), f.end()));
   }
+  // The tail's terms go to lane 0, not to lane i % 8: 1e16 in lane 1
+  // would lose a 1 that lane 0 keeps (1e16 + 2 is a double; + 1 is not).
+  std::vector<double> tail = {0, 1e16, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0};
+  CHECK(laneSum(13, [&](int64_t i) { return tail[size_t(i)]; }) == 1e16 + 2);
 }

@@ -215,26 +215,25 @@ TEST_CASE("bf16 matmuls on oneDNN's bf16 kernels and on float copies are "
       if (native && c.c[0] == 4100)
         CHECK(pieceRows == cpu::kTransposedPieceRows);
       // The product of the bf16 operands in double, per GEMM of g.
-      const cpu::GemmShape &s = g;
       double worst = 0;
       for (int64_t i = 0; i < g.batch; ++i)
-        for (int64_t r = 0; r < s.m; ++r)
-          for (int64_t col = 0; col < s.n; ++col) {
+        for (int64_t r = 0; r < g.m; ++r)
+          for (int64_t col = 0; col < g.n; ++col) {
             double exact = 0, magnitude = 0;
-            for (int64_t p = 0; p < s.k; ++p) {
+            for (int64_t p = 0; p < g.k; ++p) {
               double x = a.values[size_t(
-                  i * g.strideA + (s.transA ? p * s.lda + r : r * s.lda + p))];
+                  i * g.strideA + (g.transA ? p * g.lda + r : r * g.lda + p))];
               double y = b.values[size_t(
                   i * g.strideB +
-                  (s.transB ? col * s.ldb + p : p * s.ldb + col))];
+                  (g.transB ? col * g.ldb + p : p * g.ldb + col))];
               exact += x * y;
               magnitude += std::abs(x * y);
             }
             // Summed in float32, rounded once to bf16 (8 significant
             // bits: half a unit in the last place is 2^-8 relative).
-            double bound = double(s.k) * eps * magnitude +
+            double bound = double(g.k) * eps * magnitude +
                            std::ldexp(std::abs(exact), -8) + 1e-30;
-            double got = out.values[size_t(i * g.strideC + r * s.ldc + col)];
+            double got = out.values[size_t(i * g.strideC + r * g.ldc + col)];
             worst = std::max(worst, std::abs(got - exact) / bound);
           }
       CHECK(worst <= 1.0);

@@ -3,9 +3,8 @@
 // The losses accumulate in double: cross_entropy sums each row's
 // logsumexp - logit[label] (the exponentials expOf in the float type,
 // Common.h, summed in double by laneSum, a piece of the row at a time, and
-// logged in double) and
-// divides by the row count, mse
-// sums squared differences and divides by the element count. The
+// logged in double) and divides by the row count, mse sums squared
+// differences and divides by the element count. The
 // gradients scale by dloss / count: cross_entropy_grad's rows are the
 // softmax (softmaxRow's arithmetic) minus the label's one-hot. Every label is
 // checked against [0, C) before anything is written. Rows run on OpenMP's

@@ -89,10 +89,19 @@ ModelGraph withBf16Compute(ModelGraph graph) {
         want == "f32" && kind &&
         (ops::opInfo(*kind).bf16Native ||
          ops::opInfo(*kind).autocast == ops::Autocast::Float32Compute);
-    for (int &v : op.operands)
-      if (isFloatDType(graph.values[size_t(v)].type.dtype) &&
-          !(readsBf16 && graph.values[size_t(v)].type.dtype == "bf16"))
+    // A bf16 convolution reads float32 weights as they are: its kernel
+    // rounds them to bf16 in the reorder into its own layout, which it
+    // makes anyway, so no bf16 copy of them is stored, and their gradient
+    // is float32 without a conversion (docs/precision.md).
+    bool floatWeights = want == "bf16" && kind == ops::OpKind::Conv2d &&
+                        op.operands.size() == 2;
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      int &v = op.operands[i];
+      const std::string &d = graph.values[size_t(v)].type.dtype;
+      if (isFloatDType(d) && !(readsBf16 && d == "bf16") &&
+          !(floatWeights && i == 1 && d == "f32"))
         v = as(v, want, op);
+    }
     Value &result = graph.values[size_t(op.result)];
     if (kind && isFloatDType(result.type.dtype)) {
       // (A given result type is the attribute `shape`, not an op

@@ -117,4 +117,14 @@ std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b) {
   return out;
 }
 
+int roundedWeightsOperand(OpKind op, DType in0, DType in1, DType out) {
+  if (out != DType::BF16)
+    return -1;
+  if (op == OpKind::Conv2d && in0 == DType::BF16 && in1 == DType::F32)
+    return 1;
+  if (op == OpKind::Conv2dGradInput && in0 == DType::F32 && in1 == DType::BF16)
+    return 0;
+  return -1;
+}
+
 } // namespace remat::ops

@@ -158,11 +158,20 @@ Shape WindowRule::poolOutput(const Shape &x) const {
   return y;
 }
 
+/// Whether a convolution on `x` takes float32 weights `w` (or gives their
+/// float32 gradient): under --precision bf16 a bf16 x reads the float32
+/// master weights, which its kernel rounds to bf16 as it reads them
+/// (docs/precision.md).
+bool floatWeights(const TensorType &x, const TensorType &w) {
+  return x.dtype == DType::BF16 && w.dtype == DType::F32;
+}
+
 /// x [N, C, H, W], w [O, C/groups, kh, kw] -> y [N, O, OH, OW].
 std::vector<Expected> WindowRule::conv() {
   checkWindowAttrs(false);
   expectFloat(0);
-  expectDType(1, in(0).dtype);
+  if (!floatWeights(in(0), in(1)))
+    expectDType(1, in(0).dtype);
   expectRank4(0, "[N,C,H,W]");
   expectRank4(1, "[O,C/groups,kh,kw]");
   const Shape &x = in(0).shape, &w = in(1).shape;
@@ -179,7 +188,8 @@ std::vector<Expected> WindowRule::conv() {
 std::vector<Expected> WindowRule::convGradInput() {
   checkWindowAttrs(false);
   expectFloat(0);
-  expectDType(1, in(0).dtype);
+  if (!floatWeights(in(1), in(0)))
+    expectDType(1, in(0).dtype);
   expectRank4(0, "[O,C/groups,kh,kw]");
   expectRank4(1, "[N,O,OH,OW]");
   const TensorType &dx = givenType(0);
@@ -193,7 +203,7 @@ std::vector<Expected> WindowRule::convGradInput() {
          std::to_string(dx.shape[1] / groups) + ",kh,kw] with O divisible by " +
          std::to_string(groups));
   expectShape(1, convOutput(dx.shape, w), "the conv2d output");
-  return {{{in(0).dtype, dx.shape}, ""}};
+  return {{{in(1).dtype, dx.shape}, ""}};
 }
 
 /// x, dy -> the given dw [O, C/groups, kh, kw] with conv2d(x, dw) shaped
@@ -215,7 +225,7 @@ std::vector<Expected> WindowRule::convGradWeight() {
          " but expects [O," + std::to_string(x[1] / groups) +
          ",kh,kw] with O divisible by " + std::to_string(groups));
   expectShape(1, convOutput(x, dw.shape), "the conv2d output");
-  return {{{in(0).dtype, dw.shape}, ""}};
+  return {{{floatWeights(in(0), dw) ? DType::F32 : in(0).dtype, dw.shape}, ""}};
 }
 
 /// x [N, C, H, W] -> y [N, C, OH, OW].

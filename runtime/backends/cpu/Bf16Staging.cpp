@@ -1,5 +1,6 @@
 //===- Bf16Staging.cpp - ops on float copies of their bf16 tensors --------===//
 #include "runtime/backends/cpu/Bf16Staging.h"
+#include "ops/ShapeRules.h"
 
 #include "ops/BFloat16.h"
 #include "runtime/backends/cpu/DnnlConv.h"
@@ -254,18 +255,33 @@ void rows(const KernelCall &call, int64_t block, Pieces pieces, float *scratch,
   }
 }
 
-/// Every bf16 tensor copied whole.
+/// Every bf16 tensor copied whole, and float32 weights of a bf16
+/// convolution copied rounded to bf16.
 void whole(const KernelCall &call, Pieces pieces, float *scratch,
            uint64_t scratchElements) {
   std::vector<TensorRef> ins(call.inputs, call.inputs + call.numInputs),
       outs(call.outputs, call.outputs + call.numOutputs);
-  for (TensorRef &t : ins)
-    if (t.dtype == DType::BF16) {
+  int rounded = -1;
+  if (call.numInputs == 2 && call.numOutputs == 1)
+    rounded =
+        ops::roundedWeightsOperand(call.op, call.inputs[0].dtype,
+                                   call.inputs[1].dtype, call.outputs[0].dtype);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    TensorRef &t = ins[i];
+    if (int(i) == rounded) {
+      float *copy = pieces.take(t.numElements);
+      const float *from = t.as<const float>();
+      parallelElements(t.numElements, [&](int64_t j) {
+        copy[j] = ops::bf16ToFloat(ops::floatToBf16(from[j]));
+      });
+      t.data = copy;
+    } else if (t.dtype == DType::BF16) {
       float *copy = pieces.take(t.numElements);
       widenBf16(t.as<const uint16_t>(), copy, t.numElements);
       t.data = copy;
       t.dtype = DType::F32;
     }
+  }
   for (TensorRef &t : outs)
     if (t.dtype == DType::BF16) {
       t.data = pieces.take(t.numElements);
@@ -316,9 +332,13 @@ void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
     }
     if (ops::opInfo(call.op).shapeRule != ops::ShapeRule::Gemm) {
       std::vector<Shape> ins = {call.inputs[0].shape, call.inputs[1].shape};
-      if (!dnnlConvRun(call.op, *call.attrs, ins, {call.outputs[0].shape},
+      std::optional<ConvTypes> types =
+          bf16ConvTypes(call.op, call.inputs[0].dtype, call.inputs[1].dtype,
+                        call.outputs[0].dtype);
+      if (!types ||
+          !dnnlConvRun(call.op, *call.attrs, ins, {call.outputs[0].shape},
                        call.inputs[0].data, call.inputs[1].data,
-                       call.outputs[0].data, copies, staging.bytes, true))
+                       call.outputs[0].data, copies, staging.bytes, *types))
         throw refused();
       return;
     }

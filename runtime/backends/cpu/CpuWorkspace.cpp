@@ -1,5 +1,6 @@
 //===- CpuWorkspace.cpp - The CPU backend's kernel scratch, by op ---------===//
 #include "runtime/backends/cpu/CpuWorkspace.h"
+#include "ops/ShapeRules.h"
 
 #include "runtime/Strides.h"
 #include "runtime/backends/cpu/DnnlConv.h"
@@ -250,14 +251,17 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
        outputs.size() == 1 && isSuffix(outputs[0].shape, inputs[0].shape)) ||
       momentsOperand(op) >= 0)
     return s;
-  // Convolutions (all operands bf16) through oneDNN where this CPU has
-  // bf16 kernels.
-  if ((op == OpKind::Conv2d || op == OpKind::Conv2dGradInput ||
-       op == OpKind::Conv2dGradWeight) &&
-      inputs.size() == 2 && outputs.size() == 1 && allBf16(inputs, outputs)) {
+  // Convolutions (bf16 activations, bf16 or float32 weights) through
+  // oneDNN where this CPU has bf16 kernels.
+  std::optional<ConvTypes> convTypes =
+      inputs.size() == 2 && outputs.size() == 1
+          ? bf16ConvTypes(op, inputs[0].dtype, inputs[1].dtype,
+                          outputs[0].dtype)
+          : std::nullopt;
+  if (convTypes) {
     if (std::optional<DnnlConvInfo> conv =
             dnnlConvInfo(op, attrs, {inputs[0].shape, inputs[1].shape},
-                         {outputs[0].shape}, true)) {
+                         {outputs[0].shape}, *convTypes)) {
       s.kind = Bf16Staging::Kind::Dnnl;
       s.bytes = stagingAligned(conv->workspaceBytes);
       return s;
@@ -310,6 +314,14 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
       }
       whole += stagedBytes(int64_t(*n));
     }
+  // float32 weights a bf16 convolution reads: copied rounded to bf16.
+  if (int w = inputs.size() == 2 && outputs.size() == 1
+                  ? ops::roundedWeightsOperand(
+                        op, inputs[0].dtype, inputs[1].dtype, outputs[0].dtype)
+                  : -1;
+      w >= 0)
+    whole += stagedBytes(
+        int64_t(ops::checkedNumElements(inputs[size_t(w)].shape).value_or(0)));
   if (whole == 0)
     return s;
   s.kind = Bf16Staging::Kind::Whole;

@@ -50,6 +50,34 @@ int mode() {
 
 } // namespace
 
+std::optional<ConvTypes> bf16ConvTypes(OpKind op, ops::DType in0,
+                                       ops::DType in1, ops::DType out) {
+  using ops::DType;
+  // The weights: conv2d's second operand, the input gradient's first, the
+  // weights gradient's result; the other two are activations.
+  DType activations[2], weights;
+  switch (op) {
+  case OpKind::Conv2d:
+    activations[0] = in0, activations[1] = out, weights = in1;
+    break;
+  case OpKind::Conv2dGradInput:
+    activations[0] = in1, activations[1] = out, weights = in0;
+    break;
+  case OpKind::Conv2dGradWeight:
+    activations[0] = in0, activations[1] = in1, weights = out;
+    break;
+  default:
+    return std::nullopt;
+  }
+  if (activations[0] != DType::BF16 || activations[1] != DType::BF16)
+    return std::nullopt;
+  if (weights == DType::BF16)
+    return ConvTypes::Bf16;
+  if (weights == DType::F32)
+    return ConvTypes::Bf16FloatWeights;
+  return std::nullopt;
+}
+
 void setDnnlConvEnabled(bool on) { modeFlag() = on ? 2 : 0; }
 
 void setDnnlConvBlocked(bool on) {
@@ -67,13 +95,14 @@ std::string dnnlConvDescription() {
 
 std::optional<DnnlConvInfo> dnnlConvInfo(OpKind, const OpAttrs &,
                                          const std::vector<Shape> &,
-                                         const std::vector<Shape> &, bool) {
+                                         const std::vector<Shape> &,
+                                         ConvTypes) {
   return std::nullopt;
 }
 
 bool dnnlConvRun(OpKind, const OpAttrs &, const std::vector<Shape> &,
                  const std::vector<Shape> &, const void *, const void *, void *,
-                 void *, uint64_t, bool) {
+                 void *, uint64_t, ConvTypes) {
   return false;
 }
 
@@ -115,8 +144,10 @@ struct Operand {
 /// or (blocked) `chunks` pieces of the batch, each reordered into oneDNN's
 /// blocked layouts in the workspace, the weights reordered once and
 /// the weights gradient's pieces summed in chunk order. On bf16 operands
-/// the weights gradient is computed in float32 and rounded to bf16 once:
-/// its chunks are summed in a float32 copy (`wideSum`) first.
+/// the weights gradient is computed in float32; into bf16 weights it is
+/// rounded once, its chunks summed in a float32 copy (`wideSum`) first.
+/// float32 weights of bf16 activations always go through the workspace
+/// (their reorder rounds them to bf16).
 struct Entry {
   bool usable = false, blocked = false;
   int64_t chunks = 1;
@@ -162,11 +193,12 @@ bool isConv(OpKind op) {
 /// bf16 kernels (AMX, avx512_bf16) take only blocked or channels-last
 /// layouts, and on nchw it falls back to a GEMM several times slower.
 bool chooseBlocked(OpKind op, const OpAttrs &attrs, const ConvShapes &s,
-                   bool bf16) {
+                   ConvTypes types) {
   if (mode() != 2 || attrs.groups != 1)
     return false;
-  return bf16 || (s.w[2] * s.w[3] > 1 && s.w[0] >= 16 &&
-                  (op != OpKind::Conv2dGradInput || s.w[1] >= 16));
+  return types != ConvTypes::F32 ||
+         (s.w[2] * s.w[3] > 1 && s.w[0] >= 16 &&
+          (op != OpKind::Conv2dGradInput || s.w[1] >= 16));
 }
 
 /// The batch's pieces for a blocked convolution: the largest divisor of
@@ -182,7 +214,7 @@ int64_t chunksOf(int64_t batch) {
 /// Makes the entry's descriptor: blocked (layouts of oneDNN's choice) or
 /// plain (remat's, used in place); leaves it unusable when oneDNN refuses.
 void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
-              const ConvShapes &s, bool blocked, bool bf16) {
+              const ConvShapes &s, bool blocked, ConvTypes types) {
   int64_t groups = int64_t(attrs.groups);
   if (s.x.size() != 4 || s.w.size() != 4 || s.y.size() != 4 || groups < 1 ||
       attrs.strides.size() != 2 || attrs.pads.size() != 4 ||
@@ -196,9 +228,11 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
   e.blocked = blocked;
   e.chunks = blocked ? chunksOf(s.x[0]) : 1;
   auto f32 = memory::data_type::f32;
-  auto type = bf16 ? memory::data_type::bf16 : f32;
+  auto type = types == ConvTypes::F32 ? f32 : memory::data_type::bf16;
+  // The type of remat's weights buffer (or their gradient's).
+  auto wBuffer = types == ConvTypes::Bf16 ? type : f32;
   // A bf16 weights gradient is computed in float32 (rounded once, below).
-  bool wideWeights = bf16 && op == OpKind::Conv2dGradWeight;
+  bool wideWeights = types != ConvTypes::F32 && op == OpKind::Conv2dGradWeight;
   auto wType = wideWeights ? f32 : type;
   auto any = memory::format_tag::any;
   Shape xs = s.x, ys = s.y;
@@ -211,10 +245,10 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
   }
   e.x.plain = memory::desc(xs, type, memory::format_tag::nchw);
   e.y.plain = memory::desc(ys, type, memory::format_tag::nchw);
-  e.w.plain = memory::desc(ws, type, wTag);
+  e.w.plain = memory::desc(ws, wBuffer, wTag);
   memory::desc x = blocked ? memory::desc(xs, type, any) : e.x.plain,
                y = blocked ? memory::desc(ys, type, any) : e.y.plain,
-               w = blocked ? memory::desc(ws, type, any) : e.w.plain,
+               w = memory::desc(ws, type, blocked ? any : wTag),
                dw = memory::desc(ws, wType, blocked ? any : wTag);
   memory::dims strides = attrs.strides;
   memory::dims gaps; // oneDNN counts the gaps between taps: ONNX's minus 1
@@ -257,9 +291,10 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
   e.scratchpadBytes = e.pd.scratchpad_desc().get_size();
   uint64_t end = lineUp(e.scratchpadBytes);
   for (Operand *o : {&e.x, &e.w, &e.y}) {
-    // Plain layouts were asked for and would be reordered (the float32
-    // gradient of bf16 weights is converted, not reordered).
-    if (!blocked && o->reordered() && !(o == &e.w && wideWeights))
+    // Plain layouts were asked for and would be reordered (bf16 weights
+    // or their float32 gradient are converted, not reordered).
+    if (!blocked && o->reordered() &&
+        !(o == &e.w && (wideWeights || wBuffer != type)))
       return;
     // The weights gradient's pieces are summed into the result, so in
     // chunks it always goes through the workspace.
@@ -269,7 +304,7 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
       end += lineUp(o->used.get_size());
     }
   }
-  if (wideWeights && e.chunks > 1) {
+  if (wideWeights && wBuffer != f32 && e.chunks > 1) {
     e.wideSum.plain = memory::desc(ws, f32, wTag);
     e.wideSum.used = e.w.plain;
     e.wideSum.offset = end;
@@ -283,14 +318,14 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
 /// oneDNN does not run it. The cache's mutex must be held.
 Entry *lookup(Cache &c, OpKind op, const OpAttrs &attrs,
               const std::vector<Shape> &inputs,
-              const std::vector<Shape> &outputs, bool bf16) {
+              const std::vector<Shape> &outputs, ConvTypes types) {
   if (!dnnlConvEnabled() || !isConv(op) || inputs.size() != 2 ||
       outputs.size() != 1)
     return nullptr;
   ConvShapes s(op, inputs, outputs);
-  bool blocked = s.w.size() == 4 && chooseBlocked(op, attrs, s, bf16);
+  bool blocked = s.w.size() == 4 && chooseBlocked(op, attrs, s, types);
   std::vector<int64_t> key = {int64_t(op), int64_t(attrs.groups),
-                              int64_t(blocked), int64_t(bf16)};
+                              int64_t(blocked), int64_t(types)};
   for (const std::vector<int64_t> *part :
        std::initializer_list<const std::vector<int64_t> *>{
            &s.x, &s.w, &s.y, &attrs.strides, &attrs.pads, &attrs.dilations}) {
@@ -299,11 +334,11 @@ Entry *lookup(Cache &c, OpKind op, const OpAttrs &attrs,
   }
   auto [it, inserted] = c.entries.try_emplace(std::move(key));
   if (inserted) {
-    describe(it->second, c.engine, op, attrs, s, blocked, bf16);
+    describe(it->second, c.engine, op, attrs, s, blocked, types);
     // A blocked descriptor oneDNN refuses falls back to plain layouts.
     if (!it->second.usable && blocked) {
       it->second = Entry();
-      describe(it->second, c.engine, op, attrs, s, false, bf16);
+      describe(it->second, c.engine, op, attrs, s, false, types);
     }
   }
   return it->second.usable ? &it->second : nullptr;
@@ -314,10 +349,10 @@ Entry *lookup(Cache &c, OpKind op, const OpAttrs &attrs,
 std::optional<DnnlConvInfo> dnnlConvInfo(OpKind op, const OpAttrs &attrs,
                                          const std::vector<Shape> &inputs,
                                          const std::vector<Shape> &outputs,
-                                         bool bf16) {
+                                         ConvTypes types) {
   Cache &c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  Entry *e = lookup(c, op, attrs, inputs, outputs, bf16);
+  Entry *e = lookup(c, op, attrs, inputs, outputs, types);
   if (!e)
     return std::nullopt;
   return DnnlConvInfo{e->workspaceBytes, e->blocked ? e->chunks : 0};
@@ -327,10 +362,10 @@ bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
                  const std::vector<Shape> &inputs,
                  const std::vector<Shape> &outputs, const void *in0,
                  const void *in1, void *out, void *scratch,
-                 uint64_t scratchBytes, bool bf16) {
+                 uint64_t scratchBytes, ConvTypes types) {
   Cache &c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  Entry *e = lookup(c, op, attrs, inputs, outputs, bf16);
+  Entry *e = lookup(c, op, attrs, inputs, outputs, types);
   if (!e || e->workspaceBytes > scratchBytes)
     return false;
   if (!e->primitive)

@@ -4,11 +4,11 @@
 // through oneDNN (Debian's libdnnl, what PyTorch uses for CPU
 // convolutions) where the build found it, with oneDNN's scratchpad in the
 // backend's workspace: on float32 operands, and on bf16 ones where the CPU
-// has bf16 kernels (the weights gradient summed in float32 and rounded
-// once). Float32 pointwise and grouped convolutions run on remat's own
-// layouts (nchw activations, oihw / goihw weights) in place; spatial ones
-// (3x3, 7x7, ...), and every ungrouped bf16 one, in chunks of at most 8
-// images reordered into oneDNN's blocked layouts in the workspace, where
+// has bf16 kernels (ConvTypes: with bf16 or float32 weights; the weights
+// gradient summed in float32). Float32 pointwise and grouped convolutions run
+// on remat's own layouts (nchw activations, oihw / goihw weights) in place;
+// spatial ones (3x3, 7x7, ...), and every ungrouped bf16 one, in chunks of at
+// most 8 images reordered into oneDNN's blocked layouts in the workspace, where
 // its direct JIT kernels are faster. oneDNN's reference kernels are never
 // used. Which one is a rule on shapes alone, so a kernel's
 // bits never depend on the budget. Here so that the compiler, which
@@ -58,28 +58,45 @@ struct DnnlConvInfo {
   int64_t blockedChunks = 0;
 };
 
+/// The element types of a convolution's tensors.
+enum class ConvTypes {
+  F32,  ///< all float32
+  Bf16, ///< all bf16 (the weights gradient summed in float32, rounded once)
+  /// bf16 activations (x and y or their gradients) with float32 weights
+  /// (--precision bf16): conv2d and conv2d_grad_input round the weights to
+  /// bf16 in their reorder into the primitive's layout; conv2d_grad_weight
+  /// gives the float32 sum unrounded
+  Bf16FloatWeights,
+};
+
+/// The bf16 types of a convolution whose operands are `in0`, `in1` and
+/// result `out` (DnnlConv.cpp's roles: x or dy, w or dy, y, dx or dw):
+/// all bf16, or bf16 activations with float32 weights; nullopt for any
+/// other op or mix.
+std::optional<ConvTypes> bf16ConvTypes(OpKind op, ops::DType in0,
+                                       ops::DType in1, ops::DType out);
+
 /// How oneDNN runs `op` (conv2d, conv2d_grad_input or conv2d_grad_weight)
-/// with these operand and result shapes, all float32 or (`bf16`) all bf16;
-/// nullopt when it does not (off, another op, a shape it refuses, bf16 on
-/// a CPU without bf16 kernels).
+/// with these operand and result shapes and `types`; nullopt when it does
+/// not (off, another op, a shape it refuses, bf16 on a CPU without bf16
+/// kernels).
 std::optional<DnnlConvInfo> dnnlConvInfo(OpKind op, const OpAttrs &attrs,
                                          const std::vector<Shape> &inputs,
                                          const std::vector<Shape> &outputs,
-                                         bool bf16 = false);
+                                         ConvTypes types = ConvTypes::F32);
 
 /// "oneDNN 2.6.3 (cpu runtime: OpenMP)", or why there is none.
 std::string dnnlConvDescription();
 
 /// Runs `op` through oneDNN: `in0`, `in1` are its two operands and `out`
-/// its result, float32 (or, with `bf16`, bf16), dense row-major; `scratch`
-/// (64-byte aligned) holds `scratchBytes`. Returns false, having done
-/// nothing, when oneDNN does not run it or it needs more workspace than
-/// `scratchBytes`.
+/// its result, of `types`, dense row-major; `scratch` (64-byte aligned)
+/// holds `scratchBytes`. Returns false, having done nothing, when oneDNN
+/// does not run it or it needs more workspace than `scratchBytes`.
 bool dnnlConvRun(OpKind op, const OpAttrs &attrs,
                  const std::vector<Shape> &inputs,
                  const std::vector<Shape> &outputs, const void *in0,
                  const void *in1, void *out, void *scratch,
-                 uint64_t scratchBytes, bool bf16 = false);
+                 uint64_t scratchBytes, ConvTypes types = ConvTypes::F32);
 
 } // namespace remat::runtime::cpu
 

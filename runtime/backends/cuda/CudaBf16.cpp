@@ -10,10 +10,12 @@
 // rounded). Every other op with a bf16 operand or result runs its float kernel
 // on float copies of them in the kernel scratch: each bf16 input widened
 // (exactly) before the launch, each bf16 result rounded back (to nearest, ties
-// to even) after it, as the cpu backend's staging does (cpu/Bf16Staging.h). The
+// to even) after it, as the cpu backend's staging does (cpu/Bf16Staging.h);
+// the float32 weights of a bf16 convolution copied rounded to bf16. The
 // copies take the front of the scratch; the kernel gets the rest.
 //
 //===----------------------------------------------------------------------===//
+#include "ops/ShapeRules.h"
 #include "runtime/backends/cuda/CudaBackendInternal.h"
 
 #include <stdexcept>
@@ -79,7 +81,18 @@ uint64_t floatCopyBytes(OpKind op, const std::vector<TensorType> &inputs,
         bytes +=
             copyBytes(int64_t(ops::checkedNumElements(t.shape).value_or(0)));
     }
-  return mix.copies(op) ? bytes : 0;
+  if (!mix.copies(op))
+    return 0;
+  // Rounded weights: a bf16 copy, then the float copy of it.
+  if (int w = inputs.size() == 2 && outputs.size() == 1
+                  ? ops::roundedWeightsOperand(
+                        op, inputs[0].dtype, inputs[1].dtype, outputs[0].dtype)
+                  : -1;
+      w >= 0)
+    bytes +=
+        2 * copyBytes(int64_t(
+                ops::checkedNumElements(inputs[size_t(w)].shape).value_or(0)));
+  return bytes;
 }
 
 bool needsFloatCopies(const KernelCall &call) {
@@ -111,12 +124,26 @@ void runOnFloatCopies(const KernelCall &call, const DeviceContext &ctx) {
   };
   std::vector<TensorRef> ins(call.inputs, call.inputs + call.numInputs),
       outs(call.outputs, call.outputs + call.numOutputs);
-  for (TensorRef &t : ins)
-    if (t.dtype == DType::BF16) {
+  int rounded = call.numInputs == 2 && call.numOutputs == 1
+                    ? ops::roundedWeightsOperand(call.op, call.inputs[0].dtype,
+                                                 call.inputs[1].dtype,
+                                                 call.outputs[0].dtype)
+                    : -1;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    TensorRef &t = ins[i];
+    if (int(i) == rounded) {
+      TensorRef half = take(t);
+      half.dtype = DType::BF16;
+      convert(t, half, ctx);
+      TensorRef copy = take(t);
+      convert(half, copy, ctx);
+      t = copy;
+    } else if (t.dtype == DType::BF16) {
       TensorRef copy = take(t);
       convert(t, copy, ctx);
       t = copy;
     }
+  }
   for (int o = 0; o < call.numOutputs; ++o) {
     if (outs[size_t(o)].dtype != DType::BF16)
       continue;

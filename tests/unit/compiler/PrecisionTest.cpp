@@ -126,3 +126,30 @@ TEST_CASE("bf16: batch norm after a convolution reads its bf16 output and "
   // The first batch norm reads a matmul's output.
   CHECK(bf16Norms > 0);
 }
+
+TEST_CASE("bf16: a convolution reads its float32 weights as they are, "
+          "without a bf16 copy, and its bf16 input through a conversion",
+          "[compiler]") {
+  std::ifstream in(std::string(REMAT_SOURCE_DIR) +
+                   "/tests/e2e/models/conv.json");
+  REQUIRE(in);
+  std::stringstream s;
+  s << in.rdbuf();
+  ModelGraph bf16 = withBf16Compute(loadModel(s.str(), "conv.json"));
+  int convs = 0;
+  for (const Op &op : bf16.ops) {
+    INFO(op.where());
+    if (op.kind == "convert")
+      // No parameter is converted: the convolutions read theirs as float32.
+      CHECK(bf16.values[size_t(op.operands[0])].kind != ValueKind::Param);
+    if (op.kind != "conv2d")
+      continue;
+    ++convs;
+    CHECK(dtypeOf(bf16, op.result) == "bf16");
+    CHECK(dtypeOf(bf16, op.operands[0]) == "bf16");
+    const Value &w = bf16.values[size_t(op.operands[1])];
+    CHECK(w.kind == ValueKind::Param);
+    CHECK(w.type.dtype == "f32");
+  }
+  CHECK(convs == 2);
+}

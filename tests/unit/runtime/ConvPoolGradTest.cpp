@@ -467,3 +467,81 @@ TEST_CASE("conv2d and its gradients on bf16 tensors, through oneDNN's bf16 "
     WARN("no oneDNN bf16 convolution on this CPU (or build): only the "
          "float copies were checked");
 }
+
+TEST_CASE("a bf16 convolution reads float32 weights rounded to bf16 and "
+          "gives its float32 weights gradient unrounded, through oneDNN or "
+          "on float copies",
+          "[runtime]") {
+  std::mt19937 rng(53);
+  std::vector<ConvCase> cases = convCases();
+  cases.push_back({"16 images in 2 chunks",
+                   {16, 16, 10, 10},
+                   {16, 16, 3, 3},
+                   convAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
+  auto bits = [](const HostTensor &t) {
+    std::vector<uint16_t> b;
+    for (double v : t.values)
+      b.push_back(remat::ops::floatToBf16(float(v)));
+    return b;
+  };
+  bool anyNative = false;
+  for (bool dnnl : {true, false}) {
+    remat::runtime::cpu::setDnnlConvEnabled(dnnl);
+    for (const ConvCase &c : cases) {
+      Shape ys = convOutputShape(c.x, c.w, c.attrs);
+      // float32 weights with more bits than bf16 holds.
+      HostTensor x = bf16Rounded(randomTensor(c.x, rng)),
+                 w = randomTensor(c.w, rng),
+                 dy = bf16Rounded(randomTensor(ys, rng));
+      nlohmann::json attrs = {{"strides", c.attrs.strides},
+                              {"pads", c.attrs.pads},
+                              {"dilations", c.attrs.dilations},
+                              {"groups", c.attrs.groups}};
+      auto run = [&](OpKind op, const HostTensor &a, const HostTensor &b,
+                     const TensorType &result) {
+        return runOnBackend(*createCpuBackend(), {op, attrs, {a, b}, {result}})
+            .at(0);
+      };
+      auto native = [&](OpKind op, DType a, DType b, DType result,
+                        const Shape &as, const Shape &bs, const Shape &rs) {
+        return remat::runtime::cpu::cpuBf16Staging(
+                   op, c.attrs, {{a, as}, {b, bs}}, {{result, rs}})
+                   .kind == remat::runtime::cpu::Bf16Staging::Kind::Dnnl;
+      };
+      INFO(c.what << ", oneDNN " << dnnl);
+      const DType B = DType::BF16, F = DType::F32;
+      // conv2d and conv2d_grad_input: float32 weights give the bits of
+      // their bf16 copy, on the same path.
+      HostTensor y = run(OpKind::Conv2d, asBf16(x), w, typeOf(ys, B));
+      CHECK(bits(y) == bits(run(OpKind::Conv2d, asBf16(x),
+                                asBf16(bf16Rounded(w)), typeOf(ys, B))));
+      CHECK(native(OpKind::Conv2d, B, F, B, c.x, c.w, ys) ==
+            native(OpKind::Conv2d, B, B, B, c.x, c.w, ys));
+      HostTensor dx =
+          run(OpKind::Conv2dGradInput, w, asBf16(dy), typeOf(c.x, B));
+      CHECK(bits(dx) ==
+            bits(run(OpKind::Conv2dGradInput, asBf16(bf16Rounded(w)),
+                     asBf16(dy), typeOf(c.x, B))));
+      CHECK(native(OpKind::Conv2dGradInput, F, B, B, c.w, ys, c.x) ==
+            native(OpKind::Conv2dGradInput, B, B, B, c.w, ys, c.x));
+      // conv2d_grad_weight: the float32 sum the bf16 result is rounded from.
+      bool nativeWide = native(OpKind::Conv2dGradWeight, B, B, F, c.x, ys, c.w);
+      anyNative |= nativeWide;
+      if (!dnnl)
+        CHECK_FALSE(nativeWide);
+      CHECK(nativeWide ==
+            native(OpKind::Conv2dGradWeight, B, B, B, c.x, ys, c.w));
+      HostTensor dw =
+          run(OpKind::Conv2dGradWeight, asBf16(x), asBf16(dy), typeOf(c.w, F));
+      HostTensor dwBf16 =
+          run(OpKind::Conv2dGradWeight, asBf16(x), asBf16(dy), typeOf(c.w, B));
+      CHECK(bits(dw) == bits(dwBf16));
+      // Unrounded: some of the float32 sums are not bf16 values.
+      CHECK(dw.values != bf16Rounded(dw).values);
+    }
+  }
+  remat::runtime::cpu::setDnnlConvEnabled(true);
+  if (!anyNative)
+    WARN("no oneDNN bf16 convolution on this CPU (or build): only the "
+         "float copies were checked");
+}

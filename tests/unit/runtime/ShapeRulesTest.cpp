@@ -76,6 +76,54 @@ TEST_CASE("checkTypes compares results with the inferred types", "[runtime]") {
       "attribute 'axes' [1,0] must be sorted and unique");
 }
 
+TEST_CASE("a convolution of bf16 activations takes float32 weights and "
+          "gives their float32 gradient; no other mix",
+          "[runtime]") {
+  OpAttrs attrs;
+  attrs.strides = {1, 1};
+  attrs.pads = {0, 0, 0, 0};
+  attrs.dilations = {1, 1};
+  attrs.groups = 1;
+  auto bf16 = [](Shape shape) {
+    return TensorType{DType::BF16, std::move(shape)};
+  };
+  auto same = [](const TensorType &a, const TensorType &b) {
+    return a.dtype == b.dtype && a.shape == b.shape;
+  };
+  Shape x = {2, 3, 5, 5}, w = {4, 3, 3, 3}, y = {2, 4, 3, 3};
+  CHECK(same(
+      inferResultTypes(OpKind::Conv2d, attrs, {{bf16(x), f32(w)}, {}}, {})[0],
+      bf16(y)));
+  CHECK(inferError(OpKind::Conv2d, attrs, {{f32(x), bf16(w)}, {}}) ==
+        "input 1 has dtype bf16 but expects f32");
+  CHECK(same(inferResultTypes(OpKind::Conv2dGradInput, attrs,
+                              {{f32(w), bf16(y)}, {}}, {bf16(x)})[0],
+             bf16(x)));
+  CHECK(same(inferResultTypes(OpKind::Conv2dGradInput, attrs,
+                              {{bf16(w), bf16(y)}, {}}, {bf16(x)})[0],
+             bf16(x)));
+  CHECK(inferError(OpKind::Conv2dGradInput, attrs, {{bf16(w), f32(y)}, {}},
+                   {f32(x)}) == "input 1 has dtype f32 but expects bf16");
+  // The weights gradient: float32 where given so, else the operands' type.
+  CHECK(same(inferResultTypes(OpKind::Conv2dGradWeight, attrs,
+                              {{bf16(x), bf16(y)}, {}}, {f32(w)})[0],
+             f32(w)));
+  CHECK(same(inferResultTypes(OpKind::Conv2dGradWeight, attrs,
+                              {{bf16(x), bf16(y)}, {}}, {bf16(w)})[0],
+             bf16(w)));
+  CHECK_THROWS_WITH(checkTypes(OpKind::Conv2dGradWeight, attrs,
+                               {{f32(x), f32(y)}, {}}, {{bf16(w)}, {}}),
+                    "output 0 has dtype bf16 but expects f32");
+  CHECK(roundedWeightsOperand(OpKind::Conv2d, DType::BF16, DType::F32,
+                              DType::BF16) == 1);
+  CHECK(roundedWeightsOperand(OpKind::Conv2dGradInput, DType::F32, DType::BF16,
+                              DType::BF16) == 0);
+  CHECK(roundedWeightsOperand(OpKind::Conv2d, DType::BF16, DType::BF16,
+                              DType::BF16) == -1);
+  CHECK(roundedWeightsOperand(OpKind::Conv2dGradWeight, DType::BF16,
+                              DType::BF16, DType::F32) == -1);
+}
+
 TEST_CASE("attribute ranges are checked by name", "[runtime]") {
   OpAttrs attrs;
   attrs.rate = 1.0f;

@@ -389,10 +389,23 @@ LogicalResult ReshapeOp::buildGradient(OpBuilder &b,
 LogicalResult ConvertOp::buildGradient(OpBuilder &b,
                                        ArrayRef<Value> resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
-  if (!resultGrads[0] || !isFloatTensor(getX()))
+  Value dy = resultGrads[0];
+  if (!dy || !isFloatTensor(getX()))
     return noGradients(getOperation(), operandGrads);
-  operandGrads.push_back(
-      b.create<ConvertOp>(getLoc(), getX().getType(), resultGrads[0]));
+  // A float32 parameter's bf16 copy read by one GEMM (a weight under
+  // --precision bf16): the GEMM that makes the copy's gradient, read by
+  // nothing else, sums its bf16 products into the parameter's float32
+  // gradient itself rather than rounding them to bf16 for this conversion
+  // to widen. (Gradients of activations stay bf16, as autocast's.)
+  auto gemm = dy.getDefiningOp<MatmulOp>();
+  if (gemm && dy.use_empty() && isa<BlockArgument>(getX()) &&
+      tensorType(dy).getElementType().isBF16() &&
+      tensorType(getX()).getElementType().isF32()) {
+    dy.setType(getX().getType());
+    operandGrads.push_back(dy);
+    return success();
+  }
+  operandGrads.push_back(b.create<ConvertOp>(getLoc(), getX().getType(), dy));
   return success();
 }
 

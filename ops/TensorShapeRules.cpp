@@ -126,7 +126,12 @@ std::vector<Expected> TensorRule::gemm() {
   Shape c = attrs.sumBatch ? Shape{} : batch;
   c.push_back(m);
   c.push_back(n);
-  return {{{in(0).dtype, c}, ""}};
+  // bf16 products summed into a float32 result, where one is given (a
+  // parameter's gradient under --precision bf16: the autodiff's conversion
+  // of it to float32 fused into its GEMM).
+  bool wide = in(0).dtype == DType::BF16 && given.size() == 1 &&
+              given[0].dtype == DType::F32;
+  return {{{wide ? DType::F32 : in(0).dtype, c}, ""}};
 }
 
 std::vector<Expected> TensorRule::broadcast() {

@@ -185,9 +185,10 @@ def parity(remat, work, model, preset, budget_frac, shard=False, sets=(),
     if bf16:
         base += ["--precision", "bf16"]
     # (first loss, later losses, step-1 gradients, parameters after 50
-    # steps). In bf16 each rank's weight-gradient GEMM rounds its half of
-    # the batch's sum to bf16 before the float32 average (one rank rounds
-    # the whole sum once): the gradients differ within bf16's resolution
+    # steps). In bf16 each rank's bias gradients are its half of the
+    # batch's sum rounded to bf16 before the float32 average (one rank
+    # rounds the whole sum once), and bf16 values summed in another order
+    # can round the other way: the gradients differ within bf16's resolution
     # (2^-7 = 7.8e-3 apart at most per value), and so, through AdamW, the
     # later losses (the parameters are reported, below).
     tol = (1e-6, 1e-3, 1e-2, None) if bf16 else (1e-6, 1e-4, 1e-5, 1e-4)

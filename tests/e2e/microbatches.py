@@ -19,8 +19,9 @@
       1e-5 relative per tensor (analytically zero gradients, float noise in
       both, left out and named), and the losses of 20 steps within 1e-5
       relative. gpt2-bf16: gpt2 with --precision bf16, where each slice's
-      bf16 weight-gradient GEMM rounds its own sum to bf16 before the
-      float32 accumulation (the unsplit step rounds the whole batch's once):
+      bias gradients are bf16 sums rounded before the float32
+      accumulation (the unsplit step rounds the whole batch's once), and
+      bf16 values summed in another order can round the other way:
       gradients within 1e-2 (bf16 keeps 8 bits: 2^-7 = 7.8e-3 apart at
       most per value) and the 20 losses within 1e-3.
   microbatches.py REMAT errors

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <type_traits>
 
 namespace remat::runtime::cpu {
 
@@ -26,27 +27,56 @@ struct Pieces {
   }
 };
 
-/// C = A^T B (bf16, `gemm`) as C^T = B^T A in pieces of `rows` rows of C
-/// (transposedPieceRows, CpuWorkspace.h): each piece's product lands in
-/// the last bytes of `scratch` and is transposed into C in tiles on the
-/// threads. False when oneDNN does not run a piece.
+/// The types of a GEMM of bf16 operands into a C of TC (bf16's bits or
+/// float).
+template <typename TC> GemmTypes gemmTypesOf() {
+  return std::is_same_v<TC, float> ? GemmTypes::Bf16F32 : GemmTypes::Bf16;
+}
+
+/// `n` float results into C: rounded to bf16, or (a float32 C) as they are.
+void storeC(const float *from, uint16_t *to, int64_t n) {
+  narrowBf16(from, to, n);
+}
+void storeC(const float *from, float *to, int64_t n) {
+  std::copy(from, from + n, to);
+}
+
+/// `rows` x `cols` of `from` (row stride cols) into `to` (row stride
+/// `toStride`), rounded to bf16 or as they are.
+template <typename TC>
+void storeBlock(const float *from, TC *to, int64_t toStride, int64_t rows,
+                int64_t cols) {
+  parallelElements(rows * cols, [&](int64_t i) {
+    float v = from[i];
+    TC &out = to[(i / cols) * toStride + i % cols];
+    if constexpr (std::is_same_v<TC, float>)
+      out = v;
+    else
+      out = ops::floatToBf16(v);
+  });
+}
+
+/// C = A^T B (bf16 A and B, a bf16 or float32 C; `gemm`) as C^T = B^T A in
+/// pieces of `rows` rows of C (transposedPieceRows, CpuWorkspace.h): each
+/// piece's product lands in the last bytes of `scratch` and is transposed into
+/// C in tiles on the threads. False when oneDNN does not run a piece.
+template <typename TC>
 bool transposedPieces(const GemmShape &gemm, int64_t rows, const uint16_t *a,
-                      const uint16_t *b, uint16_t *c, char *scratch,
+                      const uint16_t *b, TC *c, char *scratch,
                       uint64_t scratchBytes) {
-  uint64_t pieceBytes =
-      stagingAligned(uint64_t(rows * gemm.n) * sizeof(uint16_t));
+  uint64_t pieceBytes = stagingAligned(uint64_t(rows * gemm.n) * sizeof(TC));
   if (pieceBytes > scratchBytes)
     return false;
   uint64_t padBytes = scratchBytes - pieceBytes;
-  auto *piece = reinterpret_cast<uint16_t *>(scratch + padBytes);
+  auto *piece = reinterpret_cast<TC *>(scratch + padBytes);
   constexpr int64_t kTile = 32;
   for (int64_t first = 0; first < gemm.m; first += rows) {
     int64_t count = std::min(rows, gemm.m - first);
-    if (!dnnlMatmulRun(transposedPiece(gemm, count), GemmTypes::Bf16, b,
+    if (!dnnlMatmulRun(transposedPiece(gemm, count), gemmTypesOf<TC>(), b,
                        a + first, piece, scratch, padBytes))
       return false;
     // piece is [n, count]: row i of this part of C is its column i.
-    uint16_t *out = c + first * gemm.ldc;
+    TC *out = c + first * gemm.ldc;
     parallelRows((count + kTile - 1) / kTile, count * gemm.n,
                  [&](int64_t tile) {
                    int64_t i0 = tile * kTile, i1 = std::min(count, i0 + kTile);
@@ -70,19 +100,11 @@ void widenBlock(const uint16_t *from, int64_t fromStride, float *to,
   });
 }
 
-/// `rows` x `cols` of `from` (row stride cols) rounded into `to` (row
-/// stride `toStride`).
-void narrowBlock(const float *from, uint16_t *to, int64_t toStride,
-                 int64_t rows, int64_t cols) {
-  parallelElements(rows * cols, [&](int64_t i) {
-    to[(i / cols) * toStride + i % cols] = ops::floatToBf16(from[i]);
-  });
-}
-
 /// Rows of op(A) (A untransposed, [m, k] with row stride lda) at a time:
 /// B whole in float, then each block of A's rows and C's rows.
-void gemmRows(const GemmShape &s, const uint16_t *a, const uint16_t *b,
-              uint16_t *c, int64_t block, Pieces pieces, float *scratch,
+template <typename TC>
+void gemmRows(const GemmShape &s, const uint16_t *a, const uint16_t *b, TC *c,
+              int64_t block, Pieces pieces, float *scratch,
               uint64_t scratchBytes) {
   float *bf = pieces.take(s.k * s.n);
   float *af = pieces.take(block * s.k);
@@ -95,15 +117,16 @@ void gemmRows(const GemmShape &s, const uint16_t *a, const uint16_t *b,
       widenBf16(a + i * s.strideA + r0 * s.lda, af, rows * s.k);
       gemm<float>(false, s.transB, rows, s.n, s.k, 1.0f, af, s.k, bf, s.ldb,
                   0.0f, cf, s.n, scratch, scratchBytes);
-      narrowBf16(cf, c + i * s.strideC + r0 * s.ldc, rows * s.n);
+      storeC(cf, c + i * s.strideC + r0 * s.ldc, rows * s.n);
     }
   }
 }
 
 /// op(A) B with A whole in float, `block` columns of op(B) and of C at a
 /// time: B is read once, A (the smaller, m <= n) once per block.
-void gemmCols(const GemmShape &s, const uint16_t *a, const uint16_t *b,
-              uint16_t *c, int64_t block, Pieces pieces, float *scratch,
+template <typename TC>
+void gemmCols(const GemmShape &s, const uint16_t *a, const uint16_t *b, TC *c,
+              int64_t block, Pieces pieces, float *scratch,
               uint64_t scratchBytes) {
   float *af = pieces.take(s.m * s.k);
   float *bf = pieces.take(block * s.k);
@@ -119,15 +142,16 @@ void gemmCols(const GemmShape &s, const uint16_t *a, const uint16_t *b,
         widenBlock(bi + c0, s.ldb, bf, s.k, cols);
       gemm<float>(false, s.transB, s.m, cols, s.k, 1.0f, af, s.k, bf,
                   s.transB ? s.k : cols, 0.0f, cf, cols, scratch, scratchBytes);
-      narrowBlock(cf, c + i * s.strideC + c0, s.ldc, s.m, cols);
+      storeBlock(cf, c + i * s.strideC + c0, s.ldc, s.m, cols);
     }
   }
 }
 
 /// op(A) B with C in float, `block` columns of A and rows of op(B) (the
 /// summed dimension) at a time, accumulated into C.
-void gemmSum(const GemmShape &s, const uint16_t *a, const uint16_t *b,
-             uint16_t *c, int64_t block, Pieces pieces, float *scratch,
+template <typename TC>
+void gemmSum(const GemmShape &s, const uint16_t *a, const uint16_t *b, TC *c,
+             int64_t block, Pieces pieces, float *scratch,
              uint64_t scratchBytes) {
   float *cf = pieces.take(s.m * s.n);
   float *af = pieces.take(s.m * block);
@@ -147,14 +171,15 @@ void gemmSum(const GemmShape &s, const uint16_t *a, const uint16_t *b,
     }
     if (s.k == 0)
       std::fill(cf, cf + s.m * s.n, 0.0f);
-    narrowBf16(cf, c + i * s.strideC, s.m * s.n);
+    storeC(cf, c + i * s.strideC, s.m * s.n);
   }
 }
 
 /// A^T B with B whole in float, `block` rows of C at a time (the same
 /// columns of A), each over the whole depth: C is never whole in float.
+template <typename TC>
 void gemmDepthRows(const GemmShape &s, const uint16_t *a, const uint16_t *b,
-                   uint16_t *c, int64_t block, Pieces pieces, float *scratch,
+                   TC *c, int64_t block, Pieces pieces, float *scratch,
                    uint64_t scratchBytes) {
   float *bf = pieces.take(s.k * s.n);
   float *af = pieces.take(s.k * block);
@@ -167,15 +192,16 @@ void gemmDepthRows(const GemmShape &s, const uint16_t *a, const uint16_t *b,
       widenBlock(a + i * s.strideA + r0, s.lda, af, s.k, rows);
       gemm<float>(true, false, rows, s.n, s.k, 1.0f, af, rows, bf, s.n, 0.0f,
                   cf, s.n, scratch, scratchBytes);
-      narrowBf16(cf, c + i * s.strideC + r0 * s.ldc, rows * s.n);
+      storeC(cf, c + i * s.strideC + r0 * s.ldc, rows * s.n);
     }
   }
 }
 
 /// A^T B summed over A's and B's rows (the depth k) a block at a time into
 /// C in float.
-void gemmDepth(const GemmShape &s, const uint16_t *a, const uint16_t *b,
-               uint16_t *c, int64_t block, Pieces pieces, float *scratch,
+template <typename TC>
+void gemmDepth(const GemmShape &s, const uint16_t *a, const uint16_t *b, TC *c,
+               int64_t block, Pieces pieces, float *scratch,
                uint64_t scratchBytes) {
   float *cf = pieces.take(s.m * s.n);
   float *af = pieces.take(block * s.m);
@@ -190,7 +216,7 @@ void gemmDepth(const GemmShape &s, const uint16_t *a, const uint16_t *b,
     }
     if (s.k == 0)
       std::fill(cf, cf + s.m * s.n, 0.0f);
-    narrowBf16(cf, c + i * s.strideC, s.m * s.n);
+    storeC(cf, c + i * s.strideC, s.m * s.n);
   }
 }
 
@@ -310,14 +336,22 @@ void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
   case Bf16Staging::Kind::GemmDepthRows: {
     GemmShape g =
         matmulGemms(*call.attrs, call.inputs[0].shape, call.inputs[1].shape);
-    auto run = staging.kind == Bf16Staging::Kind::GemmRows    ? gemmRows
-               : staging.kind == Bf16Staging::Kind::GemmCols  ? gemmCols
-               : staging.kind == Bf16Staging::Kind::GemmSum   ? gemmSum
-               : staging.kind == Bf16Staging::Kind::GemmDepth ? gemmDepth
-                                                              : gemmDepthRows;
-    run(g, call.inputs[0].as<const uint16_t>(),
-        call.inputs[1].as<const uint16_t>(), call.outputs[0].as<uint16_t>(),
-        staging.block, pieces, scratch, scratchElements * sizeof(float));
+    auto stage = [&](auto *c) {
+      using TC = std::remove_pointer_t<decltype(c)>;
+      auto run = staging.kind == Bf16Staging::Kind::GemmRows   ? gemmRows<TC>
+                 : staging.kind == Bf16Staging::Kind::GemmCols ? gemmCols<TC>
+                 : staging.kind == Bf16Staging::Kind::GemmSum  ? gemmSum<TC>
+                 : staging.kind == Bf16Staging::Kind::GemmDepth
+                     ? gemmDepth<TC>
+                     : gemmDepthRows<TC>;
+      run(g, call.inputs[0].as<const uint16_t>(),
+          call.inputs[1].as<const uint16_t>(), c, staging.block, pieces,
+          scratch, scratchElements * sizeof(float));
+    };
+    if (call.outputs[0].dtype == DType::F32)
+      stage(call.outputs[0].as<float>());
+    else
+      stage(call.outputs[0].as<uint16_t>());
     return;
   }
   case Bf16Staging::Kind::Dnnl: {
@@ -346,17 +380,23 @@ void runOnFloatCopies(const KernelCall &call, const Bf16Staging &staging,
         matmulGemms(*call.attrs, call.inputs[0].shape, call.inputs[1].shape);
     const auto *a = call.inputs[0].as<const uint16_t>();
     const auto *b = call.inputs[1].as<const uint16_t>();
-    auto *c = call.outputs[0].as<uint16_t>();
-    if (staging.block > 0) {
-      if (!transposedPieces(g, staging.block, a, b, c, copies, staging.bytes))
-        throw refused();
-      return;
-    }
-    for (int64_t i = 0; i < g.batch; ++i)
-      if (!dnnlMatmulRun(oneGemm(g), GemmTypes::Bf16, a + i * g.strideA,
-                         b + i * g.strideB, c + i * g.strideC, copies,
-                         staging.bytes))
-        throw refused();
+    auto gemm = [&](auto *c) {
+      using TC = std::remove_pointer_t<decltype(c)>;
+      if (staging.block > 0) {
+        if (!transposedPieces(g, staging.block, a, b, c, copies, staging.bytes))
+          throw refused();
+        return;
+      }
+      for (int64_t i = 0; i < g.batch; ++i)
+        if (!dnnlMatmulRun(oneGemm(g), gemmTypesOf<TC>(), a + i * g.strideA,
+                           b + i * g.strideB, c + i * g.strideC, copies,
+                           staging.bytes))
+          throw refused();
+    };
+    if (call.outputs[0].dtype == DType::F32)
+      gemm(call.outputs[0].as<float>());
+    else
+      gemm(call.outputs[0].as<uint16_t>());
     return;
   }
   case Bf16Staging::Kind::Rows:

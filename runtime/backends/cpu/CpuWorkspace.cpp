@@ -233,6 +233,20 @@ int64_t rowsPerPiece(int64_t rows, int64_t rowElements) {
 
 } // namespace
 
+std::optional<GemmTypes>
+bf16GemmTypes(OpKind op, const std::vector<ops::TensorType> &inputs,
+              const std::vector<ops::TensorType> &outputs) {
+  if (ops::opInfo(op).shapeRule != ops::ShapeRule::Gemm || inputs.size() != 2 ||
+      outputs.size() != 1 || inputs[0].dtype != DType::BF16 ||
+      inputs[1].dtype != DType::BF16)
+    return std::nullopt;
+  if (outputs[0].dtype == DType::BF16)
+    return GemmTypes::Bf16;
+  if (outputs[0].dtype == DType::F32)
+    return GemmTypes::Bf16F32;
+  return std::nullopt;
+}
+
 Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
                            const std::vector<ops::TensorType> &inputs,
                            const std::vector<ops::TensorType> &outputs) {
@@ -326,31 +340,29 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
     return s;
   s.kind = Bf16Staging::Kind::Whole;
   s.bytes = whole;
-  // GEMMs (all operands bf16): through oneDNN on the tensors themselves
-  // where this CPU has a bf16 kernel for them, else pieces of A and C, or
-  // of A and B.
-  if (info.shapeRule == ops::ShapeRule::Gemm && inputs.size() == 2 &&
-      outputs.size() == 1 && allBf16(inputs, outputs)) {
+  // GEMMs (bf16 operands, a bf16 or float32 result): through oneDNN on
+  // the tensors themselves where this CPU has a bf16 kernel for them, else
+  // pieces of A and C, or of A and B.
+  if (std::optional<GemmTypes> types = bf16GemmTypes(op, inputs, outputs)) {
     const GemmShape m = matmulGemms(attrs, inputs[0].shape, inputs[1].shape);
     const GemmShape g = oneGemm(m);
     if (int64_t rows = transposedPieceRows(g); rows > 0 && m.batch == 1) {
       int64_t tail = g.m % rows;
       std::optional<uint64_t> full =
-          dnnlMatmulScratchBytes(transposedPiece(g, rows), GemmTypes::Bf16);
+          dnnlMatmulScratchBytes(transposedPiece(g, rows), *types);
       std::optional<uint64_t> last =
           tail == 0 ? full
-                    : dnnlMatmulScratchBytes(transposedPiece(g, tail),
-                                             GemmTypes::Bf16);
+                    : dnnlMatmulScratchBytes(transposedPiece(g, tail), *types);
       if (full && last) {
         s.kind = Bf16Staging::Kind::Dnnl;
         s.block = rows;
         s.bytes = stagingAligned(std::max(*full, *last)) +
-                  stagingAligned(uint64_t(rows * g.n) * sizeof(uint16_t));
+                  stagingAligned(uint64_t(rows * g.n) *
+                                 ops::dtypeSize(outputs[0].dtype));
         return s;
       }
     }
-    if (std::optional<uint64_t> pad =
-            dnnlMatmulScratchBytes(g, GemmTypes::Bf16)) {
+    if (std::optional<uint64_t> pad = dnnlMatmulScratchBytes(g, *types)) {
       s.kind = Bf16Staging::Kind::Dnnl;
       s.bytes = stagingAligned(*pad);
       return s;

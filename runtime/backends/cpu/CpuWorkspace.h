@@ -188,6 +188,13 @@ struct Bf16Staging {
   int64_t block = 0;
   uint64_t bytes = 0;
 };
+/// The types of a matmul on bf16 operands (--precision bf16): Bf16 for a
+/// bf16 result, Bf16F32 for a float32 one (a parameter's gradient); nullopt
+/// for any other op or types.
+std::optional<GemmTypes>
+bf16GemmTypes(OpKind op, const std::vector<ops::TensorType> &inputs,
+              const std::vector<ops::TensorType> &outputs);
+
 Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
                            const std::vector<ops::TensorType> &inputs,
                            const std::vector<ops::TensorType> &outputs);

@@ -3,8 +3,8 @@
 // Under --precision bf16 (docs/precision.md) the CUDA backend reads and
 // writes bf16 tensors itself in the moves (reshape, transpose), the
 // conversion, cross_entropy and its gradient (bf16 logits and dlogits), a
-// matmul whose operands and result are all bf16 (cuBLAS's
-// GemmEx: bf16 inputs, float compute, the result rounded to bf16) and the
+// matmul of bf16 operands (cuBLAS's GemmEx: bf16 inputs, float compute,
+// the result rounded to bf16 or, a parameter's gradient, float32) and the
 // elementwise kernels on all-bf16 operands (binary ops, activations and
 // their gradients, dropout: float math on the widened values, the result
 // rounded). Every other op with a bf16 operand or result runs its float kernel
@@ -32,13 +32,15 @@ uint64_t copyBytes(int64_t elements) {
 }
 
 /// The moves, the conversion and the loss on bf16 logits (bf16Native in
-/// the op table), and on bf16 alone a GEMM and the elementwise families
-/// (kernels/binary.cu, unary.cu, dropout.cu).
-bool readsBf16Itself(OpKind op, bool floatsAllBf16) {
+/// the op table), a GEMM of bf16 operands (its result bf16 or float32),
+/// and on bf16 alone the elementwise families (kernels/binary.cu,
+/// unary.cu, dropout.cu).
+bool readsBf16Itself(OpKind op, bool floatsAllBf16, bool inputsAllBf16) {
   const ops::OpInfo &info = ops::opInfo(op);
   using ops::KernelFamily;
-  if (info.shapeRule == ops::ShapeRule::Gemm ||
-      info.family == KernelFamily::Binary ||
+  if (info.shapeRule == ops::ShapeRule::Gemm)
+    return inputsAllBf16;
+  if (info.family == KernelFamily::Binary ||
       info.family == KernelFamily::Unary ||
       info.family == KernelFamily::UnaryGrad ||
       info.family == KernelFamily::Dropout)
@@ -47,14 +49,18 @@ bool readsBf16Itself(OpKind op, bool floatsAllBf16) {
 }
 
 /// The dtypes of an op's tensors, as far as its float copies go: whether
-/// any is bf16, and whether every float one is.
+/// any is bf16, and whether every float one is (of all, of the inputs).
 struct Bf16Mix {
-  bool any = false, allBf16 = true;
-  void note(DType d) {
+  bool any = false, allBf16 = true, inputsBf16 = true;
+  void note(DType d, bool input) {
     any |= d == DType::BF16;
     allBf16 &= d != DType::F32;
+    if (input)
+      inputsBf16 &= d != DType::F32;
   }
-  bool copies(OpKind op) const { return any && !readsBf16Itself(op, allBf16); }
+  bool copies(OpKind op) const {
+    return any && !readsBf16Itself(op, allBf16, inputsBf16);
+  }
 };
 
 /// Converts `from` into `to` (same shape, f32 <-> bf16) on ctx's stream.
@@ -76,7 +82,7 @@ uint64_t floatCopyBytes(OpKind op, const std::vector<TensorType> &inputs,
   uint64_t bytes = 0;
   for (const auto *list : {&inputs, &outputs})
     for (const TensorType &t : *list) {
-      mix.note(t.dtype);
+      mix.note(t.dtype, list == &inputs);
       if (t.dtype == DType::BF16)
         bytes +=
             copyBytes(int64_t(ops::checkedNumElements(t.shape).value_or(0)));
@@ -98,9 +104,9 @@ uint64_t floatCopyBytes(OpKind op, const std::vector<TensorType> &inputs,
 bool needsFloatCopies(const KernelCall &call) {
   Bf16Mix mix;
   for (int i = 0; i < call.numInputs; ++i)
-    mix.note(call.inputs[i].dtype);
+    mix.note(call.inputs[i].dtype, true);
   for (int i = 0; i < call.numOutputs; ++i)
-    mix.note(call.outputs[i].dtype);
+    mix.note(call.outputs[i].dtype, false);
   return mix.copies(call.op);
 }
 

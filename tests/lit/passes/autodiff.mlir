@@ -178,3 +178,39 @@ func.func @forward(%w: tensor<f32> {graph.name = "w", graph.role = "param"}) -> 
   %loss = graph.mse %w, %w : tensor<f32>, tensor<f32> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// --precision bf16: a parameter's bf16 copy read by one matmul (w1) gets
+// its float32 gradient from that matmul itself (bf16 operands, a float32
+// result); the bf16 copy of an activation (r) keeps a bf16 gradient
+// converted back, and a copy read by two matmuls (w2) the sum of two bf16
+// gradients, converted.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4xbf16> {{.*}}, %[[T:.*]]: tensor<8x2xf32> {{.*}}, %[[W1:.*]]: tensor<4x3xf32> {{.*}}, %[[W2:.*]]: tensor<3x3xf32> {{.*}})
+// CHECK: %[[W2B:.*]] = graph.convert %[[W2]] : tensor<3x3xf32> -> tensor<3x3xbf16>
+// CHECK: %[[DW2A:.*]] = graph.matmul %{{.*}}, %{{.*}} {transpose_a = true} : tensor<8x3xbf16>, tensor<8x3xbf16> -> tensor<3x3xbf16>
+// CHECK-NEXT: %[[DR:.*]] = graph.matmul %{{.*}}, %[[W2B]] {transpose_b = true} : tensor<8x3xbf16>, tensor<3x3xbf16> -> tensor<8x3xbf16>
+// CHECK-NEXT: %[[DW2B:.*]] = graph.matmul %{{.*}}, %{{.*}} {transpose_a = true} : tensor<8x3xbf16>, tensor<8x3xbf16> -> tensor<3x3xbf16>
+// CHECK-NEXT: %[[DW2:.*]] = graph.add %[[DW2A]], %[[DW2B]] : tensor<3x3xbf16>, tensor<3x3xbf16> -> tensor<3x3xbf16>
+// CHECK-NEXT: %[[DW2F:.*]] = graph.convert %[[DW2]] : tensor<3x3xbf16> -> tensor<3x3xf32>
+// CHECK-NEXT: graph.convert %[[DR]] : tensor<8x3xbf16> -> tensor<8x3xf32>
+// CHECK: %[[DW1:.*]] = graph.matmul %[[X]], %{{.*}} {transpose_a = true} : tensor<8x4xbf16>, tensor<8x3xbf16> -> tensor<4x3xf32>
+// CHECK-NEXT: return %{{.*}}, %[[DW1]], %[[DW2F]] :
+func.func @forward(%x: tensor<8x4xbf16> {graph.name = "x", graph.role = "input"},
+                   %t: tensor<8x2xf32> {graph.name = "t", graph.role = "input"},
+                   %w1: tensor<4x3xf32> {graph.name = "w1", graph.role = "param"},
+                   %w2: tensor<3x3xf32> {graph.name = "w2", graph.role = "param"}) -> tensor<f32> {
+  %w1b = graph.convert %w1 : tensor<4x3xf32> -> tensor<4x3xbf16>
+  %h = graph.matmul %x, %w1b : tensor<8x4xbf16>, tensor<4x3xbf16> -> tensor<8x3xbf16>
+  %hf = graph.convert %h : tensor<8x3xbf16> -> tensor<8x3xf32>
+  %r = graph.relu %hf : tensor<8x3xf32> -> tensor<8x3xf32>
+  %rb = graph.convert %r : tensor<8x3xf32> -> tensor<8x3xbf16>
+  %w2b = graph.convert %w2 : tensor<3x3xf32> -> tensor<3x3xbf16>
+  %g = graph.matmul %rb, %w2b : tensor<8x3xbf16>, tensor<3x3xbf16> -> tensor<8x3xbf16>
+  %u = graph.matmul %g, %w2b : tensor<8x3xbf16>, tensor<3x3xbf16> -> tensor<8x3xbf16>
+  %uf = graph.convert %u : tensor<8x3xbf16> -> tensor<8x3xf32>
+  %y = graph.slice %uf {starts = array<i64: 0, 0>, ends = array<i64: 8, 2>, steps = array<i64: 1, 1>} : tensor<8x3xf32> -> tensor<8x2xf32>
+  %loss = graph.mse %y, %t : tensor<8x2xf32>, tensor<8x2xf32> -> tensor<f32>
+  return %loss : tensor<f32>
+}

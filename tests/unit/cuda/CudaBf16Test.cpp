@@ -79,6 +79,20 @@ TEST_CASE("cuda bf16 matmul (GemmEx) matches the cpu for every transpose and "
                     asBf16(randomTensor({1024, 8}, rng, 0.0, 1.0))},
                    {typeOf({16, 8}, DType::BF16)}},
                   kBf16Tol);
+  // Into a float32 result (a parameter's gradient, GemmEx with a float C):
+  // the float sums of exact products, as the cpu's up to their order.
+  checkAgainstCpu({OpKind::Matmul,
+                   json{{"transpose_a", true}, {"sum_batch", true}},
+                   {asBf16(randomTensor({3, 64, 37}, rng)),
+                    asBf16(randomTensor({3, 64, 29}, rng))},
+                   {typeOf({37, 29}, DType::F32)}},
+                  kReductionTol);
+  checkAgainstCpu({OpKind::Matmul,
+                   json{{"transpose_a", true}},
+                   {asBf16(randomTensor({40, 4100}, rng)),
+                    asBf16(randomTensor({40, 16}, rng))},
+                   {typeOf({4100, 16}, DType::F32)}},
+                  kReductionTol);
 }
 
 TEST_CASE("cuda bf16 elementwise kernels round as the cpu does: bitwise equal "

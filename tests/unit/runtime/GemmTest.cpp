@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 using namespace remat::runtime;
 using namespace remat::runtime::test;
@@ -151,7 +152,7 @@ TEST_CASE("the workspace the CPU backend reserves for matmul and attention "
 
 TEST_CASE("bf16 matmuls on oneDNN's bf16 kernels and on float copies are "
           "both within bf16's rounding of the product, in every transpose "
-          "and batch form",
+          "and batch form, and a float32 result is the sum they round",
           "[runtime]") {
   std::mt19937 rng(23);
   // A bf16 tensor of uniform values, each exactly a bf16.
@@ -186,57 +187,85 @@ TEST_CASE("bf16 matmuls on oneDNN's bf16 kernels and on float copies are "
     cpu::DnnlMatmulSwitch path(dnnl);
     for (const Case &c : cases) {
       HostTensor a = bf16(c.a), b = bf16(c.b);
-      std::vector<remat::ops::TensorType> ins = {{DType::BF16, c.a},
-                                                 {DType::BF16, c.b}},
-                                          outs = {{DType::BF16, c.c}};
       OpAttrs attrs = remat::ops::parseAttrs(OpKind::Matmul, c.attrs);
       const cpu::GemmShape g = cpu::matmulGemms(attrs, c.a, c.b);
-      bool native =
-          cpu::cpuBf16Staging(OpKind::Matmul, attrs, ins, outs).kind ==
-          cpu::Bf16Staging::Kind::Dnnl;
-      // oneDNN runs them where it has a bf16 kernel on this CPU, and only
-      // while it is on.
-      CHECK(native == (dnnl && cpu::dnnlMatmulScratchBytes(cpu::oneGemm(g),
-                                                           cpu::GemmTypes::Bf16)
-                                   .has_value()));
-      cpu::DnnlMatmulCounts before = cpu::dnnlMatmulCounts();
-      HostTensor out = runOnBackend(
-          *createCpuBackend(),
-          {OpKind::Matmul, c.attrs, {a, b}, {typeOf(c.c, DType::BF16)}})[0];
-      cpu::DnnlMatmulCounts after = cpu::dnnlMatmulCounts();
-      INFO("oneDNN " << dnnl << " native " << native << " A "
-                     << formatShape(c.a) << " B " << formatShape(c.b)
-                     << " attrs " << c.attrs.dump());
-      int64_t pieceRows = cpu::transposedPieceRows(cpu::oneGemm(g));
-      if (native)
-        CHECK(after.run - before.run ==
-              uint64_t(pieceRows > 0 ? (g.m + pieceRows - 1) / pieceRows
-                                     : g.batch));
-      if (native && c.c[0] == 4100)
-        CHECK(pieceRows == cpu::kTransposedPieceRows);
-      // The product of the bf16 operands in double, per GEMM of g.
-      double worst = 0;
-      for (int64_t i = 0; i < g.batch; ++i)
-        for (int64_t r = 0; r < g.m; ++r)
-          for (int64_t col = 0; col < g.n; ++col) {
-            double exact = 0, magnitude = 0;
-            for (int64_t p = 0; p < g.k; ++p) {
-              double x = a.values[size_t(
-                  i * g.strideA + (g.transA ? p * g.lda + r : r * g.lda + p))];
-              double y = b.values[size_t(
-                  i * g.strideB +
-                  (g.transB ? col * g.ldb + p : p * g.ldb + col))];
-              exact += x * y;
-              magnitude += std::abs(x * y);
+      // A bf16 result, and a float32 one (a parameter's gradient): the
+      // float32 sum the bf16 result is rounded from.
+      std::map<DType, HostTensor> outs;
+      for (DType cType : {DType::BF16, DType::F32}) {
+        std::vector<remat::ops::TensorType> ins = {{DType::BF16, c.a},
+                                                   {DType::BF16, c.b}},
+                                            types = {{cType, c.c}};
+        cpu::GemmTypes gemmTypes = cType == DType::BF16
+                                       ? cpu::GemmTypes::Bf16
+                                       : cpu::GemmTypes::Bf16F32;
+        CHECK(cpu::bf16GemmTypes(OpKind::Matmul, ins, types) == gemmTypes);
+        bool native =
+            cpu::cpuBf16Staging(OpKind::Matmul, attrs, ins, types).kind ==
+            cpu::Bf16Staging::Kind::Dnnl;
+        // oneDNN runs them where it has a bf16 kernel on this CPU, and only
+        // while it is on.
+        CHECK(native ==
+              (dnnl && cpu::dnnlMatmulScratchBytes(cpu::oneGemm(g), gemmTypes)
+                           .has_value()));
+        cpu::DnnlMatmulCounts before = cpu::dnnlMatmulCounts();
+        HostTensor out = runOnBackend(
+            *createCpuBackend(),
+            {OpKind::Matmul, c.attrs, {a, b}, {typeOf(c.c, cType)}})[0];
+        cpu::DnnlMatmulCounts after = cpu::dnnlMatmulCounts();
+        INFO("oneDNN " << dnnl << " native " << native << " A "
+                       << formatShape(c.a) << " B " << formatShape(c.b)
+                       << " attrs " << c.attrs.dump() << " C "
+                       << remat::ops::dtypeName(cType));
+        int64_t pieceRows = cpu::transposedPieceRows(cpu::oneGemm(g));
+        if (native)
+          CHECK(after.run - before.run ==
+                uint64_t(pieceRows > 0 ? (g.m + pieceRows - 1) / pieceRows
+                                       : g.batch));
+        if (native && c.c[0] == 4100)
+          CHECK(pieceRows == cpu::kTransposedPieceRows);
+        // The product of the bf16 operands in double, per GEMM of g.
+        double worst = 0;
+        for (int64_t i = 0; i < g.batch; ++i)
+          for (int64_t r = 0; r < g.m; ++r)
+            for (int64_t col = 0; col < g.n; ++col) {
+              double exact = 0, magnitude = 0;
+              for (int64_t p = 0; p < g.k; ++p) {
+                double x = a.values[size_t(
+                    i * g.strideA +
+                    (g.transA ? p * g.lda + r : r * g.lda + p))];
+                double y = b.values[size_t(
+                    i * g.strideB +
+                    (g.transB ? col * g.ldb + p : p * g.ldb + col))];
+                exact += x * y;
+                magnitude += std::abs(x * y);
+              }
+              // Summed in float32 (and, into bf16, rounded once: 8
+              // significant bits, half a unit in the last place 2^-8
+              // relative).
+              double bound =
+                  double(g.k) * eps * magnitude +
+                  (cType == DType::BF16 ? std::ldexp(std::abs(exact), -8)
+                                        : 0.0) +
+                  1e-30;
+              double got = out.values[size_t(i * g.strideC + r * g.ldc + col)];
+              worst = std::max(worst, std::abs(got - exact) / bound);
             }
-            // Summed in float32, rounded once to bf16 (8 significant
-            // bits: half a unit in the last place is 2^-8 relative).
-            double bound = double(g.k) * eps * magnitude +
-                           std::ldexp(std::abs(exact), -8) + 1e-30;
-            double got = out.values[size_t(i * g.strideC + r * g.ldc + col)];
-            worst = std::max(worst, std::abs(got - exact) / bound);
-          }
-      CHECK(worst <= 1.0);
+        CHECK(worst <= 1.0);
+        outs[cType] = out;
+      }
+      // The bf16 result is the float32 one rounded, on either path.
+      const HostTensor &wide = outs[DType::F32], &narrow = outs[DType::BF16];
+      int64_t differ = 0, rounded = 0;
+      for (int64_t i = 0; i < wide.size(); ++i) {
+        float w = float(wide.values[size_t(i)]);
+        differ += remat::ops::bf16ToFloat(remat::ops::floatToBf16(w)) !=
+                  float(narrow.values[size_t(i)]);
+        rounded += remat::ops::bf16ToFloat(remat::ops::floatToBf16(w)) != w;
+      }
+      CHECK(differ == 0);
+      // The float32 results are not all bf16 values.
+      CHECK(rounded > 0);
     }
   }
   if (!cpu::dnnlMatmulScratchBytes({false, false, 8, 8, 8, 8, 8, 8},

@@ -124,6 +124,23 @@ TEST_CASE("a convolution of bf16 activations takes float32 weights and "
                               DType::BF16, DType::F32) == -1);
 }
 
+TEST_CASE("a matmul of bf16 operands gives a bf16 result, or a float32 one "
+          "where one is given",
+          "[runtime]") {
+  TensorType a{DType::BF16, {4, 3}}, b{DType::BF16, {3, 2}};
+  CHECK(inferResultTypes(OpKind::Matmul, {}, {{a, b}, {}}, {})[0].dtype ==
+        DType::BF16);
+  CHECK_NOTHROW(checkTypes(OpKind::Matmul, {}, {{a, b}, {}},
+                           {{{DType::F32, {4, 2}}}, {}}));
+  CHECK_NOTHROW(checkTypes(OpKind::Matmul, {}, {{a, b}, {}},
+                           {{{DType::BF16, {4, 2}}}, {}}));
+  // Not the other way: float32 operands give a float32 result.
+  CHECK_THROWS_WITH(checkTypes(OpKind::Matmul, {},
+                               {{f32({4, 3}), f32({3, 2})}, {}},
+                               {{{DType::BF16, {4, 2}}}, {}}),
+                    "output 0 has dtype bf16 but expects f32");
+}
+
 TEST_CASE("attribute ranges are checked by name", "[runtime]") {
   OpAttrs attrs;
   attrs.rate = 1.0f;

@@ -107,9 +107,15 @@ void gemmRowMajor(const DeviceContext &ctx, bool transA, bool transB, int64_t m,
                   int64_t lda, int64_t strideA, const float *b, int64_t ldb,
                   int64_t strideB, float beta, float *c, int64_t ldc,
                   int64_t strideC, int64_t batch);
-/// gemmRowMajor on f32 operands, or with `bf16` on bf16 A, B and C (float
-/// compute, cuBLAS's GemmEx).
-void gemmRowMajorOf(const DeviceContext &ctx, bool bf16, bool transA,
+/// The element types of a GEMM's A, B and C.
+enum class GemmIo {
+  F32,     ///< float32 throughout (cuBLAS's Sgemm)
+  Bf16,    ///< bf16 A, B and C, float compute (GemmEx), C rounded
+  Bf16F32, ///< bf16 A and B, float32 C (GemmEx): a parameter's gradient
+};
+
+/// gemmRowMajor on operands and result of `io`.
+void gemmRowMajorOf(const DeviceContext &ctx, GemmIo io, bool transA,
                     bool transB, int64_t m, int64_t n, int64_t k, float alpha,
                     const void *a, int64_t lda, int64_t strideA, const void *b,
                     int64_t ldb, int64_t strideB, float beta, void *c,

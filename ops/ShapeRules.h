@@ -62,9 +62,9 @@ std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
 
 /// Under --precision bf16 a convolution of bf16 activations reads float32
 /// weights, which its kernels round to bf16 as they read them
-/// (docs/precision.md): the operand that holds them (conv2d's 1,
-/// conv2d_grad_input's 0) when `in0`, `in1` and `out` are such a mix; else
-/// -1.
+/// (docs/precision.md): the operand that holds them (the convolution's 1,
+/// its input gradient's 0) when `in0`, `in1` and `out` are such a mix;
+/// else -1.
 int roundedWeightsOperand(OpKind op, DType in0, DType in1, DType out);
 
 } // namespace remat::ops

@@ -1,8 +1,8 @@
 //===- Bf16Staging.cpp - ops on float copies of their bf16 tensors --------===//
 #include "runtime/backends/cpu/Bf16Staging.h"
-#include "ops/ShapeRules.h"
 
 #include "ops/BFloat16.h"
+#include "ops/ShapeRules.h"
 #include "runtime/backends/cpu/DnnlConv.h"
 #include "runtime/backends/cpu/Gemm.h"
 #include "runtime/backends/cpu/Kernels.h"

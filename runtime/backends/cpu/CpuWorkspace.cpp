@@ -1,7 +1,7 @@
 //===- CpuWorkspace.cpp - The CPU backend's kernel scratch, by op ---------===//
 #include "runtime/backends/cpu/CpuWorkspace.h"
-#include "ops/ShapeRules.h"
 
+#include "ops/ShapeRules.h"
 #include "runtime/Strides.h"
 #include "runtime/backends/cpu/DnnlConv.h"
 

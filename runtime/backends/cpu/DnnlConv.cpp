@@ -231,7 +231,8 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
   auto type = types == ConvTypes::F32 ? f32 : memory::data_type::bf16;
   // The type of remat's weights buffer (or their gradient's).
   auto wBuffer = types == ConvTypes::Bf16 ? type : f32;
-  // A bf16 weights gradient is computed in float32 (rounded once, below).
+  // The weights gradient of bf16 activations is computed in float32 (into
+  // bf16 weights rounded once, below).
   bool wideWeights = types != ConvTypes::F32 && op == OpKind::Conv2dGradWeight;
   auto wType = wideWeights ? f32 : type;
   auto any = memory::format_tag::any;
@@ -291,8 +292,9 @@ void describe(Entry &e, dnnl::engine &engine, OpKind op, const OpAttrs &attrs,
   e.scratchpadBytes = e.pd.scratchpad_desc().get_size();
   uint64_t end = lineUp(e.scratchpadBytes);
   for (Operand *o : {&e.x, &e.w, &e.y}) {
-    // Plain layouts were asked for and would be reordered (bf16 weights
-    // or their float32 gradient are converted, not reordered).
+    // Plain layouts were asked for and would be reordered (float32
+    // weights of bf16 activations, and a weights gradient summed in
+    // float32 into bf16 weights, are converted, not reordered).
     if (!blocked && o->reordered() &&
         !(o == &e.w && (wideWeights || wBuffer != type)))
       return;

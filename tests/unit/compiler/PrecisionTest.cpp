@@ -25,6 +25,15 @@ ModelGraph gpt2Tiny() {
   return loadModel(s.str(), "gpt2.json", options);
 }
 
+/// The model file at `path` under the source tree, loaded.
+ModelGraph loadSourceModel(const std::string &path) {
+  std::ifstream in(std::string(REMAT_SOURCE_DIR) + "/" + path);
+  REQUIRE(in);
+  std::stringstream s;
+  s << in.rdbuf();
+  return loadModel(s.str(), path.substr(path.rfind('/') + 1));
+}
+
 const std::string &dtypeOf(const ModelGraph &g, int value) {
   return g.values[size_t(value)].type.dtype;
 }
@@ -97,12 +106,8 @@ TEST_CASE("bf16: GEMMs and their bias adds compute in bf16, norms and the "
 TEST_CASE("bf16: batch norm after a convolution reads its bf16 output and "
           "gives a bf16 result, with float32 parameters and statistics",
           "[compiler]") {
-  std::ifstream in(std::string(REMAT_SOURCE_DIR) +
-                   "/tests/e2e/models/norm.json");
-  REQUIRE(in);
-  std::stringstream s;
-  s << in.rdbuf();
-  ModelGraph bf16 = withBf16Compute(loadModel(s.str(), "norm.json"));
+  ModelGraph bf16 =
+      withBf16Compute(loadSourceModel("tests/e2e/models/norm.json"));
   int norms = 0, bf16Norms = 0;
   for (const Op &op : bf16.ops) {
     INFO(op.where());
@@ -130,12 +135,8 @@ TEST_CASE("bf16: batch norm after a convolution reads its bf16 output and "
 TEST_CASE("bf16: a convolution reads its float32 weights as they are, "
           "without a bf16 copy, and its bf16 input through a conversion",
           "[compiler]") {
-  std::ifstream in(std::string(REMAT_SOURCE_DIR) +
-                   "/tests/e2e/models/conv.json");
-  REQUIRE(in);
-  std::stringstream s;
-  s << in.rdbuf();
-  ModelGraph bf16 = withBf16Compute(loadModel(s.str(), "conv.json"));
+  ModelGraph bf16 =
+      withBf16Compute(loadSourceModel("tests/e2e/models/conv.json"));
   int convs = 0;
   for (const Op &op : bf16.ops) {
     INFO(op.where());

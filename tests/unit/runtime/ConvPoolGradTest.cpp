@@ -92,6 +92,21 @@ std::vector<ConvCase> convCases() {
   };
 }
 
+/// convCases and, for bf16, a batch in chunks of 8 images (the weights
+/// gradient summed in float32) and an image-like stem.
+std::vector<ConvCase> bf16ConvCases() {
+  std::vector<ConvCase> cases = convCases();
+  cases.push_back({"16 images in 2 chunks",
+                   {16, 16, 10, 10},
+                   {16, 16, 3, 3},
+                   convAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
+  cases.push_back({"7x7 stem on 3 channels, stride 2",
+                   {6, 3, 20, 20},
+                   {16, 3, 7, 7},
+                   convAttrs({2, 2}, {3, 3, 3, 3}, {1, 1}, 1)});
+  return cases;
+}
+
 } // namespace
 
 TEST_CASE("conv2d_grad_input and conv2d_grad_weight match finite "
@@ -390,17 +405,7 @@ TEST_CASE("conv2d and its gradients on bf16 tensors, through oneDNN's bf16 "
       v = std::abs(v);
     return t;
   };
-  std::vector<ConvCase> cases = convCases();
-  // In chunks of 8 images (the weights gradient's summed in float32), and
-  // an image-like stem.
-  cases.push_back({"16 images in 2 chunks",
-                   {16, 16, 10, 10},
-                   {16, 16, 3, 3},
-                   convAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
-  cases.push_back({"7x7 stem on 3 channels, stride 2",
-                   {6, 3, 20, 20},
-                   {16, 3, 7, 7},
-                   convAttrs({2, 2}, {3, 3, 3, 3}, {1, 1}, 1)});
+  std::vector<ConvCase> cases = bf16ConvCases();
   const double eps = std::numeric_limits<float>::epsilon();
   bool anyNative = false;
   for (bool dnnl : {true, false}) {
@@ -473,11 +478,7 @@ TEST_CASE("a bf16 convolution reads float32 weights rounded to bf16 and "
           "on float copies",
           "[runtime]") {
   std::mt19937 rng(53);
-  std::vector<ConvCase> cases = convCases();
-  cases.push_back({"16 images in 2 chunks",
-                   {16, 16, 10, 10},
-                   {16, 16, 3, 3},
-                   convAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
+  std::vector<ConvCase> cases = bf16ConvCases();
   auto bits = [](const HostTensor &t) {
     std::vector<uint16_t> b;
     for (double v : t.values)

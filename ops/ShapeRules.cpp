@@ -127,4 +127,12 @@ int roundedWeightsOperand(OpKind op, DType in0, DType in1, DType out) {
   return -1;
 }
 
+int roundedWeightsOperand(OpKind op, const std::vector<TensorType> &inputs,
+                          const std::vector<TensorType> &outputs) {
+  if (inputs.size() != 2 || outputs.size() != 1)
+    return -1;
+  return roundedWeightsOperand(op, inputs[0].dtype, inputs[1].dtype,
+                               outputs[0].dtype);
+}
+
 } // namespace remat::ops

@@ -66,6 +66,9 @@ std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
 /// its input gradient's 0) when `in0`, `in1` and `out` are such a mix;
 /// else -1.
 int roundedWeightsOperand(OpKind op, DType in0, DType in1, DType out);
+/// The same for an op's operand and result types (-1 unless two and one).
+int roundedWeightsOperand(OpKind op, const std::vector<TensorType> &inputs,
+                          const std::vector<TensorType> &outputs);
 
 } // namespace remat::ops
 

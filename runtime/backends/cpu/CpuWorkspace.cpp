@@ -329,11 +329,7 @@ Bf16Staging cpuBf16Staging(OpKind op, const OpAttrs &attrs,
       whole += stagedBytes(int64_t(*n));
     }
   // float32 weights a bf16 convolution reads: copied rounded to bf16.
-  if (int w = inputs.size() == 2 && outputs.size() == 1
-                  ? ops::roundedWeightsOperand(
-                        op, inputs[0].dtype, inputs[1].dtype, outputs[0].dtype)
-                  : -1;
-      w >= 0)
+  if (int w = ops::roundedWeightsOperand(op, inputs, outputs); w >= 0)
     whole += stagedBytes(
         int64_t(ops::checkedNumElements(inputs[size_t(w)].shape).value_or(0)));
   if (whole == 0)

@@ -90,11 +90,7 @@ uint64_t floatCopyBytes(OpKind op, const std::vector<TensorType> &inputs,
   if (!mix.copies(op))
     return 0;
   // Rounded weights: a bf16 copy, then the float copy of it.
-  if (int w = inputs.size() == 2 && outputs.size() == 1
-                  ? ops::roundedWeightsOperand(
-                        op, inputs[0].dtype, inputs[1].dtype, outputs[0].dtype)
-                  : -1;
-      w >= 0)
+  if (int w = ops::roundedWeightsOperand(op, inputs, outputs); w >= 0)
     bytes +=
         2 * copyBytes(int64_t(
                 ops::checkedNumElements(inputs[size_t(w)].shape).value_or(0)));
